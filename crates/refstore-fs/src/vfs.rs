@@ -1,0 +1,251 @@
+//! The filesystem interface every storage layer of refstore is written against.
+//!
+//! The trait is deliberately small and close to POSIX: exclusive creation,
+//! whole-file reads, renames, directory operations and the four flush
+//! primitives refstore's durability rests on (`fsync`, `fdatasync`, directory
+//! `fsync`, `syncfs`) plus write-back initiation. Paths are absolute or
+//! relative to the process's working directory, exactly as `std::fs` treats
+//! them.
+//!
+//! Errors carry the operation and the path, so a message shown to a user
+//! always names the file that failed.
+
+use std::fmt;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+/// A result whose error names the filesystem operation and path that failed.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// The filesystem operation that failed, for error messages and fault injection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[allow(missing_docs)]
+pub enum Op {
+    CreateExclusive,
+    OpenAppend,
+    Write,
+    Read,
+    ReadLink,
+    Rename,
+    Link,
+    Unlink,
+    Mkdir,
+    Rmdir,
+    ReadDir,
+    Stat,
+    Fsync,
+    Fdatasync,
+    FsyncDir,
+    Syncfs,
+    StartWriteout,
+    SetTimes,
+}
+
+impl Op {
+    /// The verb used in error messages, e.g. "cannot rename 'a'".
+    pub fn verb(self) -> &'static str {
+        match self {
+            Op::CreateExclusive => "create",
+            Op::OpenAppend => "open for appending",
+            Op::Write => "write",
+            Op::Read => "read",
+            Op::ReadLink => "read link",
+            Op::Rename => "rename",
+            Op::Link => "link",
+            Op::Unlink => "remove",
+            Op::Mkdir => "create directory",
+            Op::Rmdir => "remove directory",
+            Op::ReadDir => "read directory",
+            Op::Stat => "stat",
+            Op::Fsync => "fsync",
+            Op::Fdatasync => "fdatasync",
+            Op::FsyncDir => "fsync directory",
+            Op::Syncfs => "syncfs",
+            Op::StartWriteout => "start write-back of",
+            Op::SetTimes => "set times of",
+        }
+    }
+}
+
+/// A failed filesystem operation: what was attempted, on which path, and why.
+#[derive(Debug)]
+pub struct Error {
+    /// The operation that failed.
+    pub op: Op,
+    /// The path it was applied to (for a rename or link: the source).
+    pub path: PathBuf,
+    /// The underlying OS error.
+    pub source: io::Error,
+}
+
+impl Error {
+    /// Wraps an OS error with the operation and path it came from.
+    pub fn new(op: Op, path: impl Into<PathBuf>, source: io::Error) -> Self {
+        Error {
+            op,
+            path: path.into(),
+            source,
+        }
+    }
+
+    /// The kind of the underlying OS error.
+    pub fn kind(&self) -> io::ErrorKind {
+        self.source.kind()
+    }
+
+    /// True if the path (or a parent directory) does not exist.
+    pub fn is_not_found(&self) -> bool {
+        self.kind() == io::ErrorKind::NotFound
+    }
+
+    /// True if exclusive creation, mkdir or link found the path taken.
+    pub fn is_already_exists(&self) -> bool {
+        self.kind() == io::ErrorKind::AlreadyExists
+    }
+
+    /// The raw OS error number, if there is one (`ENOTDIR`, `ENOTEMPTY`, ...).
+    pub fn raw_os_error(&self) -> Option<i32> {
+        self.source.raw_os_error()
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "cannot {} '{}': {}",
+            self.op.verb(),
+            self.path.display(),
+            self.source
+        )
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.source)
+    }
+}
+
+/// What a directory entry or stat result is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum FileKind {
+    /// A regular file.
+    File,
+    /// A directory.
+    Dir,
+    /// A symbolic link (never followed by [`Vfs::stat`]).
+    Symlink,
+    /// Anything else (socket, fifo, device).
+    Other,
+}
+
+/// The subset of `lstat(2)` refstore uses.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Metadata {
+    /// File type, without following a final symlink.
+    pub kind: FileKind,
+    /// Size in bytes.
+    pub len: u64,
+    /// Last modification time.
+    pub modified: SystemTime,
+}
+
+/// One entry of a directory listing (never `.` or `..`).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct DirEntry {
+    /// The entry's name within its directory.
+    pub name: std::ffi::OsString,
+    /// Its type, without following symlinks.
+    pub kind: FileKind,
+}
+
+/// An open, writable file.
+///
+/// Dropping the handle closes the file; nothing is flushed implicitly.
+pub trait VfsFile: Send {
+    /// The path the file was opened at.
+    fn path(&self) -> &Path;
+    /// Appends all of `buf` at the current position (retrying short writes).
+    fn write_all(&mut self, buf: &[u8]) -> Result<()>;
+    /// `fsync(2)`: data and metadata of this file reach stable storage.
+    /// Does not make the file's directory entry durable.
+    fn fsync(&mut self) -> Result<()>;
+    /// `fdatasync(2)`: data (and the size) of this file reach stable storage.
+    fn fdatasync(&mut self) -> Result<()>;
+    /// Starts write-back of dirty pages without waiting for the device and
+    /// without a cache flush (`sync_file_range(SYNC_FILE_RANGE_WRITE)`).
+    /// Guarantees nothing about durability on its own.
+    fn start_writeout(&mut self) -> Result<()>;
+}
+
+/// The filesystem, as refstore uses it.
+///
+/// Implementations: [`crate::RealFs`] (the operating system) and
+/// `crate::sim::SimFs` (in memory, with a crash model). The trait is object
+/// safe; storage code holds an `Arc<dyn Vfs>`.
+pub trait Vfs: Send + Sync + fmt::Debug {
+    /// Creates a new file for writing with `O_CREAT | O_EXCL` (mode 0666
+    /// before umask). Fails with `AlreadyExists` if the path exists, which is
+    /// what makes lockfiles work.
+    fn create_exclusive(&self, path: &Path) -> Result<Box<dyn VfsFile>>;
+    /// Opens a file for appending, creating it if missing (reflogs).
+    fn open_append(&self, path: &Path) -> Result<Box<dyn VfsFile>>;
+    /// Reads a whole file.
+    fn read(&self, path: &Path) -> Result<Vec<u8>>;
+    /// Reads the target of a symbolic link.
+    fn read_link(&self, path: &Path) -> Result<PathBuf>;
+    /// `rename(2)`: atomically replaces `to` with `from`.
+    fn rename(&self, from: &Path, to: &Path) -> Result<()>;
+    /// `link(2)`: makes `to` a new name of `from`; fails with
+    /// `AlreadyExists` rather than replacing an existing `to`.
+    fn link(&self, from: &Path, to: &Path) -> Result<()>;
+    /// Removes a file (not a directory).
+    fn unlink(&self, path: &Path) -> Result<()>;
+    /// Creates one directory (mode 0777 before umask); the parent must exist.
+    fn mkdir(&self, path: &Path) -> Result<()>;
+    /// Removes an empty directory.
+    fn rmdir(&self, path: &Path) -> Result<()>;
+    /// Lists a directory, in no particular order.
+    fn read_dir(&self, path: &Path) -> Result<Vec<DirEntry>>;
+    /// `lstat(2)`.
+    fn stat(&self, path: &Path) -> Result<Metadata>;
+    /// Makes the entries of a directory (creations, renames, removals in it)
+    /// durable.
+    fn fsync_dir(&self, path: &Path) -> Result<()>;
+    /// `syncfs(2)` on the filesystem holding `path`: everything written to
+    /// that filesystem so far, data and metadata, reaches stable storage.
+    fn syncfs(&self, path: &Path) -> Result<()>;
+    /// Sets access and modification time of a file to now (`futimens`), as
+    /// git does to freshen an object it would otherwise have written again.
+    fn touch(&self, path: &Path) -> Result<()>;
+
+    /// Creates `path` and any missing parents.
+    fn create_dir_all(&self, path: &Path) -> Result<()> {
+        match self.mkdir(path) {
+            Ok(()) => Ok(()),
+            Err(e) if e.is_already_exists() => match self.stat(path) {
+                Ok(m) if m.kind == FileKind::Dir => Ok(()),
+                _ => Err(e),
+            },
+            Err(e) if e.is_not_found() => {
+                let parent = match path.parent() {
+                    Some(p) if !p.as_os_str().is_empty() => p,
+                    _ => return Err(e),
+                };
+                self.create_dir_all(parent)?;
+                match self.mkdir(path) {
+                    Err(e) if e.is_already_exists() => Ok(()),
+                    other => other,
+                }
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// True if something (of any kind) exists at `path`.
+    fn exists(&self, path: &Path) -> bool {
+        self.stat(path).is_ok()
+    }
+}

@@ -1,0 +1,3 @@
+//! Objects: reading through gitoxide, durable loose-object and pack ingestion,
+//! and connectivity checks.
+#![deny(missing_docs, unsafe_code)]

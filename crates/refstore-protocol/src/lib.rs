@@ -1,0 +1,3 @@
+//! Git's wire protocol: buffered pkt-line I/O, upload-pack (protocol v0 and
+//! v2) and receive-pack, independent of the transport that carries them.
+#![deny(missing_docs, unsafe_code)]

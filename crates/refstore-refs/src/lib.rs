@@ -1,0 +1,7 @@
+//! References: names, values, transactions and the two on-disk formats.
+//!
+//! This crate knows what a Git reference is and how the "files" format
+//! (loose refs + `packed-refs`) and the "reftable" format store it. All
+//! storage goes through [`refstore_fs::Vfs`], so every backend can be run on
+//! the crash-simulating filesystem in tests.
+#![deny(missing_docs, unsafe_code)]

@@ -1,0 +1,3 @@
+//! Transports for the wire protocol: stdio (for ssh and `file://`) and smart
+//! HTTP, with authentication, path confinement and access logging.
+#![deny(missing_docs, unsafe_code)]
