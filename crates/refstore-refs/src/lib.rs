@@ -5,3 +5,7 @@
 //! storage goes through [`refstore_fs::Vfs`], so every backend can be run on
 //! the crash-simulating filesystem in tests.
 #![deny(missing_docs, unsafe_code)]
+
+pub mod oid;
+
+pub use oid::{ObjectFormat, ObjectId, ParseOidError};
