@@ -1,0 +1,4 @@
+//! Helpers shared by the integration tests of refstore-refs.
+#![allow(dead_code)]
+
+pub mod jgit;
