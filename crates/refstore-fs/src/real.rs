@@ -1,1 +1,338 @@
-//! (module under construction)
+//! [`RealFs`]: the operating system's filesystem, through `rustix`.
+//!
+//! Flushes retry on `EINTR` and on nothing else: after a failed `fsync` the
+//! kernel may already have dropped the dirty pages, so a second `fsync` that
+//! succeeds would report durability for data that is gone. The error is
+//! returned and the caller's transaction fails.
+
+use crate::vfs::{DirEntry, Error, FileKind, Metadata, Op, Result, Vfs, VfsFile};
+use rustix::fd::OwnedFd;
+use rustix::fs::{FileType, Mode, OFlags, Timestamps, CWD};
+use rustix::io::Errno;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// The real filesystem.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct RealFs;
+
+impl RealFs {
+    /// A handle to the real filesystem.
+    pub fn new() -> Self {
+        RealFs
+    }
+}
+
+fn err(op: Op, path: &Path, e: Errno) -> Error {
+    Error::new(op, path, std::io::Error::from(e))
+}
+
+/// Runs a syscall, retrying while it is interrupted by a signal.
+fn retry_eintr<T>(mut call: impl FnMut() -> rustix::io::Result<T>) -> rustix::io::Result<T> {
+    loop {
+        match call() {
+            Err(Errno::INTR) => continue,
+            other => return other,
+        }
+    }
+}
+
+fn open(path: &Path, flags: OFlags, op: Op) -> Result<OwnedFd> {
+    retry_eintr(|| rustix::fs::open(path, flags | OFlags::CLOEXEC, Mode::from_raw_mode(0o666)))
+        .map_err(|e| err(op, path, e))
+}
+
+fn kind_of(file_type: FileType) -> FileKind {
+    match file_type {
+        FileType::RegularFile => FileKind::File,
+        FileType::Directory => FileKind::Dir,
+        FileType::Symlink => FileKind::Symlink,
+        _ => FileKind::Other,
+    }
+}
+
+struct RealFile {
+    fd: OwnedFd,
+    path: PathBuf,
+}
+
+impl VfsFile for RealFile {
+    fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn write_all(&mut self, mut buf: &[u8]) -> Result<()> {
+        while !buf.is_empty() {
+            let n = retry_eintr(|| rustix::io::write(&self.fd, buf))
+                .map_err(|e| err(Op::Write, &self.path, e))?;
+            if n == 0 {
+                return Err(Error::new(
+                    Op::Write,
+                    &self.path,
+                    std::io::ErrorKind::WriteZero.into(),
+                ));
+            }
+            buf = &buf[n..];
+        }
+        Ok(())
+    }
+
+    fn fsync(&mut self) -> Result<()> {
+        retry_eintr(|| rustix::fs::fsync(&self.fd)).map_err(|e| err(Op::Fsync, &self.path, e))
+    }
+
+    fn fdatasync(&mut self) -> Result<()> {
+        retry_eintr(|| rustix::fs::fdatasync(&self.fd))
+            .map_err(|e| err(Op::Fdatasync, &self.path, e))
+    }
+
+    fn start_writeout(&mut self) -> Result<()> {
+        start_writeout(&self.fd).map_err(|e| err(Op::StartWriteout, &self.path, e))
+    }
+}
+
+/// `sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WRITE)`: queue the file's dirty
+/// pages for write-back without waiting and without a device cache flush.
+/// rustix does not wrap this call. Where the kernel or filesystem lacks it,
+/// nothing is done: it is only a head start for a later flush.
+#[allow(unsafe_code)]
+fn start_writeout(fd: &OwnedFd) -> rustix::io::Result<()> {
+    use rustix::fd::AsRawFd;
+    retry_eintr(|| {
+        // SAFETY: the descriptor is owned and open for the whole call; the
+        // call reads no memory of ours.
+        let rc =
+            unsafe { libc::sync_file_range(fd.as_raw_fd(), 0, 0, libc::SYNC_FILE_RANGE_WRITE) };
+        if rc == 0 {
+            Ok(())
+        } else {
+            Err(Errno::from_io_error(&std::io::Error::last_os_error()).unwrap_or(Errno::IO))
+        }
+    })
+    .or_else(|e| match e {
+        Errno::NOSYS | Errno::INVAL | Errno::OPNOTSUPP => Ok(()),
+        other => Err(other),
+    })
+}
+
+impl Vfs for RealFs {
+    fn create_exclusive(&self, path: &Path) -> Result<Box<dyn VfsFile>> {
+        let fd = open(
+            path,
+            OFlags::CREATE | OFlags::EXCL | OFlags::WRONLY,
+            Op::CreateExclusive,
+        )?;
+        Ok(Box::new(RealFile {
+            fd,
+            path: path.to_owned(),
+        }))
+    }
+
+    fn open_append(&self, path: &Path) -> Result<Box<dyn VfsFile>> {
+        let fd = open(
+            path,
+            OFlags::CREATE | OFlags::APPEND | OFlags::WRONLY,
+            Op::OpenAppend,
+        )?;
+        Ok(Box::new(RealFile {
+            fd,
+            path: path.to_owned(),
+        }))
+    }
+
+    fn read(&self, path: &Path) -> Result<Vec<u8>> {
+        std::fs::read(path).map_err(|e| Error::new(Op::Read, path, e))
+    }
+
+    fn read_link(&self, path: &Path) -> Result<PathBuf> {
+        std::fs::read_link(path).map_err(|e| Error::new(Op::ReadLink, path, e))
+    }
+
+    fn rename(&self, from: &Path, to: &Path) -> Result<()> {
+        retry_eintr(|| rustix::fs::rename(from, to)).map_err(|e| err(Op::Rename, from, e))
+    }
+
+    fn link(&self, from: &Path, to: &Path) -> Result<()> {
+        retry_eintr(|| rustix::fs::link(from, to)).map_err(|e| err(Op::Link, to, e))
+    }
+
+    fn unlink(&self, path: &Path) -> Result<()> {
+        retry_eintr(|| rustix::fs::unlink(path)).map_err(|e| err(Op::Unlink, path, e))
+    }
+
+    fn mkdir(&self, path: &Path) -> Result<()> {
+        retry_eintr(|| rustix::fs::mkdir(path, Mode::from_raw_mode(0o777)))
+            .map_err(|e| err(Op::Mkdir, path, e))
+    }
+
+    fn rmdir(&self, path: &Path) -> Result<()> {
+        retry_eintr(|| rustix::fs::rmdir(path)).map_err(|e| err(Op::Rmdir, path, e))
+    }
+
+    fn read_dir(&self, path: &Path) -> Result<Vec<DirEntry>> {
+        let map = |e| Error::new(Op::ReadDir, path, e);
+        let mut entries = Vec::new();
+        for entry in std::fs::read_dir(path).map_err(map)? {
+            let entry = entry.map_err(map)?;
+            let ft = entry.file_type().map_err(map)?;
+            let kind = if ft.is_file() {
+                FileKind::File
+            } else if ft.is_dir() {
+                FileKind::Dir
+            } else if ft.is_symlink() {
+                FileKind::Symlink
+            } else {
+                FileKind::Other
+            };
+            entries.push(DirEntry {
+                name: entry.file_name(),
+                kind,
+            });
+        }
+        Ok(entries)
+    }
+
+    fn stat(&self, path: &Path) -> Result<Metadata> {
+        let st = retry_eintr(|| rustix::fs::lstat(path)).map_err(|e| err(Op::Stat, path, e))?;
+        let modified = UNIX_EPOCH
+            + Duration::new(
+                st.st_mtime.max(0) as u64,
+                st.st_mtime_nsec.clamp(0, 999_999_999) as u32,
+            );
+        Ok(Metadata {
+            kind: kind_of(FileType::from_raw_mode(st.st_mode)),
+            len: st.st_size.max(0) as u64,
+            modified,
+        })
+    }
+
+    fn fsync_dir(&self, path: &Path) -> Result<()> {
+        let fd = open(path, OFlags::RDONLY | OFlags::DIRECTORY, Op::FsyncDir)?;
+        retry_eintr(|| rustix::fs::fsync(&fd)).map_err(|e| err(Op::FsyncDir, path, e))
+    }
+
+    fn syncfs(&self, path: &Path) -> Result<()> {
+        let fd = open(path, OFlags::RDONLY, Op::Syncfs)?;
+        retry_eintr(|| rustix::fs::syncfs(&fd)).map_err(|e| err(Op::Syncfs, path, e))
+    }
+
+    fn touch(&self, path: &Path) -> Result<()> {
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default();
+        let ts = rustix::fs::Timespec {
+            tv_sec: now.as_secs() as i64,
+            tv_nsec: now.subsec_nanos() as _,
+        };
+        let times = Timestamps {
+            last_access: ts,
+            last_modification: ts,
+        };
+        retry_eintr(|| rustix::fs::utimensat(CWD, path, &times, rustix::fs::AtFlags::empty()))
+            .map_err(|e| err(Op::SetTimes, path, e))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(fs: &RealFs, path: &Path, data: &[u8]) {
+        let mut f = fs.create_exclusive(path).unwrap();
+        f.write_all(data).unwrap();
+        f.fsync().unwrap();
+    }
+
+    #[test]
+    fn exclusive_create_refuses_an_existing_file() {
+        let tmp = tempfile::tempdir().unwrap();
+        let fs = RealFs::new();
+        let p = tmp.path().join("a");
+        write(&fs, &p, b"one");
+        let e = fs.create_exclusive(&p).err().unwrap();
+        assert!(e.is_already_exists());
+        assert_eq!(e.op, Op::CreateExclusive);
+        assert!(e.to_string().starts_with("cannot create '"), "{e}");
+        assert!(e.to_string().contains(&*p.to_string_lossy()), "{e}");
+        assert_eq!(fs.read(&p).unwrap(), b"one");
+    }
+
+    #[test]
+    fn rename_replaces_and_link_does_not() {
+        let tmp = tempfile::tempdir().unwrap();
+        let fs = RealFs::new();
+        let (a, b, c) = (
+            tmp.path().join("a"),
+            tmp.path().join("b"),
+            tmp.path().join("c"),
+        );
+        write(&fs, &a, b"new");
+        write(&fs, &b, b"old");
+        write(&fs, &c, b"other");
+        let e = fs.link(&a, &c).unwrap_err();
+        assert!(e.is_already_exists());
+        assert_eq!(fs.read(&c).unwrap(), b"other");
+        fs.rename(&a, &b).unwrap();
+        assert_eq!(fs.read(&b).unwrap(), b"new");
+        assert!(fs.stat(&a).unwrap_err().is_not_found());
+    }
+
+    #[test]
+    fn directories_listing_and_kinds() {
+        let tmp = tempfile::tempdir().unwrap();
+        let fs = RealFs::new();
+        let deep = tmp.path().join("x/y/z");
+        fs.create_dir_all(&deep).unwrap();
+        fs.create_dir_all(&deep).unwrap();
+        write(&fs, &tmp.path().join("x/file"), b"1");
+        std::os::unix::fs::symlink("file", tmp.path().join("x/link")).unwrap();
+        let mut names: Vec<_> = fs
+            .read_dir(&tmp.path().join("x"))
+            .unwrap()
+            .into_iter()
+            .map(|e| (e.name.into_string().unwrap(), e.kind))
+            .collect();
+        names.sort();
+        assert_eq!(
+            names,
+            vec![
+                ("file".into(), FileKind::File),
+                ("link".into(), FileKind::Symlink),
+                ("y".into(), FileKind::Dir)
+            ]
+        );
+        assert_eq!(fs.stat(&tmp.path().join("x/file")).unwrap().len, 1);
+        assert_eq!(
+            fs.read_link(&tmp.path().join("x/link")).unwrap(),
+            Path::new("file")
+        );
+        let e = fs.rmdir(&tmp.path().join("x/y")).unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(libc::ENOTEMPTY));
+        fs.rmdir(&deep).unwrap();
+        fs.rmdir(&tmp.path().join("x/y")).unwrap();
+        fs.fsync_dir(&tmp.path().join("x")).unwrap();
+        fs.syncfs(tmp.path()).unwrap();
+    }
+
+    #[test]
+    fn append_and_writeout_and_touch() {
+        let tmp = tempfile::tempdir().unwrap();
+        let fs = RealFs::new();
+        let p = tmp.path().join("log");
+        for line in [&b"a\n"[..], b"b\n"] {
+            let mut f = fs.open_append(&p).unwrap();
+            f.write_all(line).unwrap();
+            f.start_writeout().unwrap();
+            f.fdatasync().unwrap();
+        }
+        assert_eq!(fs.read(&p).unwrap(), b"a\nb\n");
+        let before = fs.stat(&p).unwrap().modified;
+        std::thread::sleep(Duration::from_millis(20));
+        fs.touch(&p).unwrap();
+        assert!(fs.stat(&p).unwrap().modified > before);
+        assert!(fs
+            .touch(&tmp.path().join("missing"))
+            .unwrap_err()
+            .is_not_found());
+    }
+}
