@@ -6,6 +6,8 @@
 //! the crash-simulating filesystem in tests.
 #![deny(missing_docs, unsafe_code)]
 
+pub mod name;
 pub mod oid;
 
+pub use name::{InvalidName, RefName};
 pub use oid::{ObjectFormat, ObjectId, ParseOidError};

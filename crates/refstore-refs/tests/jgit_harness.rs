@@ -40,7 +40,10 @@ fn jgit_reads_refs_and_reflogs_as_git_does() {
     git(&repo, &["branch", "topic"]);
     git(&repo, &["commit", "-q", "--allow-empty", "-m", "two"]);
     git(&repo, &["pack-refs", "--all"]);
-    git(&repo, &["update-ref", "-m", "moved", "refs/heads/topic", "HEAD"]);
+    git(
+        &repo,
+        &["update-ref", "-m", "moved", "refs/heads/topic", "HEAD"],
+    );
 
     let mut expected = String::from("symref HEAD refs/heads/main\n");
     for line in git(

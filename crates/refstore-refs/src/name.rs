@@ -1,0 +1,365 @@
+//! Reference names and git's rules for them (`git check-ref-format`).
+//!
+//! A name is a sequence of bytes, split into components by `/`. It is valid
+//! when:
+//!
+//! - no component is empty, starts with `.`, or ends with `.lock`;
+//! - it contains no `..` and no `@{`, and is not `@` alone;
+//! - it contains no ASCII control character, DEL, space, `~`, `^`, `:`, `?`,
+//!   `[`, `\`, and no `*` (unless it is a refspec pattern, which may hold
+//!   one `*`);
+//! - it does not end with `.`;
+//! - it has at least two components, unless one-level names are allowed.
+//!
+//! Bytes from 0x80 up are allowed: git does not require UTF-8.
+
+use std::fmt;
+
+/// Which of git's optional relaxations apply (`check-ref-format` flags).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CheckOptions {
+    /// Accept names of one component (`HEAD`, `main`).
+    pub allow_onelevel: bool,
+    /// Accept one `*` anywhere (one side of a refspec).
+    pub refspec_pattern: bool,
+}
+
+/// What makes a name invalid.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NameError {
+    /// The name is empty.
+    Empty,
+    /// Two slashes in a row, or a leading or trailing slash.
+    EmptyComponent,
+    /// A component starts with `.`.
+    ComponentStartsWithDot,
+    /// A component ends with `.lock`.
+    ComponentEndsWithLock,
+    /// The name contains `..`.
+    DoubleDot,
+    /// The name contains `@{`.
+    AtBrace,
+    /// The name is `@`.
+    SingleAt,
+    /// A control character, DEL, space or one of `~^:?[\`.
+    ForbiddenByte(u8),
+    /// A `*` where no pattern is allowed, or a second `*`.
+    Asterisk,
+    /// The name ends with `.`.
+    EndsWithDot,
+    /// The name has a single component where two are required.
+    OneLevel,
+}
+
+impl fmt::Display for NameError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            NameError::Empty => f.write_str("it is empty"),
+            NameError::EmptyComponent => {
+                f.write_str("it has an empty component (a leading, trailing or doubled '/')")
+            }
+            NameError::ComponentStartsWithDot => f.write_str("a component starts with '.'"),
+            NameError::ComponentEndsWithLock => f.write_str("a component ends with '.lock'"),
+            NameError::DoubleDot => f.write_str("it contains '..'"),
+            NameError::AtBrace => f.write_str("it contains '@{'"),
+            NameError::SingleAt => f.write_str("'@' alone is not a reference name"),
+            NameError::ForbiddenByte(b) if b.is_ascii_graphic() => {
+                write!(f, "it contains the forbidden character '{}'", *b as char)
+            }
+            NameError::ForbiddenByte(b) => {
+                write!(f, "it contains the forbidden character 0x{b:02x}")
+            }
+            NameError::Asterisk => f.write_str("it contains '*' (allowed once, in patterns only)"),
+            NameError::EndsWithDot => f.write_str("it ends with '.'"),
+            NameError::OneLevel => {
+                f.write_str("it has only one component (full names look like 'refs/heads/main')")
+            }
+        }
+    }
+}
+
+impl std::error::Error for NameError {}
+
+/// An invalid name together with the reason, for messages.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InvalidName {
+    /// The rejected name.
+    pub name: Vec<u8>,
+    /// Why it was rejected.
+    pub reason: NameError,
+}
+
+impl fmt::Display for InvalidName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "'{}' is not a valid reference name: {}",
+            String::from_utf8_lossy(&self.name),
+            self.reason
+        )
+    }
+}
+
+impl std::error::Error for InvalidName {}
+
+fn forbidden(b: u8) -> bool {
+    b < 0x20 || b == 0x7f || matches!(b, b' ' | b'~' | b'^' | b':' | b'?' | b'[' | b'\\')
+}
+
+/// Checks `name` against git's rules with the given relaxations.
+pub fn check(name: &[u8], options: CheckOptions) -> Result<(), NameError> {
+    if name.is_empty() {
+        return Err(NameError::Empty);
+    }
+    if name == b"@" {
+        return Err(NameError::SingleAt);
+    }
+    let mut asterisk_allowed = options.refspec_pattern;
+    let mut components = 0;
+    for component in name.split(|&b| b == b'/') {
+        components += 1;
+        if component.is_empty() {
+            return Err(NameError::EmptyComponent);
+        }
+        if component[0] == b'.' {
+            return Err(NameError::ComponentStartsWithDot);
+        }
+        let mut previous = 0u8;
+        for &b in component {
+            match b {
+                b'.' if previous == b'.' => return Err(NameError::DoubleDot),
+                b'{' if previous == b'@' => return Err(NameError::AtBrace),
+                b'*' if asterisk_allowed => asterisk_allowed = false,
+                b'*' => return Err(NameError::Asterisk),
+                b if forbidden(b) => return Err(NameError::ForbiddenByte(b)),
+                _ => {}
+            }
+            previous = b;
+        }
+        if component.ends_with(b".lock") {
+            return Err(NameError::ComponentEndsWithLock);
+        }
+    }
+    if name.ends_with(b".") {
+        return Err(NameError::EndsWithDot);
+    }
+    if components < 2 && !options.allow_onelevel {
+        return Err(NameError::OneLevel);
+    }
+    Ok(())
+}
+
+/// Removes leading slashes and collapses runs of slashes, as
+/// `check-ref-format --normalize` does before checking.
+pub fn collapse_slashes(name: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(name.len());
+    for &b in name {
+        if b == b'/' && out.last().is_none_or(|&last| last == b'/') {
+            continue;
+        }
+        out.push(b);
+    }
+    out
+}
+
+/// What `check-ref-format [--normalize]` does: normalizes the name if asked,
+/// checks it, and returns the name to print.
+pub fn check_ref_format(
+    name: &[u8],
+    options: CheckOptions,
+    normalize: bool,
+) -> Result<Vec<u8>, NameError> {
+    let name = if normalize {
+        collapse_slashes(name)
+    } else {
+        name.to_vec()
+    };
+    check(&name, options)?;
+    Ok(name)
+}
+
+/// A valid, full reference name as stored in a ref database: a name below
+/// `refs/`, or a root ref such as `HEAD` or `FETCH_HEAD`.
+#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct RefName(Box<[u8]>);
+
+impl RefName {
+    /// Validates a full reference name: git's rules, and either below
+    /// `refs/` or a root ref (upper case letters and `_`, like `HEAD`).
+    pub fn new(name: impl AsRef<[u8]>) -> Result<Self, InvalidName> {
+        let name = name.as_ref();
+        let invalid = |reason| InvalidName {
+            name: name.to_vec(),
+            reason,
+        };
+        let one_level = !name.contains(&b'/');
+        check(
+            name,
+            CheckOptions {
+                allow_onelevel: one_level,
+                refspec_pattern: false,
+            },
+        )
+        .map_err(invalid)?;
+        if one_level && !is_root_ref_syntax(name) {
+            return Err(invalid(NameError::OneLevel));
+        }
+        Ok(RefName(name.into()))
+    }
+
+    /// Wraps bytes already known to be a valid name (read back from a ref
+    /// store that only holds valid names). Checked in debug builds.
+    pub fn from_trusted(name: impl Into<Box<[u8]>>) -> Self {
+        let name = name.into();
+        debug_assert!(
+            RefName::new(&name).is_ok(),
+            "{:?}",
+            String::from_utf8_lossy(&name)
+        );
+        RefName(name)
+    }
+
+    /// The name's bytes.
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.0
+    }
+
+    /// The name as text, if it is UTF-8.
+    pub fn as_str(&self) -> Option<&str> {
+        std::str::from_utf8(&self.0).ok()
+    }
+
+    /// True for one-level names such as `HEAD` (not below `refs/`).
+    pub fn is_root_ref(&self) -> bool {
+        !self.0.contains(&b'/')
+    }
+
+    /// The name's components.
+    pub fn components(&self) -> impl Iterator<Item = &[u8]> {
+        self.0.split(|&b| b == b'/')
+    }
+
+    /// Every proper prefix that is a directory of this name, shortest first:
+    /// `refs`, `refs/heads`, `refs/heads/a` for `refs/heads/a/b`. A ref at
+    /// any of them would conflict with this one.
+    pub fn prefixes(&self) -> impl Iterator<Item = &[u8]> {
+        let name = &self.0;
+        name.iter()
+            .enumerate()
+            .filter(|&(_, &b)| b == b'/')
+            .map(move |(i, _)| &name[..i])
+    }
+
+    /// The short form `%(refname:short)` shows when it is unambiguous:
+    /// `refs/heads/x`, `refs/tags/x` and `refs/remotes/x` become `x`, `refs/x`
+    /// becomes `x`.
+    pub fn shorten(&self) -> &[u8] {
+        for prefix in [
+            &b"refs/heads/"[..],
+            b"refs/tags/",
+            b"refs/remotes/",
+            b"refs/",
+        ] {
+            if let Some(rest) = self.0.strip_prefix(prefix) {
+                if !rest.is_empty() {
+                    return rest;
+                }
+            }
+        }
+        &self.0
+    }
+}
+
+/// Root refs are one-level names of upper-case letters and underscores
+/// (`HEAD`, `FETCH_HEAD`, `ORIG_HEAD`, ...), as git's pseudoref syntax.
+pub fn is_root_ref_syntax(name: &[u8]) -> bool {
+    !name.is_empty() && name.iter().all(|&b| b.is_ascii_uppercase() || b == b'_')
+}
+
+impl fmt::Display for RefName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&String::from_utf8_lossy(&self.0))
+    }
+}
+
+impl fmt::Debug for RefName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "RefName({:?})", String::from_utf8_lossy(&self.0))
+    }
+}
+
+impl AsRef<[u8]> for RefName {
+    fn as_ref(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+impl std::str::FromStr for RefName {
+    type Err = InvalidName;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        RefName::new(s)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const NONE: CheckOptions = CheckOptions {
+        allow_onelevel: false,
+        refspec_pattern: false,
+    };
+
+    #[test]
+    fn rules() {
+        let ok = |n: &str| check(n.as_bytes(), NONE);
+        assert_eq!(ok("refs/heads/main"), Ok(()));
+        assert_eq!(ok("refs/heads/ü/日本"), Ok(()));
+        assert_eq!(ok("main"), Err(NameError::OneLevel));
+        assert_eq!(ok("refs//x"), Err(NameError::EmptyComponent));
+        assert_eq!(ok("/refs/x"), Err(NameError::EmptyComponent));
+        assert_eq!(ok("refs/x/"), Err(NameError::EmptyComponent));
+        assert_eq!(ok("refs/.x"), Err(NameError::ComponentStartsWithDot));
+        assert_eq!(ok("refs/x.lock/y"), Err(NameError::ComponentEndsWithLock));
+        assert_eq!(ok("refs/a..b"), Err(NameError::DoubleDot));
+        assert_eq!(ok("refs/a@{b"), Err(NameError::AtBrace));
+        assert_eq!(ok("refs/a@b/@"), Ok(()));
+        assert_eq!(ok("refs/a b"), Err(NameError::ForbiddenByte(b' ')));
+        assert_eq!(ok("refs/a\x7f"), Err(NameError::ForbiddenByte(0x7f)));
+        assert_eq!(ok("refs/x."), Err(NameError::EndsWithDot));
+        assert_eq!(ok("refs/*"), Err(NameError::Asterisk));
+        let pattern = CheckOptions {
+            refspec_pattern: true,
+            ..NONE
+        };
+        assert_eq!(check(b"refs/*/x", pattern), Ok(()));
+        assert_eq!(check(b"refs/*/x*", pattern), Err(NameError::Asterisk));
+        assert_eq!(check(b"@", pattern), Err(NameError::SingleAt));
+    }
+
+    #[test]
+    fn full_names() {
+        assert!(RefName::new("HEAD").unwrap().is_root_ref());
+        assert!(RefName::new("FETCH_HEAD").is_ok());
+        assert!(RefName::new("main").is_err());
+        assert!(RefName::new("refs/heads/a..b").is_err());
+        let name = RefName::new("refs/heads/a/b").unwrap();
+        let prefixes: Vec<_> = name.prefixes().collect();
+        assert_eq!(prefixes, [&b"refs"[..], b"refs/heads", b"refs/heads/a"]);
+        assert_eq!(name.shorten(), b"a/b");
+        assert_eq!(RefName::new("refs/tags/v1").unwrap().shorten(), b"v1");
+        assert_eq!(RefName::new("refs/notes/x").unwrap().shorten(), b"notes/x");
+        assert_eq!(RefName::new("HEAD").unwrap().shorten(), b"HEAD");
+        let err = RefName::new("refs/heads/a..b").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "'refs/heads/a..b' is not a valid reference name: it contains '..'"
+        );
+    }
+
+    #[test]
+    fn normalize() {
+        assert_eq!(collapse_slashes(b"//refs///heads/a/"), b"refs/heads/a/");
+        assert_eq!(collapse_slashes(b"/"), b"");
+    }
+}
