@@ -1,17 +1,27 @@
 //! One module per subcommand.
 
 mod check_ref_format;
+mod init;
+mod rev_parse;
+
+use crate::context::{Fatal, Globals};
 
 /// The subcommands of `refstore`.
 #[derive(Debug, clap::Subcommand)]
 pub enum Command {
     /// Check that a reference name is well formed (like `git check-ref-format`).
     CheckRefFormat(check_ref_format::Args),
+    /// Create an empty repository, or reinitialize an existing one (like `git init`).
+    Init(init::Args),
+    /// Show where the repository is and what format it has (like `git rev-parse`).
+    RevParse(rev_parse::Args),
 }
 
 /// Runs one subcommand and returns its exit code.
-pub fn run(command: Command) -> u8 {
+pub fn run(command: Command, globals: &Globals) -> Result<u8, Fatal> {
     match command {
         Command::CheckRefFormat(args) => check_ref_format::run(args),
+        Command::Init(args) => init::run(args, globals),
+        Command::RevParse(args) => rev_parse::run(args, globals),
     }
 }

@@ -1,0 +1,144 @@
+//! What every command starts from: the global options applied, and for
+//! commands that need one, the repository opened with its configuration.
+
+use refstore_fs::config::{self, Config, Override, Settings};
+use refstore_fs::discover::{self, Location};
+use refstore_fs::real::RealFs;
+use refstore_fs::Vfs;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+
+/// An error that ends the command, printed as git prints its fatal errors.
+#[derive(Debug)]
+pub struct Fatal {
+    message: String,
+    code: u8,
+}
+
+impl Fatal {
+    /// `fatal: <message>`, exit code 128.
+    pub fn new(message: impl fmt::Display) -> Self {
+        Fatal {
+            message: message.to_string(),
+            code: 128,
+        }
+    }
+
+    /// Prints the message and returns the exit code.
+    pub fn exit(self) -> ExitCode {
+        eprintln!("fatal: {}", self.message);
+        ExitCode::from(self.code)
+    }
+}
+
+/// Global options, applied.
+#[derive(Debug)]
+pub struct Globals {
+    cwd: PathBuf,
+    git_dir: Option<PathBuf>,
+    overrides: Vec<Override>,
+    vfs: Arc<dyn Vfs>,
+}
+
+/// An opened repository.
+#[derive(Debug)]
+pub struct Repo {
+    /// Where the repository is.
+    pub location: Location,
+    /// The configuration, interpreted.
+    pub settings: Settings,
+}
+
+impl Repo {
+    /// True for a repository without a work tree (`core.bare` decides when set).
+    pub fn is_bare(&self) -> bool {
+        self.settings.bare.unwrap_or(self.location.is_bare())
+    }
+}
+
+impl Globals {
+    /// Applies `-C` (in order, relative to each other as in git), remembers
+    /// `--git-dir` and parses `-c`.
+    pub fn new(
+        chdir: Vec<PathBuf>,
+        git_dir: Option<PathBuf>,
+        config: &[String],
+    ) -> Result<Self, Fatal> {
+        for dir in chdir.iter().filter(|d| !d.as_os_str().is_empty()) {
+            std::env::set_current_dir(dir).map_err(|e| {
+                Fatal::new(format!(
+                    "cannot change to '{}': {}",
+                    dir.display(),
+                    io_reason(&e)
+                ))
+            })?;
+        }
+        let cwd = std::env::current_dir()
+            .map_err(|e| Fatal::new(format!("unable to get current working directory: {e}")))?;
+        let overrides = config
+            .iter()
+            .map(|c| config::parse_cli(c))
+            .collect::<Result<_, _>>()
+            .map_err(Fatal::new)?;
+        Ok(Globals {
+            cwd,
+            git_dir,
+            overrides,
+            vfs: Arc::new(RealFs::new()),
+        })
+    }
+
+    /// The filesystem.
+    pub fn vfs(&self) -> &Arc<dyn Vfs> {
+        &self.vfs
+    }
+
+    /// The working directory after `-C`.
+    pub fn cwd(&self) -> &Path {
+        &self.cwd
+    }
+
+    /// The git directory as `--git-dir` or `GIT_DIR` gave it, if they did.
+    pub fn explicit_git_dir(&self) -> Option<PathBuf> {
+        self.git_dir.clone().or_else(|| {
+            std::env::var_os("GIT_DIR")
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
+        })
+    }
+
+    /// Configuration without a repository (system, global, overrides).
+    pub fn config_outside_repository(&self) -> Result<Config, Fatal> {
+        Config::load(None, &self.overrides).map_err(Fatal::new)
+    }
+
+    /// Finds and opens the repository: discovery, format check, settings.
+    pub fn open_repo(&self) -> Result<Repo, Fatal> {
+        let mut options = discover::Options::from_env();
+        if let Some(dir) = &self.git_dir {
+            options.git_dir = Some(dir.clone());
+        }
+        let location =
+            discover::discover(self.vfs.as_ref(), &self.cwd, &options).map_err(Fatal::new)?;
+        let mut config =
+            Config::load(Some(&location.git_dir), &self.overrides).map_err(Fatal::new)?;
+        config.check_repository_format().map_err(Fatal::new)?;
+        let settings = config.settings().map_err(Fatal::new)?;
+        for warning in config.warnings() {
+            eprintln!("warning: {warning}");
+        }
+        Ok(Repo { location, settings })
+    }
+}
+
+/// The OS's description of an error without Rust's "(os error N)" suffix,
+/// as git prints it.
+pub fn io_reason(e: &std::io::Error) -> String {
+    let text = e.to_string();
+    match text.find(" (os error") {
+        Some(i) => text[..i].to_owned(),
+        None => text,
+    }
+}

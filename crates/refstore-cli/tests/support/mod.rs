@@ -1,0 +1,53 @@
+//! Running `refstore` and `git` side by side in isolated environments.
+#![allow(dead_code)]
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+/// An environment free of the developer's configuration: HOME is `home`,
+/// no system config, fixed identities.
+pub fn isolate<'a>(cmd: &'a mut Command, home: &Path) -> &'a mut Command {
+    cmd.env("HOME", home)
+        .env("XDG_CONFIG_HOME", home.join(".config"))
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env_remove("GIT_DIR")
+        .env_remove("GIT_WORK_TREE")
+        .env_remove("GIT_CONFIG_PARAMETERS")
+        .env_remove("GIT_CONFIG_COUNT")
+        .env_remove("GIT_CEILING_DIRECTORIES")
+        .env("GIT_AUTHOR_NAME", "A U Thor")
+        .env("GIT_AUTHOR_EMAIL", "author@example.com")
+        .env("GIT_COMMITTER_NAME", "C O Mitter")
+        .env("GIT_COMMITTER_EMAIL", "committer@example.com")
+}
+
+pub fn refstore(home: &Path, cwd: &Path, args: &[&str]) -> Output {
+    isolate(&mut Command::new(env!("CARGO_BIN_EXE_refstore")), home)
+        .args(args)
+        .current_dir(cwd)
+        .output()
+        .unwrap()
+}
+
+pub fn git(home: &Path, cwd: &Path, args: &[&str]) -> Output {
+    isolate(&mut Command::new("git"), home)
+        .args(args)
+        .current_dir(cwd)
+        .output()
+        .expect("cannot run git: install git (scripts/install-deps does)")
+}
+
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Runs git and fails the test if it fails.
+pub fn git_ok(home: &Path, cwd: &Path, args: &[&str]) -> String {
+    let o = git(home, cwd, args);
+    assert!(o.status.success(), "git {args:?}: {}", stderr(&o));
+    stdout(&o)
+}
