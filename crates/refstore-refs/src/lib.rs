@@ -6,8 +6,10 @@
 //! the crash-simulating filesystem in tests.
 #![deny(missing_docs, unsafe_code)]
 
+pub mod files;
 pub mod name;
 pub mod oid;
+pub mod value;
 
 pub use name::{InvalidName, RefName};
 pub use oid::{ObjectFormat, ObjectId, ParseOidError};

@@ -1,0 +1,315 @@
+//! The "files" ref backend: loose refs under `refs/` plus `packed-refs`,
+//! byte-compatible with git.
+//!
+//! Root refs (`HEAD`, `FETCH_HEAD`, ...) live in the git directory; every
+//! other ref in the common directory (shared by worktrees). A loose ref
+//! shadows a packed ref of the same name.
+
+pub mod loose;
+pub mod packed;
+
+use crate::value::{Ref, Target};
+use crate::{ObjectFormat, ObjectId, RefName};
+use packed::PackedRefs;
+use refstore_fs::{FileKind, Vfs};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// How deep git follows symbolic refs before giving up.
+pub const SYMREF_MAX_DEPTH: usize = 5;
+
+/// An error reading refs.
+#[derive(Debug)]
+pub enum ReadError {
+    /// The filesystem failed.
+    Fs(refstore_fs::Error),
+    /// `packed-refs` is corrupt.
+    Packed {
+        /// The file.
+        path: PathBuf,
+        /// The bad line.
+        error: packed::PackedError,
+    },
+    /// A loose ref file that holds no valid value.
+    BrokenRef {
+        /// The ref's name.
+        name: RefName,
+        /// What is wrong.
+        error: loose::LooseError,
+    },
+    /// Symbolic refs nested deeper than git allows, or in a cycle.
+    SymrefTooDeep(RefName),
+}
+
+impl std::fmt::Display for ReadError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ReadError::Fs(e) => write!(f, "{e}"),
+            ReadError::Packed { path, error } => {
+                write!(f, "corrupt packed-refs file '{}': {error}", path.display())
+            }
+            ReadError::BrokenRef { name, error } => write!(f, "broken ref {name}: {error}"),
+            ReadError::SymrefTooDeep(name) => {
+                write!(f, "symbolic ref {name} nests too deeply (or is a cycle)")
+            }
+        }
+    }
+}
+
+impl std::error::Error for ReadError {}
+
+impl From<refstore_fs::Error> for ReadError {
+    fn from(e: refstore_fs::Error) -> Self {
+        ReadError::Fs(e)
+    }
+}
+
+/// The refs of a prefix, sorted, and the loose refs that could not be read
+/// (git warns "ignoring broken ref" about those and goes on).
+#[derive(Debug, Default)]
+pub struct Listing {
+    /// Valid refs, sorted by name.
+    pub refs: Vec<Ref>,
+    /// Loose refs whose files hold no valid value.
+    pub broken: Vec<RefName>,
+}
+
+/// A symbolic ref chain followed to its end.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Resolved {
+    /// The last name of the chain (the ref that holds an object id, or the
+    /// missing ref a dangling symref points to).
+    pub name: RefName,
+    /// Its object id; `None` if it does not exist (an unborn branch).
+    pub id: Option<ObjectId>,
+}
+
+/// A files-format ref store.
+#[derive(Debug, Clone)]
+pub struct FilesBackend {
+    vfs: Arc<dyn Vfs>,
+    git_dir: PathBuf,
+    common_dir: PathBuf,
+    format: ObjectFormat,
+}
+
+impl FilesBackend {
+    /// The store of the repository at `git_dir` (`common_dir` for shared refs).
+    pub fn new(
+        vfs: Arc<dyn Vfs>,
+        git_dir: PathBuf,
+        common_dir: PathBuf,
+        format: ObjectFormat,
+    ) -> Self {
+        FilesBackend {
+            vfs,
+            git_dir,
+            common_dir,
+            format,
+        }
+    }
+
+    /// The repository's object format.
+    pub fn object_format(&self) -> ObjectFormat {
+        self.format
+    }
+
+    /// The filesystem the store uses.
+    pub fn vfs(&self) -> &Arc<dyn Vfs> {
+        &self.vfs
+    }
+
+    /// The path of the loose file for `name`.
+    pub fn loose_path(&self, name: &RefName) -> PathBuf {
+        let base = if name.is_root_ref() {
+            &self.git_dir
+        } else {
+            &self.common_dir
+        };
+        base.join(std::ffi::OsStr::from_bytes_compat(name.as_bytes()))
+    }
+
+    /// The `packed-refs` file.
+    pub fn packed_path(&self) -> PathBuf {
+        self.common_dir.join("packed-refs")
+    }
+
+    /// The directory that holds every ref below `refs/`.
+    pub fn common_dir(&self) -> &Path {
+        &self.common_dir
+    }
+
+    /// Reads `packed-refs` (empty if there is none).
+    pub fn packed(&self) -> Result<PackedRefs, ReadError> {
+        let path = self.packed_path();
+        match self.vfs.read(&path) {
+            Ok(text) => PackedRefs::parse(text, self.format)
+                .map_err(|error| ReadError::Packed { path, error }),
+            Err(e) if e.is_not_found() => Ok(PackedRefs::empty()),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Reads the loose file of `name`: `None` if there is none (or a
+    /// directory is in its place).
+    pub fn read_loose(&self, name: &RefName) -> Result<Option<Target>, ReadError> {
+        match self.vfs.read(&self.loose_path(name)) {
+            Ok(content) => loose::parse(&content, self.format)
+                .map(Some)
+                .map_err(|error| ReadError::BrokenRef {
+                    name: name.clone(),
+                    error,
+                }),
+            Err(e)
+                if e.is_not_found()
+                    || e.raw_os_error() == Some(21)
+                    || e.raw_os_error() == Some(20) =>
+            {
+                Ok(None)
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// The stored value of `name` without following symbolic refs.
+    pub fn read(&self, name: &RefName) -> Result<Option<Ref>, ReadError> {
+        if let Some(target) = self.read_loose(name)? {
+            return Ok(Some(Ref {
+                name: name.clone(),
+                target,
+                peeled: None,
+            }));
+        }
+        if name.is_root_ref() {
+            return Ok(None);
+        }
+        Ok(self.packed()?.find(name.as_bytes()))
+    }
+
+    /// Follows symbolic refs from `name` to an object id, as git does (at
+    /// most [`SYMREF_MAX_DEPTH`] levels). `None` if `name` does not exist.
+    pub fn resolve(&self, name: &RefName) -> Result<Option<Resolved>, ReadError> {
+        let mut current = name.clone();
+        for depth in 0..=SYMREF_MAX_DEPTH {
+            match self.read(&current)? {
+                None if depth == 0 => return Ok(None),
+                None => {
+                    return Ok(Some(Resolved {
+                        name: current,
+                        id: None,
+                    }))
+                }
+                Some(Ref {
+                    target: Target::Object(id),
+                    ..
+                }) => {
+                    return Ok(Some(Resolved {
+                        name: current,
+                        id: Some(id),
+                    }))
+                }
+                Some(Ref {
+                    target: Target::Symbolic(next),
+                    ..
+                }) => current = next,
+            }
+        }
+        Err(ReadError::SymrefTooDeep(name.clone()))
+    }
+
+    /// Every ref whose name starts with `prefix` (below `refs/`), sorted,
+    /// loose refs shadowing packed ones.
+    pub fn list(&self, prefix: &[u8]) -> Result<Listing, ReadError> {
+        let mut loose_names = Vec::new();
+        self.walk(
+            &self.common_dir.join("refs"),
+            b"refs/",
+            prefix,
+            &mut loose_names,
+        )?;
+        loose_names.sort();
+        let packed = self.packed()?;
+        let mut listing = Listing::default();
+        let mut p = packed.seek(prefix);
+        // Packed refs sorted before `limit` (all remaining ones without a limit).
+        let push_packed_until = |listing: &mut Listing, p: &mut usize, limit: Option<&[u8]>| {
+            while let Some(name) = packed.name_at(*p) {
+                if !name.starts_with(prefix) || limit.is_some_and(|l| name >= l) {
+                    break;
+                }
+                listing.refs.push(packed.get(*p).expect("index in range"));
+                *p += 1;
+            }
+        };
+        for name in loose_names {
+            push_packed_until(&mut listing, &mut p, Some(name.as_bytes()));
+            if packed.name_at(p) == Some(name.as_bytes()) {
+                p += 1;
+            }
+            match self.read_loose(&name) {
+                Ok(Some(target)) => listing.refs.push(Ref {
+                    name,
+                    target,
+                    peeled: None,
+                }),
+                Ok(None) => {}
+                Err(ReadError::BrokenRef { name, .. }) => listing.broken.push(name),
+                Err(e) => return Err(e),
+            }
+        }
+        push_packed_until(&mut listing, &mut p, None);
+        Ok(listing)
+    }
+
+    /// Collects the names of loose refs below `dir` (named `name_prefix`)
+    /// that could start with `prefix`.
+    fn walk(
+        &self,
+        dir: &Path,
+        name_prefix: &[u8],
+        prefix: &[u8],
+        out: &mut Vec<RefName>,
+    ) -> Result<(), ReadError> {
+        let common = name_prefix.len().min(prefix.len());
+        if name_prefix[..common] != prefix[..common] {
+            return Ok(());
+        }
+        let entries = match self.vfs.read_dir(dir) {
+            Ok(e) => e,
+            Err(e) if e.is_not_found() || e.raw_os_error() == Some(20) => return Ok(()),
+            Err(e) => return Err(e.into()),
+        };
+        for entry in entries {
+            let mut name = name_prefix.to_vec();
+            name.extend_from_slice(std::ffi::OsStr::as_encoded_bytes(&entry.name));
+            match entry.kind {
+                FileKind::Dir => {
+                    name.push(b'/');
+                    self.walk(&dir.join(&entry.name), &name, prefix, out)?;
+                }
+                FileKind::File | FileKind::Symlink => {
+                    // Lock files and other names that are not refs are not listed.
+                    if name.starts_with(prefix) {
+                        if let Ok(name) = RefName::new(&name) {
+                            out.push(name);
+                        }
+                    }
+                }
+                FileKind::Other => {}
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Converting ref-name bytes to a path component: ref names are bytes, and on
+/// Unix so are paths.
+trait OsStrFromBytes {
+    fn from_bytes_compat(bytes: &[u8]) -> &Self;
+}
+
+impl OsStrFromBytes for std::ffi::OsStr {
+    fn from_bytes_compat(bytes: &[u8]) -> &Self {
+        std::os::unix::ffi::OsStrExt::from_bytes(bytes)
+    }
+}
