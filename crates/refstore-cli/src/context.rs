@@ -47,6 +47,8 @@ pub struct Globals {
 pub struct Repo {
     /// Where the repository is.
     pub location: Location,
+    /// Its configuration.
+    pub config: Config,
     /// The configuration, interpreted.
     pub settings: Settings,
 }
@@ -129,7 +131,11 @@ impl Globals {
         for warning in config.warnings() {
             eprintln!("warning: {warning}");
         }
-        Ok(Repo { location, settings })
+        Ok(Repo {
+            location,
+            config,
+            settings,
+        })
     }
 }
 

@@ -6,9 +6,11 @@
 //! the crash-simulating filesystem in tests.
 #![deny(missing_docs, unsafe_code)]
 
+pub mod availability;
 pub mod files;
 pub mod name;
 pub mod oid;
+pub mod transaction;
 pub mod value;
 
 pub use name::{InvalidName, RefName};

@@ -7,6 +7,8 @@
 
 pub mod loose;
 pub mod packed;
+pub mod reflog;
+pub mod transaction;
 
 use crate::value::{Ref, Target};
 use crate::{ObjectFormat, ObjectId, RefName};

@@ -1,0 +1,619 @@
+//! Committing a transaction in the files format, durably, with two flush
+//! points however many refs it touches.
+//!
+//! 1. Resolve each update through symbolic refs (unless `no_deref`), reject
+//!    duplicates, and run the batched availability check.
+//! 2. Lock every ref (`<ref>.lock`, in the order given), check its old value
+//!    under the lock, and write the new value into the lock file. Deleting
+//!    a packed ref also locks `packed-refs` and writes its new content.
+//!    Reflog lines are appended now.
+//! 3. Flush point one: every written file is durable.
+//! 4. Rename `packed-refs.lock` first (a crash then leaves a deleted ref's
+//!    loose file, still its old value), then every ref lock onto its ref;
+//!    remove deleted refs' files, reflogs and emptied directories.
+//! 5. Flush point two: every changed directory is durable. Only now is
+//!    success reported.
+
+use super::packed::{self, PackedRefs};
+use super::{loose, reflog, FilesBackend, ReadError};
+use crate::availability::{self, ExistingRefs};
+use crate::transaction::{Change, Expected, Outcome, Rejected, Rejection, Transaction};
+use crate::value::Target;
+use crate::RefName;
+use refstore_fs::config::LogRefUpdates;
+use refstore_fs::flush::{FlushBatch, FlushMethod};
+use refstore_fs::lock::{LockError, LockFile};
+use refstore_fs::FileKind;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// How a transaction is committed.
+#[derive(Debug, Clone)]
+pub struct CommitOptions {
+    /// How files are flushed (`core.fsync` reference component).
+    pub flush: FlushMethod,
+    /// `core.filesRefLockTimeout`.
+    pub lock_timeout: Duration,
+    /// `core.packedRefsTimeout`.
+    pub packed_refs_timeout: Duration,
+    /// `core.logAllRefUpdates`, resolved.
+    pub log_updates: LogRefUpdates,
+    /// The committer signature for reflog lines.
+    pub signature: String,
+}
+
+/// Why a transaction failed as a whole.
+#[derive(Debug)]
+pub enum CommitError {
+    /// An atomic transaction had an update that cannot be applied.
+    Rejected(Rejected),
+    /// Reading the current refs failed.
+    Read(ReadError),
+    /// Writing failed; nothing was committed if this happened before the
+    /// first rename, and every ref is old or new otherwise.
+    Fs(refstore_fs::Error),
+}
+
+impl std::fmt::Display for CommitError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CommitError::Rejected(r) => write!(f, "{r}"),
+            CommitError::Read(e) => write!(f, "{e}"),
+            CommitError::Fs(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl std::error::Error for CommitError {}
+
+impl From<ReadError> for CommitError {
+    fn from(e: ReadError) -> Self {
+        CommitError::Read(e)
+    }
+}
+
+impl From<refstore_fs::Error> for CommitError {
+    fn from(e: refstore_fs::Error) -> Self {
+        CommitError::Fs(e)
+    }
+}
+
+/// One update after symbolic refs were followed.
+struct Planned {
+    index: usize,
+    /// The ref actually changed.
+    target: RefName,
+    /// The symbolic ref the user named, if the update went through one.
+    via: Option<RefName>,
+}
+
+/// A locked update with its current value.
+struct Locked {
+    planned: Planned,
+    lock: LockFile,
+    old: Option<Target>,
+    /// The object `old` resolves to.
+    old_id: Option<crate::ObjectId>,
+    in_packed: bool,
+}
+
+/// Names existing in the store, for the availability check: packed refs by
+/// binary search, loose refs by looking at the file or walking the directory.
+struct Existing<'a> {
+    backend: &'a FilesBackend,
+    packed: &'a PackedRefs,
+    loose_dirs: BTreeMap<Vec<u8>, Vec<Vec<u8>>>,
+}
+
+impl ExistingRefs for Existing<'_> {
+    fn contains(&mut self, name: &[u8]) -> bool {
+        let Ok(ref_name) = RefName::new(name) else {
+            return false;
+        };
+        let loose = self
+            .backend
+            .vfs
+            .stat(&self.backend.loose_path(&ref_name))
+            .is_ok_and(|m| m.kind == FileKind::File);
+        loose || self.packed.find(name).is_some()
+    }
+
+    fn seek(&mut self, from: &[u8]) -> Option<Vec<u8>> {
+        let packed = self
+            .packed
+            .name_at(self.packed.seek(from))
+            .map(<[u8]>::to_vec);
+        let dir_len = from.iter().rposition(|&b| b == b'/').map_or(0, |i| i + 1);
+        let dir = from[..dir_len].to_vec();
+        let backend = self.backend;
+        let names = self.loose_dirs.entry(dir.clone()).or_insert_with(|| {
+            let mut names: Vec<Vec<u8>> = Vec::new();
+            if let Ok(listing) = backend.list(&dir) {
+                names = listing
+                    .refs
+                    .into_iter()
+                    .map(|r| r.name.as_bytes().to_vec())
+                    .chain(listing.broken.into_iter().map(|n| n.as_bytes().to_vec()))
+                    .collect();
+                names.sort();
+            }
+            names
+        });
+        let i = names.partition_point(|n| n.as_slice() < from);
+        let loose = names.get(i).cloned();
+        match (packed, loose) {
+            (Some(p), Some(l)) => Some(p.min(l)),
+            (p, l) => p.or(l),
+        }
+    }
+}
+
+impl FilesBackend {
+    fn logs_path(&self, name: &RefName) -> PathBuf {
+        let base = if name.is_root_ref() {
+            &self.git_dir
+        } else {
+            &self.common_dir
+        };
+        base.join("logs")
+            .join(<std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(name.as_bytes()))
+    }
+
+    /// Follows `name` through symbolic refs to the ref an update changes.
+    fn deref_target(&self, name: &RefName) -> Result<RefName, ReadError> {
+        let mut current = name.clone();
+        for _ in 0..=super::SYMREF_MAX_DEPTH {
+            match self.read(&current)? {
+                Some(r) => match r.target {
+                    Target::Symbolic(next) => current = next,
+                    Target::Object(_) => return Ok(current),
+                },
+                None => return Ok(current),
+            }
+        }
+        Err(ReadError::SymrefTooDeep(name.clone()))
+    }
+
+    /// Commits `tx`. Atomic transactions fail as a whole with the first
+    /// rejection; batch transactions report rejections in the outcome.
+    pub fn commit(
+        &self,
+        tx: &Transaction,
+        options: &CommitOptions,
+    ) -> Result<Outcome, CommitError> {
+        let mut outcome = Outcome::default();
+        let reject =
+            |outcome: &mut Outcome, name: &RefName, reason: Rejection| -> Result<(), CommitError> {
+                let rejected = Rejected {
+                    name: name.clone(),
+                    reason,
+                };
+                if tx.batch {
+                    outcome.rejected.push(rejected);
+                    Ok(())
+                } else {
+                    Err(CommitError::Rejected(rejected))
+                }
+            };
+
+        // 1. Resolve symbolic refs and reject duplicates.
+        let mut planned: Vec<Planned> = Vec::new();
+        let mut seen: BTreeMap<RefName, Option<RefName>> = BTreeMap::new();
+        for (index, update) in tx.updates.iter().enumerate() {
+            let symbolic_set = matches!(update.change, Change::Set(Target::Symbolic(_)));
+            let target = if update.no_deref || symbolic_set {
+                update.name.clone()
+            } else {
+                self.deref_target(&update.name)?
+            };
+            let via = (target != update.name).then(|| update.name.clone());
+            if let Some(previous_via) = seen.get(&target) {
+                let reason = match via.as_ref().or(previous_via.as_ref()) {
+                    Some(symref) => Rejection::DuplicateViaSymref {
+                        symref: symref.clone(),
+                    },
+                    None => Rejection::Duplicate,
+                };
+                reject(&mut outcome, &target, reason)?;
+                continue;
+            }
+            seen.insert(target.clone(), via.clone());
+            planned.push(Planned { index, target, via });
+        }
+
+        // Availability of every touched ref that does not exist yet, against
+        // the store and the transaction's other refs (git's rule, in input
+        // order).
+        let packed = self.packed()?;
+        let mut missing = Vec::new();
+        let affected: BTreeSet<RefName> = planned.iter().map(|p| p.target.clone()).collect();
+        for p in &planned {
+            if !p.target.is_root_ref() && self.read(&p.target)?.is_none() {
+                missing.push(p.target.clone());
+            }
+        }
+        let mut existing = Existing {
+            backend: self,
+            packed: &packed,
+            loose_dirs: BTreeMap::new(),
+        };
+        let mut blocked: BTreeMap<RefName, Rejection> = BTreeMap::new();
+        for c in availability::check(&missing, &affected, &mut existing) {
+            let reason = if c.in_transaction {
+                Rejection::ConflictInTransaction { other: c.existing }
+            } else {
+                Rejection::NameConflict {
+                    existing: c.existing,
+                }
+            };
+            blocked.entry(c.name).or_insert(reason);
+        }
+
+        // 2. Lock, check old values, write.
+        let vfs = self.vfs.clone();
+        let mut batch = FlushBatch::new(vfs.clone(), options.flush, &self.common_dir);
+        let mut locked: Vec<Locked> = Vec::new();
+        for p in planned {
+            let update = &tx.updates[p.index];
+            if let Some(reason) = blocked.remove(&p.target) {
+                reject(&mut outcome, &p.target, reason)?;
+                continue;
+            }
+            let lock = match self.lock_ref(&p.target, options.lock_timeout) {
+                Ok(lock) => lock,
+                Err(reason) => {
+                    reject(&mut outcome, &p.target, reason)?;
+                    continue;
+                }
+            };
+            let current = match self.read_loose(&p.target) {
+                Ok(Some(t)) => Some((t, false)),
+                Ok(None) if p.target.is_root_ref() => None,
+                Ok(None) => packed.find(p.target.as_bytes()).map(|r| (r.target, true)),
+                Err(ReadError::BrokenRef { .. }) => {
+                    reject(&mut outcome, &update.name, Rejection::Broken)?;
+                    continue;
+                }
+                Err(e) => return Err(e.into()),
+            };
+            let in_packed = current.as_ref().is_some_and(|(_, p)| *p)
+                || (!p.target.is_root_ref() && packed.find(p.target.as_bytes()).is_some());
+            let old = current.map(|(t, _)| t);
+            // A symbolic ref changed in place is compared and logged by the
+            // object it resolves to, as git does.
+            let old_id = match &old {
+                Some(Target::Object(id)) => Some(*id),
+                Some(Target::Symbolic(to)) => self.resolve(to)?.and_then(|r| r.id),
+                None => None,
+            };
+            // Old values are checked against what the ref resolves to: a
+            // dangling symbolic ref counts as absent, as in git.
+            let check = match &update.expected {
+                Expected::Any => Ok(()),
+                Expected::Absent if old_id.is_none() => Ok(()),
+                Expected::Absent => Err(Rejection::AlreadyExists),
+                Expected::Present if old_id.is_some() => Ok(()),
+                Expected::Present => Err(Rejection::Missing),
+                Expected::Value(Target::Object(want)) => match old_id {
+                    None => Err(Rejection::Missing),
+                    Some(have) if have == *want => Ok(()),
+                    Some(have) => Err(Rejection::IncorrectOldValue {
+                        actual: Target::Object(have),
+                        expected: Target::Object(*want),
+                    }),
+                },
+                Expected::Value(want) => match &old {
+                    None => Err(Rejection::Missing),
+                    Some(have) if have == want => Ok(()),
+                    Some(have) => Err(Rejection::IncorrectOldValue {
+                        actual: have.clone(),
+                        expected: want.clone(),
+                    }),
+                },
+            };
+            if let Err(reason) = check {
+                reject(&mut outcome, &p.target, reason)?;
+                continue;
+            }
+            locked.push(Locked {
+                planned: p,
+                lock,
+                old,
+                old_id,
+                in_packed,
+            });
+        }
+
+        let head_target = match self.read_loose(&RefName::new("HEAD").expect("valid")) {
+            Ok(Some(Target::Symbolic(t))) => Some(t),
+            _ => None,
+        };
+        let mut packed_lock = None;
+        for l in &mut locked {
+            let update = &tx.updates[l.planned.index];
+            let new_id = match &update.change {
+                // Setting a ref to the value it has writes nothing and logs
+                // nothing for the ref; HEAD's reflog still records it when
+                // HEAD is involved, as in git.
+                Change::Set(target) if l.old.as_ref() == Some(target) => {
+                    if let Some(id) = target.object_id() {
+                        self.log_head_only(
+                            l,
+                            id,
+                            id,
+                            tx.message.as_deref(),
+                            options,
+                            &head_target,
+                            &mut batch,
+                        )?;
+                    }
+                    continue;
+                }
+                Change::Set(target) => {
+                    l.lock.write_all(&loose::format(target))?;
+                    target.object_id().copied()
+                }
+                Change::Delete => {
+                    if l.in_packed && packed_lock.is_none() {
+                        let lock = LockFile::acquire(
+                            &vfs,
+                            self.packed_path(),
+                            options.packed_refs_timeout,
+                        )
+                        .map_err(|e| match e {
+                            LockError::Io(e) => CommitError::Fs(e),
+                            held => CommitError::Rejected(Rejected {
+                                name: l.planned.target.clone(),
+                                reason: Rejection::Locked(held.to_string()),
+                            }),
+                        })?;
+                        packed_lock = Some(lock);
+                    }
+                    None
+                }
+                // git records a verify that goes through HEAD in HEAD's
+                // reflog, as a line without message towards the null id.
+                Change::Verify => {
+                    let null = self.format.null_id();
+                    let old = l.old_id.unwrap_or(null);
+                    self.log_head_only(l, &old, &null, None, options, &head_target, &mut batch)?;
+                    continue;
+                }
+            };
+            // Reflogs: the changed ref, the symref named, and HEAD when it
+            // points at the changed ref. A deleted ref loses its own reflog
+            // (below), but HEAD records that its branch went away.
+            let null = self.format.null_id();
+            let old = l.old_id.unwrap_or(null);
+            let new = new_id.unwrap_or(null);
+            self.log_update(l, &old, &new, tx, options, &head_target, &mut batch)?;
+        }
+        if let Some(lock) = &mut packed_lock {
+            let doomed: BTreeSet<&RefName> = locked
+                .iter()
+                .filter(|l| tx.updates[l.planned.index].change == Change::Delete)
+                .map(|l| &l.planned.target)
+                .collect();
+            let kept = packed
+                .iter()
+                .filter(|r| !doomed.contains(&r.name))
+                .filter_map(|r| {
+                    let id = *r.target.object_id()?;
+                    Some((r.name, id, r.peeled))
+                });
+            lock.write_all(&packed::write(kept))?;
+        }
+
+        // 3. Flush point one.
+        if let Some(lock) = &mut packed_lock {
+            lock.stage(&mut batch)?;
+        }
+        for l in &mut locked {
+            l.lock.stage(&mut batch)?;
+        }
+        batch.flush_files()?;
+
+        // 4. Make it visible: packed-refs first, then the loose refs.
+        if let Some(lock) = packed_lock {
+            lock.commit(&mut batch)?;
+        }
+        let mut emptied = Vec::new();
+        for l in locked {
+            let update = &tx.updates[l.planned.index];
+            match &update.change {
+                Change::Set(target) if l.old.as_ref() == Some(target) => l.lock.rollback()?,
+                Change::Set(_) => l.lock.commit(&mut batch)?,
+                Change::Verify => l.lock.rollback()?,
+                Change::Delete => {
+                    let path = self.loose_path(&l.planned.target);
+                    match vfs.unlink(&path) {
+                        Ok(()) => {}
+                        Err(e) if e.is_not_found() => {}
+                        Err(e) => return Err(e.into()),
+                    }
+                    l.lock.rollback()?;
+                    let parent = path.parent().expect("refs have a directory").to_owned();
+                    batch.dir_changed(&parent);
+                    let log = self.logs_path(&l.planned.target);
+                    if vfs.unlink(&log).is_ok() {
+                        let log_dir = log.parent().expect("logs have a directory").to_owned();
+                        batch.dir_changed(&log_dir);
+                        emptied.push(log_dir);
+                    }
+                    emptied.push(parent);
+                }
+            }
+            outcome.applied += 1;
+        }
+        for dir in emptied {
+            self.remove_empty_dirs(&dir, &mut batch);
+        }
+
+        // 5. Flush point two.
+        batch.flush_dirs()?;
+        Ok(outcome)
+    }
+
+    /// Takes the lock of a ref, creating its directories; a file in the way
+    /// of a directory is a name conflict.
+    fn lock_ref(&self, name: &RefName, timeout: Duration) -> Result<LockFile, Rejection> {
+        let path = self.loose_path(name);
+        let locked = |e: LockError| match e {
+            LockError::Held { .. } => Rejection::Locked(e.to_string()),
+            LockError::Io(e) => Rejection::Locked(e.to_string()),
+        };
+        // An empty directory tree where the ref's file must go (left by a
+        // deleted ref below it) is removed, as git does.
+        if self.vfs.stat(&path).is_ok_and(|m| m.kind == FileKind::Dir)
+            && !self.remove_empty_tree(&path)
+        {
+            return Err(Rejection::Locked(format!(
+                "there is a non-empty directory '{}' blocking reference '{name}'",
+                path.display()
+            )));
+        }
+        match LockFile::acquire(&self.vfs, &path, timeout) {
+            Ok(lock) => Ok(lock),
+            Err(LockError::Io(e)) if e.is_not_found() => {
+                let parent = path.parent().expect("refs have a directory");
+                if let Err(e) = self.vfs.create_dir_all(parent) {
+                    // Some prefix of the name is a file: a ref in the way.
+                    let existing = name
+                        .prefixes()
+                        .find(|p| {
+                            RefName::new(p).is_ok_and(|p| {
+                                self.vfs
+                                    .stat(&self.loose_path(&p))
+                                    .is_ok_and(|m| m.kind == FileKind::File)
+                            })
+                        })
+                        .map(RefName::from_trusted);
+                    return Err(match existing {
+                        Some(existing) => Rejection::NameConflict { existing },
+                        None => Rejection::Locked(e.to_string()),
+                    });
+                }
+                LockFile::acquire(&self.vfs, &path, timeout).map_err(locked)
+            }
+            Err(e) => Err(locked(e)),
+        }
+    }
+
+    /// Appends the reflog lines of one update: to the changed ref (unless it
+    /// is deleted), to the symbolic ref it was reached through, and to HEAD
+    /// when HEAD points at the changed ref.
+    #[allow(clippy::too_many_arguments)]
+    fn log_update(
+        &self,
+        l: &Locked,
+        old: &crate::ObjectId,
+        new: &crate::ObjectId,
+        tx: &Transaction,
+        options: &CommitOptions,
+        head_target: &Option<RefName>,
+        batch: &mut FlushBatch,
+    ) -> Result<(), CommitError> {
+        let mut names = Vec::new();
+        if !new.is_null() {
+            names.push(l.planned.target.clone());
+        }
+        names.extend(l.planned.via.clone());
+        if head_target.as_ref() == Some(&l.planned.target) && l.planned.via.is_none() {
+            names.push(RefName::new("HEAD").expect("valid"));
+        }
+        let line = reflog::line(old, new, &options.signature, tx.message.as_deref());
+        for name in names {
+            self.append_reflog(&name, &line, tx.create_reflog, options.log_updates, batch)?;
+        }
+        Ok(())
+    }
+
+    /// Appends a line to HEAD's reflog only, if the update involves HEAD
+    /// (names it, or changes the ref HEAD points at).
+    #[allow(clippy::too_many_arguments)]
+    fn log_head_only(
+        &self,
+        l: &Locked,
+        old: &crate::ObjectId,
+        new: &crate::ObjectId,
+        message: Option<&str>,
+        options: &CommitOptions,
+        head_target: &Option<RefName>,
+        batch: &mut FlushBatch,
+    ) -> Result<(), CommitError> {
+        let via_head = l
+            .planned
+            .via
+            .as_ref()
+            .is_some_and(|v| v.as_bytes() == b"HEAD");
+        let points_at_target =
+            l.planned.via.is_none() && head_target.as_ref() == Some(&l.planned.target);
+        if !via_head && !points_at_target {
+            return Ok(());
+        }
+        let line = reflog::line(old, new, &options.signature, message);
+        let head = RefName::new("HEAD").expect("valid");
+        // The update's own create-reflog flag does not apply to HEAD.
+        self.append_reflog(&head, &line, false, options.log_updates, batch)
+    }
+
+    fn append_reflog(
+        &self,
+        name: &RefName,
+        line: &[u8],
+        force_create: bool,
+        policy: LogRefUpdates,
+        batch: &mut FlushBatch,
+    ) -> Result<(), CommitError> {
+        let path = self.logs_path(name);
+        let exists = self.vfs.stat(&path).is_ok_and(|m| m.kind == FileKind::File);
+        if !exists && !force_create && !reflog::autocreates(policy, name.as_bytes()) {
+            return Ok(());
+        }
+        let parent = path.parent().expect("logs have a directory");
+        if !exists {
+            self.vfs.create_dir_all(parent)?;
+            batch.dir_changed(parent);
+        }
+        let mut file = self.vfs.open_append(&path)?;
+        file.write_all(line)?;
+        batch.stage(file)?;
+        Ok(())
+    }
+
+    /// Removes `dir` if it holds nothing but empty directories.
+    fn remove_empty_tree(&self, dir: &Path) -> bool {
+        let Ok(entries) = self.vfs.read_dir(dir) else {
+            return false;
+        };
+        entries
+            .iter()
+            .all(|e| e.kind == FileKind::Dir && self.remove_empty_tree(&dir.join(&e.name)))
+            && self.vfs.rmdir(dir).is_ok()
+    }
+
+    /// Removes `dir` and its parents while they are empty, stopping at the
+    /// top directories (`refs/`, `logs/refs/` and the namespaces in them).
+    fn remove_empty_dirs(&self, dir: &Path, batch: &mut FlushBatch) {
+        let stops = [
+            self.common_dir.join("refs"),
+            self.common_dir.join("refs/heads"),
+            self.common_dir.join("refs/tags"),
+            self.common_dir.join("logs"),
+            self.common_dir.join("logs/refs"),
+            self.common_dir.join("logs/refs/heads"),
+            self.git_dir.clone(),
+            self.common_dir.clone(),
+        ];
+        let mut dir = dir.to_owned();
+        while !stops.contains(&dir) && dir.starts_with(&self.common_dir) {
+            if self.vfs.rmdir(&dir).is_err() {
+                return;
+            }
+            let parent = dir.parent().expect("below the common dir").to_owned();
+            batch.dir_changed(&parent);
+            dir = parent;
+        }
+    }
+}
