@@ -164,6 +164,23 @@ impl FlushBatch {
         }
     }
 
+    /// Creates `dir` and any missing parents, recording every directory that
+    /// gains an entry, so the new directories survive the directory flush
+    /// point along with what is put in them.
+    pub fn create_dir_all(&mut self, dir: &Path) -> Result<()> {
+        if self.vfs.stat(dir).is_ok() {
+            return Ok(());
+        }
+        if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+            self.create_dir_all(parent)?;
+            self.dir_changed(parent);
+        }
+        match self.vfs.mkdir(dir) {
+            Err(e) if !e.is_already_exists() => Err(e),
+            _ => Ok(()),
+        }
+    }
+
     /// The data flush point: every staged file is durable when this returns.
     pub fn flush_files(&mut self) -> Result<()> {
         let staged = std::mem::take(&mut self.staged);

@@ -5,10 +5,8 @@ use refstore_fs::config::{Component, FsyncSettings, RefStorage};
 use refstore_fs::discover::{absolute, is_git_directory};
 use refstore_fs::flush::FlushBatch;
 use refstore_fs::lock::{commit_all, LockFile};
-use refstore_fs::Vfs;
 use refstore_refs::name::{check, CheckOptions};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::Duration;
 
 /// Arguments of `init`.
@@ -108,7 +106,9 @@ pub fn run(args: Args, globals: &Globals) -> Result<u8, Fatal> {
         "info",
         "hooks",
     ] {
-        make_dirs(vfs, &git_dir.join(dir), &mut batch).map_err(|e| fail(&e))?;
+        batch
+            .create_dir_all(&git_dir.join(dir))
+            .map_err(|e| fail(&e))?;
     }
     if reinit {
         if args.initial_branch.is_some() {
@@ -155,20 +155,4 @@ pub fn run(args: Args, globals: &Globals) -> Result<u8, Fatal> {
         println!("{what} Git repository in {}/", git_dir.display());
     }
     Ok(0)
-}
-
-/// Creates `dir` and missing parents, recording each parent that gained an
-/// entry for the directory flush point.
-fn make_dirs(vfs: &Arc<dyn Vfs>, dir: &Path, batch: &mut FlushBatch) -> refstore_fs::Result<()> {
-    if vfs.exists(dir) {
-        return Ok(());
-    }
-    if let Some(parent) = dir.parent() {
-        make_dirs(vfs, parent, batch)?;
-        batch.dir_changed(parent);
-    }
-    match vfs.mkdir(dir) {
-        Err(e) if !e.is_already_exists() => Err(e),
-        _ => Ok(()),
-    }
 }

@@ -260,7 +260,7 @@ impl FilesBackend {
                 reject(&mut outcome, &p.target, reason)?;
                 continue;
             }
-            let lock = match self.lock_ref(&p.target, options.lock_timeout) {
+            let lock = match self.lock_ref(&p.target, options.lock_timeout, &mut batch) {
                 Ok(lock) => lock,
                 Err(reason) => {
                     reject(&mut outcome, &p.target, reason)?;
@@ -457,7 +457,12 @@ impl FilesBackend {
 
     /// Takes the lock of a ref, creating its directories; a file in the way
     /// of a directory is a name conflict.
-    fn lock_ref(&self, name: &RefName, timeout: Duration) -> Result<LockFile, Rejection> {
+    fn lock_ref(
+        &self,
+        name: &RefName,
+        timeout: Duration,
+        batch: &mut FlushBatch,
+    ) -> Result<LockFile, Rejection> {
         let path = self.loose_path(name);
         let locked = |e: LockError| match e {
             LockError::Held { .. } => Rejection::Locked(e.to_string()),
@@ -477,7 +482,7 @@ impl FilesBackend {
             Ok(lock) => Ok(lock),
             Err(LockError::Io(e)) if e.is_not_found() => {
                 let parent = path.parent().expect("refs have a directory");
-                if let Err(e) = self.vfs.create_dir_all(parent) {
+                if let Err(e) = batch.create_dir_all(parent) {
                     // Some prefix of the name is a file: a ref in the way.
                     let existing = name
                         .prefixes()
@@ -573,7 +578,7 @@ impl FilesBackend {
         }
         let parent = path.parent().expect("logs have a directory");
         if !exists {
-            self.vfs.create_dir_all(parent)?;
+            batch.create_dir_all(parent)?;
             batch.dir_changed(parent);
         }
         let mut file = self.vfs.open_append(&path)?;

@@ -1,0 +1,171 @@
+//! Crash simulation of files-backend transactions: with `fsync` and `batch`
+//! every ref reads as its old or its new value after a crash at any point,
+//! and as its new value once the transaction was acknowledged; with `none`
+//! the harness finds a crash state that breaks this.
+
+use refstore_fs::config::LogRefUpdates;
+use refstore_fs::flush::FlushMethod;
+use refstore_fs::sim::{CrashOptions, SimFs};
+use refstore_fs::Vfs;
+use refstore_refs::files::transaction::CommitOptions;
+use refstore_refs::files::FilesBackend;
+use refstore_refs::transaction::{Change, Expected, Transaction, Update};
+use refstore_refs::value::Target;
+use refstore_refs::{ObjectFormat, ObjectId, RefName};
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+fn id(n: u32) -> ObjectId {
+    format!("{n:040x}").parse().unwrap()
+}
+
+fn backend(vfs: Arc<dyn Vfs>) -> FilesBackend {
+    FilesBackend::new(
+        vfs,
+        "/repo/.git".into(),
+        "/repo/.git".into(),
+        ObjectFormat::Sha1,
+    )
+}
+
+fn name(i: usize) -> RefName {
+    RefName::new(format!("refs/heads/group{}/branch{i}", i % 4)).unwrap()
+}
+
+/// The expected value of ref `i` before and after the transaction: refs
+/// divisible by 3 are created, by 3 plus 1 updated, by 3 plus 2 deleted
+/// (from packed-refs when `i` is even).
+fn before_after(i: usize) -> (Option<ObjectId>, Option<ObjectId>) {
+    match i % 3 {
+        0 => (None, Some(id(1000 + i as u32))),
+        1 => (Some(id(i as u32 + 1)), Some(id(2000 + i as u32))),
+        _ => (Some(id(i as u32 + 1)), None),
+    }
+}
+
+fn run(refs: usize, method: FlushMethod, options: &CrashOptions) -> Result<usize, String> {
+    let sim = SimFs::new();
+    let vfs: Arc<dyn Vfs> = Arc::new(sim.clone());
+    sim.create_dir_all(Path::new("/repo/.git/refs/heads"))
+        .unwrap();
+    sim.create_exclusive(Path::new("/repo/.git/HEAD"))
+        .unwrap()
+        .write_all(b"ref: refs/heads/main\n")
+        .unwrap();
+    // Existing refs: even ones packed, odd ones loose.
+    let mut packed = Vec::new();
+    for i in 0..refs {
+        if let (Some(old), _) = before_after(i) {
+            if i % 2 == 0 {
+                packed.push((name(i), old, None));
+            } else {
+                let path = Path::new("/repo/.git").join(name(i).to_string());
+                sim.create_dir_all(path.parent().unwrap()).unwrap();
+                sim.create_exclusive(&path)
+                    .unwrap()
+                    .write_all(format!("{old}\n").as_bytes())
+                    .unwrap();
+            }
+        }
+    }
+    packed.sort_by(|a, b| a.0.cmp(&b.0));
+    sim.create_exclusive(Path::new("/repo/.git/packed-refs"))
+        .unwrap()
+        .write_all(&refstore_refs::files::packed::write(packed))
+        .unwrap();
+    sim.sync_all();
+    sim.start_recording();
+
+    let tx = Transaction {
+        updates: (0..refs)
+            .map(|i| {
+                let (old, new) = before_after(i);
+                Update {
+                    name: name(i),
+                    change: new.map_or(Change::Delete, |n| Change::Set(Target::Object(n))),
+                    expected: old.map_or(Expected::Absent, |o| Expected::Value(Target::Object(o))),
+                    no_deref: false,
+                }
+            })
+            .collect(),
+        message: Some("crash test".into()),
+        ..Transaction::default()
+    };
+    let commit = CommitOptions {
+        flush: method,
+        lock_timeout: Duration::ZERO,
+        packed_refs_timeout: Duration::ZERO,
+        log_updates: LogRefUpdates::Branches,
+        signature: "C O Mitter <c@example.com> 1700000000 +0000".into(),
+    };
+    backend(vfs)
+        .commit(&tx, &commit)
+        .map_err(|e| e.to_string())?;
+    sim.acknowledge("transaction");
+
+    let report = sim
+        .check_crashes(options, |crashed| {
+            let store = backend(crashed.vfs());
+            let acknowledged = !crashed.acknowledged.is_empty();
+            for i in 0..refs {
+                let value = store
+                    .read(&name(i))
+                    .map_err(|e| format!("{} unreadable: {e}", name(i)))?
+                    .map(|r| *r.target.object_id().expect("direct ref"));
+                let (old, new) = before_after(i);
+                if value != new && (acknowledged || value != old) {
+                    return Err(format!(
+                        "{} reads {value:?}; old {old:?}, new {new:?}, acknowledged: {acknowledged}",
+                        name(i)
+                    ));
+                }
+            }
+            Ok(())
+        })
+        .map_err(|v| v.to_string())?;
+    Ok(report.states)
+}
+
+#[test]
+fn durable_methods_never_lose_or_tear_a_ref() {
+    for (refs, options) in [
+        (1, CrashOptions::default()),
+        (
+            10,
+            CrashOptions {
+                exhaustive_limit: 64,
+                samples: 12,
+                seed: 1,
+            },
+        ),
+        (
+            100,
+            CrashOptions {
+                exhaustive_limit: 16,
+                samples: 3,
+                seed: 2,
+            },
+        ),
+    ] {
+        for method in [FlushMethod::Fsync, FlushMethod::Batch] {
+            let states = run(refs, method, &options)
+                .unwrap_or_else(|v| panic!("{refs} refs, {method:?}:\n{v}"));
+            assert!(
+                states > refs,
+                "{refs} refs, {method:?}: only {states} crash states"
+            );
+        }
+    }
+}
+
+#[test]
+fn no_flushing_can_lose_or_tear_refs() {
+    for refs in [1, 10] {
+        let violation = run(refs, FlushMethod::None, &CrashOptions::default()).unwrap_err();
+        assert!(
+            violation.contains("reads") || violation.contains("unreadable"),
+            "{violation}"
+        );
+    }
+}
