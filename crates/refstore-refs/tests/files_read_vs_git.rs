@@ -8,31 +8,10 @@ use refstore_refs::files::FilesBackend;
 use refstore_refs::value::Target;
 use refstore_refs::{ObjectFormat, RefName};
 use std::path::Path;
-use std::process::Command;
 use std::sync::Arc;
 
-fn git(dir: &Path, args: &[&str]) -> (String, String) {
-    let out = Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("HOME", dir)
-        .env("GIT_AUTHOR_NAME", "A")
-        .env("GIT_AUTHOR_EMAIL", "a@example.com")
-        .env("GIT_COMMITTER_NAME", "C")
-        .env("GIT_COMMITTER_EMAIL", "c@example.com")
-        .output()
-        .expect("cannot run git: install git (scripts/install-deps does)");
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (
-        String::from_utf8(out.stdout).unwrap(),
-        String::from_utf8(out.stderr).unwrap(),
-    )
-}
+mod support;
+use support::git::run as git;
 
 #[test]
 fn listing_matches_git_for_each_ref() {

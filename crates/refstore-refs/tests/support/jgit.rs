@@ -17,12 +17,17 @@ pub fn classpath() -> &'static str {
     static CLASSPATH: OnceLock<String> = OnceLock::new();
     CLASSPATH.get_or_init(|| {
         let dir = project_dir();
-        let status = Command::new("mvn")
+        let out = Command::new("mvn")
             .args(["-q", "-B", "-Dstyle.color=never", "package"])
             .current_dir(&dir)
-            .status()
+            .output()
             .expect("cannot run mvn: install Maven and a JDK (scripts/install-deps does)");
-        assert!(status.success(), "building interop/jgit with Maven failed");
+        assert!(
+            out.status.success(),
+            "building interop/jgit with Maven failed:\n{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
         let target = dir.join("target");
         format!(
             "{}:{}/*",

@@ -1,4 +1,5 @@
 //! Helpers shared by the integration tests of refstore-refs.
 #![allow(dead_code)]
 
+pub mod git;
 pub mod jgit;
