@@ -7,7 +7,6 @@ use refstore_fs::real::RealFs;
 use refstore_refs::files::FilesBackend;
 use refstore_refs::value::Target;
 use refstore_refs::{ObjectFormat, RefName};
-use std::path::Path;
 use std::sync::Arc;
 
 mod support;
