@@ -3,6 +3,7 @@
 mod check_ref_format;
 mod init;
 mod rev_parse;
+mod show_ref;
 mod update_ref;
 
 use crate::context::{Fatal, Globals};
@@ -16,6 +17,8 @@ pub enum Command {
     Init(init::Args),
     /// Show where the repository is and what format it has (like `git rev-parse`).
     RevParse(rev_parse::Args),
+    /// List references, or check that they exist (like `git show-ref`).
+    ShowRef(show_ref::Args),
     /// Update, create, delete or verify refs, alone or in a transaction (like `git update-ref`).
     UpdateRef(update_ref::Args),
 }
@@ -26,6 +29,7 @@ pub fn run(command: Command, globals: &Globals) -> Result<u8, Fatal> {
         Command::CheckRefFormat(args) => check_ref_format::run(args),
         Command::Init(args) => init::run(args, globals),
         Command::RevParse(args) => rev_parse::run(args, globals),
+        Command::ShowRef(args) => show_ref::run(args, globals),
         Command::UpdateRef(args) => update_ref::run(args, globals),
     }
 }

@@ -1,0 +1,124 @@
+//! `refstore show-ref`: list refs, or check that refs exist.
+
+use super::update_ref::files_backend;
+use crate::context::{Fatal, Globals};
+use refstore_refs::files::FilesBackend;
+use refstore_refs::value::Target;
+use refstore_refs::{ObjectId, RefName};
+use std::io::Write;
+
+/// Arguments of `show-ref`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Show only refs below refs/heads (with --tags: either).
+    #[arg(long)]
+    heads: bool,
+    /// Show only refs below refs/tags (with --heads: either).
+    #[arg(long)]
+    tags: bool,
+    /// Show HEAD too.
+    #[arg(long)]
+    head: bool,
+    /// Require each pattern to be an exact ref name, and fail if one is missing.
+    #[arg(long)]
+    verify: bool,
+    /// Print only the object ids.
+    #[arg(short = 's', long)]
+    hash: bool,
+    /// Print nothing; only the exit code tells.
+    #[arg(short, long)]
+    quiet: bool,
+    /// Patterns matching the end of ref names at a `/` (with --verify: full names).
+    patterns: Vec<String>,
+}
+
+/// Runs `show-ref`: exit 0 if something matched, 1 if nothing did.
+pub fn run(args: Args, globals: &Globals) -> Result<u8, Fatal> {
+    let repo = globals.open_repo()?;
+    let backend = files_backend(&repo, globals)?;
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    let mut print = |id: &ObjectId, name: &[u8]| {
+        if args.quiet {
+            return;
+        }
+        let mut line = id.to_hex().into_bytes();
+        if !args.hash {
+            line.push(b' ');
+            line.extend_from_slice(name);
+        }
+        line.push(b'\n');
+        let _ = out.write_all(&line);
+    };
+
+    if args.verify {
+        let mut found = false;
+        for pattern in &args.patterns {
+            let resolved = RefName::new(pattern)
+                .ok()
+                .filter(|n| n.as_bytes().starts_with(b"refs/") || n.as_bytes() == b"HEAD")
+                .and_then(|n| resolve(&backend, &n).map(|id| (n, id)));
+            match resolved {
+                Some((name, id)) => {
+                    found = true;
+                    print(&id, name.as_bytes());
+                }
+                None if args.quiet => return Ok(1),
+                None => return Err(Fatal::new(format!("'{pattern}' - not a valid ref"))),
+            }
+        }
+        return Ok(if found { 0 } else { 1 });
+    }
+
+    let mut found = false;
+    if args.head {
+        if let Some(id) = resolve(&backend, &RefName::new("HEAD").expect("valid")) {
+            found = true;
+            print(&id, b"HEAD");
+        }
+    }
+    let listing = backend.list(b"refs/").map_err(Fatal::new)?;
+    for broken in &listing.broken {
+        eprintln!("warning: ignoring broken ref {broken}");
+    }
+    for r in &listing.refs {
+        let name = r.name.as_bytes();
+        let kind_ok = match (args.heads, args.tags) {
+            (false, false) => true,
+            (heads, tags) => {
+                (heads && name.starts_with(b"refs/heads/"))
+                    || (tags && name.starts_with(b"refs/tags/"))
+            }
+        };
+        if !kind_ok
+            || !args
+                .patterns
+                .iter()
+                .any(|p| tail_matches(name, p.as_bytes()))
+                && !args.patterns.is_empty()
+        {
+            continue;
+        }
+        let id = match &r.target {
+            Target::Object(id) => Some(*id),
+            Target::Symbolic(_) => resolve(&backend, &r.name),
+        };
+        if let Some(id) = id {
+            found = true;
+            print(&id, name);
+        }
+    }
+    Ok(if found { 0 } else { 1 })
+}
+
+fn resolve(backend: &FilesBackend, name: &RefName) -> Option<ObjectId> {
+    backend.resolve(name).ok().flatten().and_then(|r| r.id)
+}
+
+/// git's show-ref pattern rule: the pattern is the whole name, or its end
+/// starting right after a `/`.
+fn tail_matches(name: &[u8], pattern: &[u8]) -> bool {
+    name == pattern
+        || (name.len() > pattern.len()
+            && name.ends_with(pattern)
+            && name[name.len() - pattern.len() - 1] == b'/')
+}
