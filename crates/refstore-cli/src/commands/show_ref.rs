@@ -89,13 +89,12 @@ pub fn run(args: Args, globals: &Globals) -> Result<u8, Fatal> {
                     || (tags && name.starts_with(b"refs/tags/"))
             }
         };
-        if !kind_ok
-            || !args
+        let pattern_ok = args.patterns.is_empty()
+            || args
                 .patterns
                 .iter()
-                .any(|p| tail_matches(name, p.as_bytes()))
-                && !args.patterns.is_empty()
-        {
+                .any(|p| tail_matches(name, p.as_bytes()));
+        if !kind_ok || !pattern_ok {
             continue;
         }
         let id = match &r.target {
