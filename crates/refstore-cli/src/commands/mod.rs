@@ -4,6 +4,7 @@ mod check_ref_format;
 mod init;
 mod rev_parse;
 mod show_ref;
+mod symbolic_ref;
 mod update_ref;
 
 use crate::context::{Fatal, Globals};
@@ -19,6 +20,8 @@ pub enum Command {
     RevParse(rev_parse::Args),
     /// List references, or check that they exist (like `git show-ref`).
     ShowRef(show_ref::Args),
+    /// Read, set or delete a symbolic ref (like `git symbolic-ref`).
+    SymbolicRef(symbolic_ref::Args),
     /// Update, create, delete or verify refs, alone or in a transaction (like `git update-ref`).
     UpdateRef(update_ref::Args),
 }
@@ -30,6 +33,7 @@ pub fn run(command: Command, globals: &Globals) -> Result<u8, Fatal> {
         Command::Init(args) => init::run(args, globals),
         Command::RevParse(args) => rev_parse::run(args, globals),
         Command::ShowRef(args) => show_ref::run(args, globals),
+        Command::SymbolicRef(args) => symbolic_ref::run(args, globals),
         Command::UpdateRef(args) => update_ref::run(args, globals),
     }
 }

@@ -350,6 +350,26 @@ impl FilesBackend {
                     }
                     continue;
                 }
+                // A symbolic ref set in place is logged only with a message
+                // and when its new target resolves, from the old to the new
+                // resolved object, as git's symbolic-ref does.
+                Change::Set(Target::Symbolic(to)) => {
+                    l.lock
+                        .write_all(&loose::format(&Target::Symbolic(to.clone())))?;
+                    let new = self.resolve(to)?.and_then(|r| r.id);
+                    if let (Some(new), Some(message)) = (new, tx.message.as_deref()) {
+                        let old = l.old_id.unwrap_or(self.format.null_id());
+                        let line = reflog::line(&old, &new, &options.signature, Some(message));
+                        self.append_reflog(
+                            &l.planned.target,
+                            &line,
+                            tx.create_reflog,
+                            options.log_updates,
+                            &mut batch,
+                        )?;
+                    }
+                    continue;
+                }
                 Change::Set(target) => {
                     l.lock.write_all(&loose::format(target))?;
                     target.object_id().copied()
