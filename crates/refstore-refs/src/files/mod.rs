@@ -188,12 +188,37 @@ impl FilesBackend {
         Ok(self.packed()?.find(name.as_bytes()))
     }
 
+    /// Like [`read`](Self::read), with `packed-refs` already parsed (for
+    /// callers that look up many refs).
+    pub fn read_in(&self, name: &RefName, packed: &PackedRefs) -> Result<Option<Ref>, ReadError> {
+        if let Some(target) = self.read_loose(name)? {
+            return Ok(Some(Ref {
+                name: name.clone(),
+                target,
+                peeled: None,
+            }));
+        }
+        if name.is_root_ref() {
+            return Ok(None);
+        }
+        Ok(packed.find(name.as_bytes()))
+    }
+
     /// Follows symbolic refs from `name` to an object id, as git does (at
     /// most [`SYMREF_MAX_DEPTH`] levels). `None` if `name` does not exist.
     pub fn resolve(&self, name: &RefName) -> Result<Option<Resolved>, ReadError> {
+        self.resolve_in(name, &self.packed()?)
+    }
+
+    /// Like [`resolve`](Self::resolve), with `packed-refs` already parsed.
+    pub fn resolve_in(
+        &self,
+        name: &RefName,
+        packed: &PackedRefs,
+    ) -> Result<Option<Resolved>, ReadError> {
         let mut current = name.clone();
         for depth in 0..=SYMREF_MAX_DEPTH {
-            match self.read(&current)? {
+            match self.read_in(&current, packed)? {
                 None if depth == 0 => return Ok(None),
                 None => {
                     return Ok(Some(Resolved {
@@ -217,6 +242,14 @@ impl FilesBackend {
             }
         }
         Err(ReadError::SymrefTooDeep(name.clone()))
+    }
+
+    /// The names of the loose refs whose names start with `prefix`, sorted.
+    pub fn loose_names(&self, prefix: &[u8]) -> Result<Vec<RefName>, ReadError> {
+        let mut names = Vec::new();
+        self.walk(&self.common_dir.join("refs"), b"refs/", prefix, &mut names)?;
+        names.sort();
+        Ok(names)
     }
 
     /// Every ref whose name starts with `prefix` (below `refs/`), sorted,

@@ -128,17 +128,11 @@ impl ExistingRefs for Existing<'_> {
         let dir = from[..dir_len].to_vec();
         let backend = self.backend;
         let names = self.loose_dirs.entry(dir.clone()).or_insert_with(|| {
-            let mut names: Vec<Vec<u8>> = Vec::new();
-            if let Ok(listing) = backend.list(&dir) {
-                names = listing
-                    .refs
-                    .into_iter()
-                    .map(|r| r.name.as_bytes().to_vec())
-                    .chain(listing.broken.into_iter().map(|n| n.as_bytes().to_vec()))
-                    .collect();
-                names.sort();
-            }
-            names
+            // Packed refs are searched separately; only loose names here.
+            backend
+                .loose_names(&dir)
+                .map(|names| names.into_iter().map(|n| n.as_bytes().to_vec()).collect())
+                .unwrap_or_default()
         });
         let i = names.partition_point(|n| n.as_slice() < from);
         let loose = names.get(i).cloned();
@@ -161,10 +155,10 @@ impl FilesBackend {
     }
 
     /// Follows `name` through symbolic refs to the ref an update changes.
-    fn deref_target(&self, name: &RefName) -> Result<RefName, ReadError> {
+    fn deref_target(&self, name: &RefName, packed: &PackedRefs) -> Result<RefName, ReadError> {
         let mut current = name.clone();
         for _ in 0..=super::SYMREF_MAX_DEPTH {
-            match self.read(&current)? {
+            match self.read_in(&current, packed)? {
                 Some(r) => match r.target {
                     Target::Symbolic(next) => current = next,
                     Target::Object(_) => return Ok(current),
@@ -197,6 +191,10 @@ impl FilesBackend {
                 }
             };
 
+        // packed-refs is read once; it is read again under its lock only if
+        // the transaction rewrites it.
+        let packed = self.packed()?;
+
         // 1. Resolve symbolic refs and reject duplicates.
         let mut planned: Vec<Planned> = Vec::new();
         let mut seen: BTreeMap<RefName, Option<RefName>> = BTreeMap::new();
@@ -205,7 +203,7 @@ impl FilesBackend {
             let target = if update.no_deref || symbolic_set {
                 update.name.clone()
             } else {
-                self.deref_target(&update.name)?
+                self.deref_target(&update.name, &packed)?
             };
             let via = (target != update.name).then(|| update.name.clone());
             if let Some(previous_via) = seen.get(&target) {
@@ -225,11 +223,10 @@ impl FilesBackend {
         // Availability of every touched ref that does not exist yet, against
         // the store and the transaction's other refs (git's rule, in input
         // order).
-        let packed = self.packed()?;
         let mut missing = Vec::new();
         let affected: BTreeSet<RefName> = planned.iter().map(|p| p.target.clone()).collect();
         for p in &planned {
-            if !p.target.is_root_ref() && self.read(&p.target)?.is_none() {
+            if !p.target.is_root_ref() && self.read_in(&p.target, &packed)?.is_none() {
                 missing.push(p.target.clone());
             }
         }
@@ -284,7 +281,7 @@ impl FilesBackend {
             // object it resolves to, as git does.
             let old_id = match &old {
                 Some(Target::Object(id)) => Some(*id),
-                Some(Target::Symbolic(to)) => self.resolve(to)?.and_then(|r| r.id),
+                Some(Target::Symbolic(to)) => self.resolve_in(to, &packed)?.and_then(|r| r.id),
                 None => None,
             };
             // Old values are checked against what the ref resolves to: a
@@ -356,7 +353,7 @@ impl FilesBackend {
                 Change::Set(Target::Symbolic(to)) => {
                     l.lock
                         .write_all(&loose::format(&Target::Symbolic(to.clone())))?;
-                    let new = self.resolve(to)?.and_then(|r| r.id);
+                    let new = self.resolve_in(to, &packed)?.and_then(|r| r.id);
                     if let (Some(new), Some(message)) = (new, tx.message.as_deref()) {
                         let old = l.old_id.unwrap_or(self.format.null_id());
                         let line = reflog::line(&old, &new, &options.signature, Some(message));
@@ -415,7 +412,10 @@ impl FilesBackend {
                 .filter(|l| tx.updates[l.planned.index].change == Change::Delete)
                 .map(|l| &l.planned.target)
                 .collect();
-            let kept = packed
+            // Under its lock, packed-refs is read afresh: another writer may
+            // have packed refs since this transaction first read it.
+            let current = self.packed()?;
+            let kept = current
                 .iter()
                 .filter(|r| !doomed.contains(&r.name))
                 .filter_map(|r| {
