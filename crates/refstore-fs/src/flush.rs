@@ -80,6 +80,9 @@ pub enum BatchMechanism {
     Syncfs,
 }
 
+/// Open handles a `ConcurrentFsync` batch keeps before flushing a group.
+const MAX_STAGED_HANDLES: usize = 256;
+
 /// Threads used for concurrent flushes: enough to keep a device's queue full,
 /// few enough not to matter for memory.
 const FLUSH_THREADS: usize = 32;
@@ -98,7 +101,11 @@ pub struct FlushBatch {
     mechanism: BatchMechanism,
     filesystem: PathBuf,
     staged: Vec<Box<dyn VfsFile>>,
+    /// Whether files were staged since the last data flush point.
+    files_pending: bool,
     dirs: BTreeSet<PathBuf>,
+    /// Directories known to exist, so each is checked once per batch.
+    known_dirs: std::collections::HashSet<PathBuf>,
 }
 
 impl std::fmt::Debug for FlushBatch {
@@ -122,7 +129,9 @@ impl FlushBatch {
             mechanism: BatchMechanism::default(),
             filesystem: filesystem.into(),
             staged: Vec::new(),
+            files_pending: false,
             dirs: BTreeSet::new(),
+            known_dirs: std::collections::HashSet::new(),
         }
     }
 
@@ -145,13 +154,22 @@ impl FlushBatch {
             FlushMethod::None => Ok(()),
             FlushMethod::Fsync => file.fsync(),
             FlushMethod::WriteoutOnly => file.start_writeout(),
+            // One syncfs covers the file without its handle, so none is kept
+            // (a transaction of 10k refs must not hold 10k descriptors).
+            FlushMethod::Batch if self.mechanism == BatchMechanism::Syncfs => {
+                self.files_pending = true;
+                Ok(())
+            }
             FlushMethod::Batch => {
                 // Concurrent flushes finish sooner when write-back is already
-                // under way; before one syncfs it is only extra syscalls.
-                if self.mechanism == BatchMechanism::ConcurrentFsync {
-                    file.start_writeout()?;
-                }
+                // under way.
+                file.start_writeout()?;
                 self.staged.push(file);
+                // Bounded descriptors: flush early in groups. Each group is
+                // still flushed before anything is renamed into place.
+                if self.staged.len() >= MAX_STAGED_HANDLES {
+                    self.flush_files()?;
+                }
                 Ok(())
             }
         }
@@ -168,7 +186,8 @@ impl FlushBatch {
     /// gains an entry, so the new directories survive the directory flush
     /// point along with what is put in them.
     pub fn create_dir_all(&mut self, dir: &Path) -> Result<()> {
-        if self.vfs.stat(dir).is_ok() {
+        if self.known_dirs.contains(dir) || self.vfs.stat(dir).is_ok() {
+            self.known_dirs.insert(dir.to_owned());
             return Ok(());
         }
         if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
@@ -177,18 +196,24 @@ impl FlushBatch {
         }
         match self.vfs.mkdir(dir) {
             Err(e) if !e.is_already_exists() => Err(e),
-            _ => Ok(()),
+            _ => {
+                self.known_dirs.insert(dir.to_owned());
+                Ok(())
+            }
         }
     }
 
     /// The data flush point: every staged file is durable when this returns.
     pub fn flush_files(&mut self) -> Result<()> {
-        let staged = std::mem::take(&mut self.staged);
-        if staged.is_empty() {
+        if self.method != FlushMethod::Batch {
             return Ok(());
         }
+        let staged = std::mem::take(&mut self.staged);
+        let pending = std::mem::take(&mut self.files_pending);
         match self.mechanism {
-            BatchMechanism::Syncfs => self.vfs.syncfs(&self.filesystem),
+            BatchMechanism::Syncfs if pending => self.vfs.syncfs(&self.filesystem),
+            BatchMechanism::Syncfs => Ok(()),
+            BatchMechanism::ConcurrentFsync if staged.is_empty() => Ok(()),
             BatchMechanism::ConcurrentFsync => {
                 concurrently(staged, |mut file: Box<dyn VfsFile>| file.fdatasync())
             }

@@ -150,6 +150,13 @@ impl LockFile {
         }
     }
 
+    /// Closes the lock file's handle without writing to it, for a lock that
+    /// will be rolled back or whose file stays empty: holding thousands of
+    /// locks must not mean holding thousands of descriptors.
+    pub fn close_handle(&mut self) {
+        self.file = None;
+    }
+
     /// Renames the lock file onto its target and records the target's
     /// directory in `batch` for the directory flush point.
     pub fn commit(mut self, batch: &mut FlushBatch) -> vfs::Result<()> {

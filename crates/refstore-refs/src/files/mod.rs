@@ -245,9 +245,18 @@ impl FilesBackend {
     }
 
     /// The names of the loose refs whose names start with `prefix`, sorted.
+    /// A prefix ending in `/` names a directory, which is read directly.
     pub fn loose_names(&self, prefix: &[u8]) -> Result<Vec<RefName>, ReadError> {
         let mut names = Vec::new();
-        self.walk(&self.common_dir.join("refs"), b"refs/", prefix, &mut names)?;
+        match prefix.strip_suffix(b"/") {
+            Some(dir) if prefix.starts_with(b"refs/") => {
+                let path = self
+                    .common_dir
+                    .join(<std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(dir));
+                self.walk(&path, prefix, prefix, &mut names)?;
+            }
+            _ => self.walk(&self.common_dir.join("refs"), b"refs/", prefix, &mut names)?,
+        }
         names.sort();
         Ok(names)
     }

@@ -313,6 +313,17 @@ impl FilesBackend {
                 reject(&mut outcome, &p.target, reason)?;
                 continue;
             }
+            // The new value is written and handed to the flush batch now, so
+            // no descriptor stays open per ref; locks with nothing to write
+            // close theirs.
+            let mut lock = lock;
+            match &update.change {
+                Change::Set(target) if old.as_ref() != Some(target) => {
+                    lock.write_all(&loose::format(target))?;
+                    lock.stage(&mut batch)?;
+                }
+                _ => lock.close_handle(),
+            }
             locked.push(Locked {
                 planned: p,
                 lock,
@@ -351,8 +362,6 @@ impl FilesBackend {
                 // and when its new target resolves, from the old to the new
                 // resolved object, as git's symbolic-ref does.
                 Change::Set(Target::Symbolic(to)) => {
-                    l.lock
-                        .write_all(&loose::format(&Target::Symbolic(to.clone())))?;
                     let new = self.resolve_in(to, &packed)?.and_then(|r| r.id);
                     if let (Some(new), Some(message)) = (new, tx.message.as_deref()) {
                         let old = l.old_id.unwrap_or(self.format.null_id());
@@ -367,10 +376,7 @@ impl FilesBackend {
                     }
                     continue;
                 }
-                Change::Set(target) => {
-                    l.lock.write_all(&loose::format(target))?;
-                    target.object_id().copied()
-                }
+                Change::Set(target) => target.object_id().copied(),
                 Change::Delete => {
                     if l.in_packed && packed_lock.is_none() {
                         let lock = LockFile::acquire(
@@ -592,15 +598,14 @@ impl FilesBackend {
         batch: &mut FlushBatch,
     ) -> Result<(), CommitError> {
         let path = self.logs_path(name);
-        let exists = self.vfs.stat(&path).is_ok_and(|m| m.kind == FileKind::File);
-        if !exists && !force_create && !reflog::autocreates(policy, name.as_bytes()) {
+        let create = force_create || reflog::autocreates(policy, name.as_bytes());
+        // Only when the log may not be created is its existence asked first.
+        if !create && !self.vfs.stat(&path).is_ok_and(|m| m.kind == FileKind::File) {
             return Ok(());
         }
         let parent = path.parent().expect("logs have a directory");
-        if !exists {
-            batch.create_dir_all(parent)?;
-            batch.dir_changed(parent);
-        }
+        batch.create_dir_all(parent)?;
+        batch.dir_changed(parent);
         let mut file = self.vfs.open_append(&path)?;
         file.write_all(line)?;
         batch.stage(file)?;
