@@ -47,15 +47,6 @@ fn agrees_with_git() {
     ];
     for args in cases {
         let full: Vec<&str> = ["show-ref"].iter().chain(args.iter()).copied().collect();
-        let ours = refstore(home, &repo, &full);
-        let theirs = git(home, &repo, &full);
-        assert_eq!(
-            ours.status.code(),
-            theirs.status.code(),
-            "{args:?}: {}",
-            stderr(&ours)
-        );
-        assert_eq!(stdout(&ours), stdout(&theirs), "{args:?}");
-        assert_eq!(stderr(&ours), stderr(&theirs), "{args:?}");
+        assert_agrees(home, &repo, &full, true);
     }
 }

@@ -51,3 +51,21 @@ pub fn git_ok(home: &Path, cwd: &Path, args: &[&str]) -> String {
     assert!(o.status.success(), "git {args:?}: {}", stderr(&o));
     stdout(&o)
 }
+
+/// Runs `args` through refstore and git in `cwd` and requires the same exit
+/// code and standard output, and the same standard error where asked
+/// (always for git's fatal errors).
+pub fn assert_agrees(home: &Path, cwd: &Path, args: &[&str], same_stderr: bool) {
+    let ours = refstore(home, cwd, args);
+    let theirs = git(home, cwd, args);
+    assert_eq!(
+        ours.status.code(),
+        theirs.status.code(),
+        "{args:?}: {}",
+        stderr(&ours)
+    );
+    assert_eq!(stdout(&ours), stdout(&theirs), "{args:?}");
+    if same_stderr || theirs.status.code() == Some(128) {
+        assert_eq!(stderr(&ours), stderr(&theirs), "{args:?}");
+    }
+}

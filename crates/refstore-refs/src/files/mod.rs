@@ -175,22 +175,22 @@ impl FilesBackend {
 
     /// The stored value of `name` without following symbolic refs.
     pub fn read(&self, name: &RefName) -> Result<Option<Ref>, ReadError> {
-        if let Some(target) = self.read_loose(name)? {
-            return Ok(Some(Ref {
-                name: name.clone(),
-                target,
-                peeled: None,
-            }));
-        }
-        if name.is_root_ref() {
-            return Ok(None);
-        }
-        Ok(self.packed()?.find(name.as_bytes()))
+        self.read_loose_or(name, || Ok(self.packed()?.find(name.as_bytes())))
     }
 
     /// Like [`read`](Self::read), with `packed-refs` already parsed (for
     /// callers that look up many refs).
     pub fn read_in(&self, name: &RefName, packed: &PackedRefs) -> Result<Option<Ref>, ReadError> {
+        self.read_loose_or(name, || Ok(packed.find(name.as_bytes())))
+    }
+
+    /// The loose ref if there is one, else what `packed` finds (root refs
+    /// are never packed).
+    fn read_loose_or(
+        &self,
+        name: &RefName,
+        packed: impl FnOnce() -> Result<Option<Ref>, ReadError>,
+    ) -> Result<Option<Ref>, ReadError> {
         if let Some(target) = self.read_loose(name)? {
             return Ok(Some(Ref {
                 name: name.clone(),
@@ -201,7 +201,7 @@ impl FilesBackend {
         if name.is_root_ref() {
             return Ok(None);
         }
-        Ok(packed.find(name.as_bytes()))
+        packed()
     }
 
     /// Follows symbolic refs from `name` to an object id, as git does (at
