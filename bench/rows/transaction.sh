@@ -26,3 +26,18 @@ for n in 10 100 1000; do
         "$GIT -C $repo -c core.fsync=none update-ref --stdin < $input" \
         "$REFSTORE -C $repo -c core.fsync=none update-ref --stdin < $input"
 done
+
+# The same 100 refs as 100 single-ref transactions (one process each): what a
+# client that cannot batch pays per durable update.
+n=100
+singles=$BENCH_DIR/tx-singles-$n
+for ((i = 0; i < n; i++)); do printf 'refs/heads/bench/s%05d %s\n' "$i" "$commit"; done >"$singles"
+loop() { echo "while read -r ref id; do $1 update-ref \$ref \$id || exit 1; done < $singles"; }
+prepare="[ ! -e $BENCH_DIR/tx-repo ] || mv $BENCH_DIR/tx-repo $BENCH_DIR/tx-aside/\$(date +%s%N); cp -a $template $BENCH_DIR/tx-repo; sync"
+repo=$BENCH_DIR/tx-repo
+compare transaction "100 single-ref transactions: git fsync=none vs refstore durable (batch)" "$prepare" \
+    "$(loop "$GIT -C $repo -c core.fsync=none")" \
+    "$(loop "$REFSTORE -C $repo")"
+compare transaction "100 single-ref transactions: git durable (fsync) vs refstore durable (batch)" "$prepare" \
+    "$(loop "$GIT -C $repo -c core.fsync=reference -c core.fsyncMethod=fsync")" \
+    "$(loop "$REFSTORE -C $repo")"

@@ -182,6 +182,13 @@ impl FlushBatch {
         }
     }
 
+    /// Records that `dir` was removed: it is no longer flushed (its parent,
+    /// which lost the entry, must be recorded with [`dir_changed`](Self::dir_changed)).
+    pub fn dir_removed(&mut self, dir: &Path) {
+        self.dirs.remove(dir);
+        self.known_dirs.remove(dir);
+    }
+
     /// Creates `dir` and any missing parents, recording every directory that
     /// gains an entry, so the new directories survive the directory flush
     /// point along with what is put in them.

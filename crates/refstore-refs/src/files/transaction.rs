@@ -641,6 +641,7 @@ impl FilesBackend {
             if self.vfs.rmdir(&dir).is_err() {
                 return;
             }
+            batch.dir_removed(&dir);
             let parent = dir.parent().expect("below the common dir").to_owned();
             batch.dir_changed(&parent);
             dir = parent;
