@@ -1,3 +1,5 @@
 //! Git's wire protocol: buffered pkt-line I/O, upload-pack (protocol v0 and
 //! v2) and receive-pack, independent of the transport that carries them.
 #![deny(missing_docs, unsafe_code)]
+
+pub mod pkt_line;
