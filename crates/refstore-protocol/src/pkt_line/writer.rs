@@ -18,7 +18,9 @@ const ZERO_COPY_MIN: usize = 16 * 1024;
 /// ends a message the peer waits for, so `W` is flushed too), on
 /// [`flush_buffered`](PacketWriter::flush_buffered), or when the next packet
 /// would take the buffer past [`WRITE_BUFFER_LIMIT`]: then the pending bytes
-/// are written first. A delim-pkt does not end a message and stays buffered.
+/// are written first, and the packet starts the next buffer — unless its last
+/// part is large (pack data), which then goes out in the same vectored write,
+/// uncopied. A delim-pkt does not end a message and stays buffered.
 ///
 /// Bytes still buffered when the writer is dropped are discarded, since a
 /// drop cannot report a failed write: end with a flush or use
