@@ -200,3 +200,60 @@ proptest! {
         }
     }
 }
+
+/// The error a side-band stream ends in, recovered from `io::Read`.
+fn sideband_error(input: &[u8]) -> (Error, Vec<u8>, Vec<u8>) {
+    let mut packets = PacketReader::new(input, Dialect::V2);
+    let mut progress = Vec::new();
+    let mut data = Vec::new();
+    let err =
+        refstore_protocol::pkt_line::sideband::SidebandReader::new(&mut packets, |m: &[u8]| {
+            progress.extend_from_slice(m)
+        })
+        .read_to_end(&mut data)
+        .unwrap_err();
+    (Error::from(err), data, progress)
+}
+
+#[test]
+fn side_band_errors() {
+    let (err, data, progress) =
+        sideband_error(b"0008\x01abc0009\x02step0013\x03access denied\n0000");
+    assert!(
+        matches!(&err, Error::Remote(m) if m == "access denied"),
+        "{err:?}"
+    );
+    assert_eq!(err.to_string(), "remote error: access denied");
+    assert_eq!((data, progress), (b"abc".to_vec(), b"step".to_vec()));
+
+    let cases: &[(&[u8], &str)] = &[
+        (b"0004", "protocol error: no band designator"),
+        (b"0006\x05x", "protocol error: bad band #5"),
+        (
+            b"0001",
+            "protocol error: unexpected delim-pkt (0001) in a side-band stream",
+        ),
+        (
+            b"0002",
+            "protocol error: unexpected response-end-pkt (0002) in a side-band stream",
+        ),
+        (
+            b"0006\x01x",
+            "the remote end hung up unexpectedly: the side-band stream ended without a flush-pkt",
+        ),
+        (b"zzzz", "protocol error: bad line length character: zzzz"),
+    ];
+    for (input, expected) in cases {
+        assert_eq!(sideband_error(input).0.to_string(), *expected);
+    }
+}
+
+#[test]
+fn data_of_a_packet() {
+    let mut reader = PacketReader::new(&b"0006ab0000"[..], Dialect::V0);
+    assert_eq!(
+        reader.read().unwrap().and_then(Packet::data),
+        Some(&b"ab"[..])
+    );
+    assert_eq!(reader.read().unwrap().and_then(Packet::data), None);
+}
