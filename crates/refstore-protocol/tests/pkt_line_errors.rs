@@ -80,7 +80,7 @@ fn git_accepted_framing_is_accepted() {
 #[test]
 fn err_packets_can_be_read_as_data() {
     let mut reader =
-        PacketReader::new(&b"000fERR denied\n"[..], Dialect::V0).with_err_packets(false);
+        PacketReader::new(&b"000fERR denied\n"[..], Dialect::V0).fail_on_err_packets(false);
     assert_eq!(
         reader.read_text().unwrap(),
         Some(Packet::Data(b"ERR denied"))
@@ -171,7 +171,7 @@ proptest! {
     ) {
         let input = pieces.concat();
         let dialect = if v2 { Dialect::V2 } else { Dialect::V0 };
-        let mut reader = PacketReader::new(&input[..], dialect).with_err_packets(false);
+        let mut reader = PacketReader::new(&input[..], dialect).fail_on_err_packets(false);
         let mut offset = 0;
         loop {
             match reader.read() {

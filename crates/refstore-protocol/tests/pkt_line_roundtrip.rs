@@ -136,7 +136,7 @@ impl Write for Trickle {
 }
 
 fn read_all(bytes: &[u8]) -> Vec<OwnedPacket> {
-    let mut reader = PacketReader::new(bytes, Dialect::V2).with_err_packets(false);
+    let mut reader = PacketReader::new(bytes, Dialect::V2).fail_on_err_packets(false);
     let mut packets = Vec::new();
     while let Some(packet) = reader.read().expect("the writer's output reads back") {
         packets.push(match packet {

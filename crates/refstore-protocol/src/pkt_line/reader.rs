@@ -14,14 +14,14 @@ use super::{Dialect, Error, Packet, MAX_DATA_LEN};
 ///
 /// By default a data packet starting with `ERR ` is returned as
 /// [`Error::Remote`], as git's clients treat it; see
-/// [`PacketReader::with_err_packets`].
+/// [`PacketReader::fail_on_err_packets`].
 #[derive(Debug)]
 pub struct PacketReader<R> {
     inner: R,
     /// Payload of the current packet, at `buf[..len]`.
     buf: Box<[u8]>,
     dialect: Dialect,
-    err_packets: bool,
+    fail_on_err_packets: bool,
     /// A packet already read by `peek` and not yet returned by `read`
     /// (`Some(None)`: the stream's end).
     peeked: Option<Option<Header>>,
@@ -34,7 +34,7 @@ impl<R: Read> PacketReader<R> {
             inner,
             buf: vec![0; MAX_DATA_LEN].into_boxed_slice(),
             dialect,
-            err_packets: true,
+            fail_on_err_packets: true,
             peeked: None,
         }
     }
@@ -42,8 +42,8 @@ impl<R: Read> PacketReader<R> {
     /// Whether a data packet starting with `ERR ` is reported as
     /// [`Error::Remote`] (the default) or returned as data. Servers reading
     /// client requests that may legitimately start with `ERR ` turn it off.
-    pub fn with_err_packets(mut self, surface: bool) -> Self {
-        self.err_packets = surface;
+    pub fn fail_on_err_packets(mut self, fail: bool) -> Self {
+        self.fail_on_err_packets = fail;
         self
     }
 
@@ -98,7 +98,7 @@ impl<R: Read> PacketReader<R> {
             Some(Header::ResponseEnd) => Packet::ResponseEnd,
             Some(Header::Data(len)) => {
                 let data = &self.buf[..len];
-                if self.err_packets {
+                if self.fail_on_err_packets {
                     if let Some(message) = data.strip_prefix(b"ERR ") {
                         let message = message.strip_suffix(b"\n").unwrap_or(message);
                         return Err(Error::Remote(String::from_utf8_lossy(message).into_owned()));
