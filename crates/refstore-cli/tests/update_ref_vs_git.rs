@@ -1,8 +1,10 @@
 //! Differential test: generated `update-ref --stdin` transactions (valid and
 //! invalid: wrong old values, D/F conflicts among themselves and with loose
-//! and packed refs, bad names, bad ids, updates through HEAD) are applied to
+//! and packed refs, bad names, bad ids, updates through HEAD, the `start`,
+//! `prepare`, `commit` and `abort` verbs in any order) are applied to
 //! two copies of one repository, one by `git update-ref`, one by `refstore
-//! update-ref`. After every step both agree on success or failure, on
+//! update-ref`. After every step both agree on success or failure, on the
+//! verbs' acknowledgements,
 //! `git for-each-ref`, on HEAD and on every reflog; `git fsck` accepts the
 //! refstore copy.
 
@@ -34,6 +36,8 @@ enum Cmd {
     Delete(usize, Option<usize>),
     Verify(usize, Option<usize>),
     NoDeref,
+    /// `start`, `prepare`, `commit` or `abort`.
+    Verb(&'static str),
 }
 
 fn cmd() -> impl Strategy<Value = Cmd> {
@@ -45,6 +49,7 @@ fn cmd() -> impl Strategy<Value = Cmd> {
         2 => (name.clone(), proptest::option::of(id.clone())).prop_map(|(n, o)| Cmd::Delete(n, o)),
         1 => (name, proptest::option::of(id)).prop_map(|(n, o)| Cmd::Verify(n, o)),
         1 => Just(Cmd::NoDeref),
+        2 => prop::sample::select(&["start", "prepare", "commit", "abort"][..]).prop_map(Cmd::Verb),
     ]
 }
 
@@ -71,6 +76,7 @@ fn render(cmds: &[Cmd], ids: &[String]) -> String {
             Cmd::Verify(n, Some(o)) => format!("verify {} {}", NAMES[*n], ids[*o]),
             Cmd::Verify(n, None) => format!("verify {}", NAMES[*n]),
             Cmd::NoDeref => "option no-deref".to_owned(),
+            Cmd::Verb(verb) => verb.to_string(),
         };
         out.push_str(&line);
         out.push('\n');
@@ -78,7 +84,13 @@ fn render(cmds: &[Cmd], ids: &[String]) -> String {
     out
 }
 
-fn run_stdin(program: &str, home: &Path, repo: &Path, input: &str) -> (Option<i32>, String) {
+/// Exit code, standard output and standard error of one `update-ref --stdin`.
+fn run_stdin(
+    program: &str,
+    home: &Path,
+    repo: &Path,
+    input: &str,
+) -> (Option<i32>, String, String) {
     let mut cmd = Command::new(program);
     let mut child = isolate(&mut cmd, home)
         .env("GIT_COMMITTER_DATE", "1700000000 +0100")
@@ -95,6 +107,7 @@ fn run_stdin(program: &str, home: &Path, repo: &Path, input: &str) -> (Option<i3
     let out = child.wait_with_output().unwrap();
     (
         out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
 }
@@ -201,12 +214,13 @@ fn stdin_transactions_agree_with_git() {
         }
         for (i, (cmds, pack)) in steps.iter().enumerate() {
             let input = render(cmds, &ids);
-            let (our_code, our_err) =
+            let (our_code, our_out, our_err) =
                 run_stdin(env!("CARGO_BIN_EXE_refstore"), home, &ours, &input);
-            let (git_code, git_err) = run_stdin("git", home, &theirs, &input);
+            let (git_code, git_out, git_err) = run_stdin("git", home, &theirs, &input);
             assert_eq!(
-                our_code, git_code,
-                "case {case} step {i}: exit codes differ for\n{input}refstore: {our_err}git: {git_err}"
+                (our_code, &our_out),
+                (git_code, &git_out),
+                "case {case} step {i}: exit codes or output differ for\n{input}refstore: {our_err}git: {git_err}"
             );
             if git_code == Some(0) {
                 ok += 1

@@ -4,12 +4,13 @@ mod stdin;
 
 use crate::context::{Fatal, Globals, Repo};
 use refstore_fs::config::{Component, RefStorage};
-use refstore_refs::files::transaction::{CommitError, CommitOptions};
+use refstore_refs::files::transaction::{CommitError, CommitOptions, Prepared};
 use refstore_refs::files::FilesBackend;
 use refstore_refs::transaction::{Change, Expected, Transaction, Update};
 use refstore_refs::value::Target;
 use refstore_refs::{ObjectFormat, ObjectId, RefName};
-use std::io::Read;
+use std::borrow::Cow;
+use std::io::Write;
 
 /// Arguments of `update-ref`.
 #[derive(Debug, clap::Args)]
@@ -120,24 +121,7 @@ pub fn run(args: Args, globals: &Globals) -> Result<u8, Fatal> {
         if !args.args.is_empty() || args.delete {
             return usage();
         }
-        let mut input = Vec::new();
-        std::io::stdin()
-            .read_to_end(&mut input)
-            .map_err(|e| Fatal::new(format!("cannot read standard input: {e}")))?;
-        tx.updates = stdin::parse(&input, args.nul, args.no_deref, |v| {
-            parse_value(&backend, v)
-        })
-        .map_err(Fatal::new)?;
-        return match backend.commit(&tx, &options) {
-            Ok(outcome) => {
-                for rejected in outcome.rejected {
-                    println!("{} rejected: {}", rejected.name, rejected);
-                }
-                Ok(0)
-            }
-            Err(CommitError::Rejected(r)) => Err(Fatal::new(r)),
-            Err(e) => Err(Fatal::new(e)),
-        };
+        return run_stdin(&args, &backend, &options, tx);
     }
     if args.nul || args.batch_updates {
         return usage();
@@ -186,5 +170,125 @@ pub fn run(args: Args, globals: &Globals) -> Result<u8, Fatal> {
         };
         Fatal::new(format!("update_ref failed for ref '{name}': {reason}"))
     })?;
+    Ok(0)
+}
+
+/// Where an `update-ref --stdin` session stands.
+enum State<'a> {
+    /// Updates are being queued; the end of input commits them.
+    Open(Transaction),
+    /// `start` was given; the end of input aborts.
+    Started(Transaction),
+    /// Locked and checked; only `commit` or `abort` may follow.
+    Prepared(Prepared<'a>),
+    /// Committed or aborted; only `start` may follow.
+    Closed,
+}
+
+/// Prints a verb's acknowledgement at once, so an interactive caller sees it
+/// before it sends the next command.
+fn acknowledge(verb: &str) -> Result<(), Fatal> {
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "{verb}: ok")
+        .and_then(|()| out.flush())
+        .map_err(|e| Fatal::new(format!("cannot write to standard output: {e}")))
+}
+
+fn report_rejected(outcome_rejected: &[refstore_refs::transaction::Rejected]) {
+    for rejected in outcome_rejected {
+        println!("{} rejected: {}", rejected.name, rejected);
+    }
+}
+
+/// Runs `update-ref --stdin`: commands are read and acted on one at a time,
+/// following git's transaction states.
+fn run_stdin(
+    args: &Args,
+    backend: &FilesBackend,
+    options: &CommitOptions,
+    template: Transaction,
+) -> Result<u8, Fatal> {
+    let fresh = || Transaction {
+        updates: Vec::new(),
+        ..template.clone()
+    };
+    let stdin = std::io::stdin().lock();
+    let mut parser =
+        stdin::Parser::new(stdin, args.nul, args.no_deref, |v| parse_value(backend, v));
+    let fail = |verb: &str, e: CommitError| match e {
+        CommitError::Rejected(r) => Fatal::new(format!("{verb}: {r}")),
+        other => Fatal::new(format!("{verb}: {other}")),
+    };
+    let mut state = State::Open(fresh());
+    while let Some(command) = parser.next_command().map_err(Fatal::new)? {
+        state = match (command, state) {
+            (stdin::Command::Start, State::Closed) => {
+                acknowledge("start")?;
+                State::Started(fresh())
+            }
+            (_, State::Closed) => return Err(Fatal::new("transaction is closed")),
+            (stdin::Command::Start, State::Started(_)) => {
+                return Err(Fatal::new("cannot restart ongoing transaction"))
+            }
+            (stdin::Command::Start, State::Open(tx)) => {
+                acknowledge("start")?;
+                State::Started(tx)
+            }
+            (stdin::Command::Update(u), State::Open(mut tx)) => {
+                tx.updates.push(u);
+                State::Open(tx)
+            }
+            (stdin::Command::Update(u), State::Started(mut tx)) => {
+                tx.updates.push(u);
+                State::Started(tx)
+            }
+            (stdin::Command::NoDerefNext, state @ (State::Open(_) | State::Started(_))) => state,
+            (stdin::Command::Prepare, State::Open(tx) | State::Started(tx)) => {
+                let prepared = backend
+                    .prepare(Cow::Owned(tx), options)
+                    .map_err(|e| fail("prepare", e))?;
+                acknowledge("prepare")?;
+                State::Prepared(prepared)
+            }
+            (stdin::Command::Commit, State::Open(tx) | State::Started(tx)) => {
+                let outcome = backend
+                    .prepare(Cow::Owned(tx), options)
+                    .and_then(Prepared::commit)
+                    .map_err(|e| fail("commit", e))?;
+                report_rejected(&outcome.rejected);
+                acknowledge("commit")?;
+                State::Closed
+            }
+            (stdin::Command::Commit, State::Prepared(p)) => {
+                let outcome = p.commit().map_err(|e| fail("commit", e))?;
+                report_rejected(&outcome.rejected);
+                acknowledge("commit")?;
+                State::Closed
+            }
+            (stdin::Command::Abort, State::Prepared(p)) => {
+                p.abort().map_err(|e| fail("abort", e))?;
+                acknowledge("abort")?;
+                State::Closed
+            }
+            (stdin::Command::Abort, State::Open(_) | State::Started(_)) => {
+                acknowledge("abort")?;
+                State::Closed
+            }
+            (_, State::Prepared(_)) => {
+                return Err(Fatal::new("prepared transactions can only be closed"))
+            }
+        };
+    }
+    // At the end of input an implicit transaction commits; one begun with
+    // `start` and not committed is abandoned, as in git.
+    match state {
+        State::Open(tx) => match backend.commit(&tx, options) {
+            Ok(outcome) => report_rejected(&outcome.rejected),
+            Err(CommitError::Rejected(r)) => return Err(Fatal::new(r)),
+            Err(e) => return Err(Fatal::new(e)),
+        },
+        State::Prepared(p) => p.abort().map_err(Fatal::new)?,
+        State::Started(_) | State::Closed => {}
+    }
     Ok(0)
 }

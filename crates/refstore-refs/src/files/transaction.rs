@@ -1,13 +1,16 @@
 //! Committing a transaction in the files format, durably, with two flush
 //! points however many refs it touches.
 //!
+//! Preparing ([`FilesBackend::prepare`]):
 //! 1. Resolve each update through symbolic refs (unless `no_deref`), reject
 //!    duplicates, and run the batched availability check.
 //! 2. Lock every ref (`<ref>.lock`, in the order given), check its old value
 //!    under the lock, and write the new value into the lock file. Deleting
 //!    a packed ref also locks `packed-refs` and writes its new content.
-//!    Reflog lines are appended now.
-//! 3. Flush point one: every written file is durable.
+//!
+//! Committing ([`Prepared::commit`]):
+//! 3. Append the reflog lines, then flush point one: every written file is
+//!    durable.
 //! 4. Rename `packed-refs.lock` first (a crash then leaves a deleted ref's
 //!    loose file, still its old value), then every ref lock onto its ref;
 //!    remove deleted refs' files, reflogs and emptied directories.
@@ -24,6 +27,7 @@ use refstore_fs::config::LogRefUpdates;
 use refstore_fs::flush::{FlushBatch, FlushMethod};
 use refstore_fs::lock::{LockError, LockFile};
 use refstore_fs::FileKind;
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -143,6 +147,167 @@ impl ExistingRefs for Existing<'_> {
     }
 }
 
+/// A transaction whose refs are locked and checked and whose new values
+/// are written to lock files; nothing is visible yet. Dropping it releases
+/// the locks.
+pub struct Prepared<'a> {
+    backend: &'a FilesBackend,
+    tx: Cow<'a, Transaction>,
+    options: &'a CommitOptions,
+    packed: PackedRefs,
+    batch: FlushBatch,
+    locked: Vec<Locked>,
+    packed_lock: Option<LockFile>,
+    outcome: Outcome,
+}
+
+impl Prepared<'_> {
+    /// Rejections so far (batch transactions only).
+    pub fn rejected(&self) -> &[Rejected] {
+        &self.outcome.rejected
+    }
+
+    /// Releases every lock; nothing changes.
+    pub fn abort(self) -> Result<(), CommitError> {
+        if let Some(lock) = self.packed_lock {
+            lock.rollback()?;
+        }
+        for l in self.locked {
+            l.lock.rollback()?;
+        }
+        Ok(())
+    }
+
+    /// Writes the reflogs, flushes, and makes every update visible.
+    pub fn commit(self) -> Result<Outcome, CommitError> {
+        let Prepared {
+            backend,
+            tx,
+            options,
+            packed,
+            mut batch,
+            mut locked,
+            packed_lock,
+            mut outcome,
+        } = self;
+        let vfs = backend.vfs.clone();
+        let head_target = match backend.read_loose(&RefName::new("HEAD").expect("valid")) {
+            Ok(Some(Target::Symbolic(t))) => Some(t),
+            _ => None,
+        };
+        for l in &mut locked {
+            let update = &tx.updates[l.planned.index];
+            let new_id = match &update.change {
+                // Setting a ref to the value it has writes nothing and logs
+                // nothing for the ref; HEAD's reflog still records it when
+                // HEAD is involved, as in git.
+                Change::Set(target) if l.old.as_ref() == Some(target) => {
+                    if let Some(id) = target.object_id() {
+                        backend.log_head_only(
+                            l,
+                            id,
+                            id,
+                            tx.message.as_deref(),
+                            options,
+                            &head_target,
+                            &mut batch,
+                        )?;
+                    }
+                    continue;
+                }
+                // A symbolic ref set in place is logged only with a message
+                // and when its new target resolves, from the old to the new
+                // resolved object, as git's symbolic-ref does.
+                Change::Set(Target::Symbolic(to)) => {
+                    let new = backend.resolve_in(to, &packed)?.and_then(|r| r.id);
+                    if let (Some(new), Some(message)) = (new, tx.message.as_deref()) {
+                        let old = l.old_id.unwrap_or(backend.format.null_id());
+                        let line = reflog::line(&old, &new, &options.signature, Some(message));
+                        backend.append_reflog(
+                            &l.planned.target,
+                            &line,
+                            tx.create_reflog,
+                            options.log_updates,
+                            &mut batch,
+                        )?;
+                    }
+                    continue;
+                }
+                Change::Set(target) => target.object_id().copied(),
+                Change::Delete => None,
+                // git records a verify that goes through HEAD in HEAD's
+                // reflog, as a line without message towards the null id.
+                Change::Verify => {
+                    let null = backend.format.null_id();
+                    let old = l.old_id.unwrap_or(null);
+                    backend.log_head_only(
+                        l,
+                        &old,
+                        &null,
+                        None,
+                        options,
+                        &head_target,
+                        &mut batch,
+                    )?;
+                    continue;
+                }
+            };
+            // Reflogs: the changed ref, the symref named, and HEAD when it
+            // points at the changed ref. A deleted ref loses its own reflog
+            // (below), but HEAD records that its branch went away.
+            let null = backend.format.null_id();
+            let old = l.old_id.unwrap_or(null);
+            let new = new_id.unwrap_or(null);
+            backend.log_update(l, &old, &new, &tx, options, &head_target, &mut batch)?;
+        }
+        // 3. Flush point one.
+        for l in &mut locked {
+            l.lock.stage(&mut batch)?;
+        }
+        batch.flush_files()?;
+
+        // 4. Make it visible: packed-refs first, then the loose refs.
+        if let Some(lock) = packed_lock {
+            lock.commit(&mut batch)?;
+        }
+        let mut emptied = Vec::new();
+        for l in locked {
+            let update = &tx.updates[l.planned.index];
+            match &update.change {
+                Change::Set(target) if l.old.as_ref() == Some(target) => l.lock.rollback()?,
+                Change::Set(_) => l.lock.commit(&mut batch)?,
+                Change::Verify => l.lock.rollback()?,
+                Change::Delete => {
+                    let path = backend.loose_path(&l.planned.target);
+                    match vfs.unlink(&path) {
+                        Ok(()) => {}
+                        Err(e) if e.is_not_found() => {}
+                        Err(e) => return Err(e.into()),
+                    }
+                    l.lock.rollback()?;
+                    let parent = path.parent().expect("refs have a directory").to_owned();
+                    batch.dir_changed(&parent);
+                    let log = backend.logs_path(&l.planned.target);
+                    if vfs.unlink(&log).is_ok() {
+                        let log_dir = log.parent().expect("logs have a directory").to_owned();
+                        batch.dir_changed(&log_dir);
+                        emptied.push(log_dir);
+                    }
+                    emptied.push(parent);
+                }
+            }
+            outcome.applied += 1;
+        }
+        for dir in emptied {
+            backend.remove_empty_dirs(&dir, &mut batch);
+        }
+
+        // 5. Flush point two.
+        batch.flush_dirs()?;
+        Ok(outcome)
+    }
+}
+
 impl FilesBackend {
     fn logs_path(&self, name: &RefName) -> PathBuf {
         let base = if name.is_root_ref() {
@@ -176,6 +341,18 @@ impl FilesBackend {
         tx: &Transaction,
         options: &CommitOptions,
     ) -> Result<Outcome, CommitError> {
+        self.prepare(Cow::Borrowed(tx), options)?.commit()
+    }
+
+    /// Resolves, checks and locks every ref of `tx` and writes the new
+    /// values into the lock files, without making anything visible. The
+    /// refs stay locked until the prepared transaction is committed or
+    /// aborted (or dropped, which aborts).
+    pub fn prepare<'a>(
+        &'a self,
+        tx: Cow<'a, Transaction>,
+        options: &'a CommitOptions,
+    ) -> Result<Prepared<'a>, CommitError> {
         let mut outcome = Outcome::default();
         let reject =
             |outcome: &mut Outcome, name: &RefName, reason: Rejection| -> Result<(), CommitError> {
@@ -333,93 +510,27 @@ impl FilesBackend {
             });
         }
 
-        let head_target = match self.read_loose(&RefName::new("HEAD").expect("valid")) {
-            Ok(Some(Target::Symbolic(t))) => Some(t),
-            _ => None,
-        };
+        // Deleting a packed ref rewrites packed-refs: it is locked now, and
+        // read afresh under its lock, since another writer may have packed
+        // refs since this transaction first read it.
         let mut packed_lock = None;
-        for l in &mut locked {
-            let update = &tx.updates[l.planned.index];
-            let new_id = match &update.change {
-                // Setting a ref to the value it has writes nothing and logs
-                // nothing for the ref; HEAD's reflog still records it when
-                // HEAD is involved, as in git.
-                Change::Set(target) if l.old.as_ref() == Some(target) => {
-                    if let Some(id) = target.object_id() {
-                        self.log_head_only(
-                            l,
-                            id,
-                            id,
-                            tx.message.as_deref(),
-                            options,
-                            &head_target,
-                            &mut batch,
-                        )?;
-                    }
-                    continue;
-                }
-                // A symbolic ref set in place is logged only with a message
-                // and when its new target resolves, from the old to the new
-                // resolved object, as git's symbolic-ref does.
-                Change::Set(Target::Symbolic(to)) => {
-                    let new = self.resolve_in(to, &packed)?.and_then(|r| r.id);
-                    if let (Some(new), Some(message)) = (new, tx.message.as_deref()) {
-                        let old = l.old_id.unwrap_or(self.format.null_id());
-                        let line = reflog::line(&old, &new, &options.signature, Some(message));
-                        self.append_reflog(
-                            &l.planned.target,
-                            &line,
-                            tx.create_reflog,
-                            options.log_updates,
-                            &mut batch,
-                        )?;
-                    }
-                    continue;
-                }
-                Change::Set(target) => target.object_id().copied(),
-                Change::Delete => {
-                    if l.in_packed && packed_lock.is_none() {
-                        let lock = LockFile::acquire(
-                            &vfs,
-                            self.packed_path(),
-                            options.packed_refs_timeout,
-                        )
-                        .map_err(|e| match e {
-                            LockError::Io(e) => CommitError::Fs(e),
-                            held => CommitError::Rejected(Rejected {
-                                name: l.planned.target.clone(),
-                                reason: Rejection::Locked(held.to_string()),
-                            }),
-                        })?;
-                        packed_lock = Some(lock);
-                    }
-                    None
-                }
-                // git records a verify that goes through HEAD in HEAD's
-                // reflog, as a line without message towards the null id.
-                Change::Verify => {
-                    let null = self.format.null_id();
-                    let old = l.old_id.unwrap_or(null);
-                    self.log_head_only(l, &old, &null, None, options, &head_target, &mut batch)?;
-                    continue;
-                }
-            };
-            // Reflogs: the changed ref, the symref named, and HEAD when it
-            // points at the changed ref. A deleted ref loses its own reflog
-            // (below), but HEAD records that its branch went away.
-            let null = self.format.null_id();
-            let old = l.old_id.unwrap_or(null);
-            let new = new_id.unwrap_or(null);
-            self.log_update(l, &old, &new, tx, options, &head_target, &mut batch)?;
-        }
-        if let Some(lock) = &mut packed_lock {
+        let deleted_packed = locked
+            .iter()
+            .find(|l| l.in_packed && tx.updates[l.planned.index].change == Change::Delete);
+        if let Some(first) = deleted_packed {
+            let mut lock = LockFile::acquire(&vfs, self.packed_path(), options.packed_refs_timeout)
+                .map_err(|e| match e {
+                    LockError::Io(e) => CommitError::Fs(e),
+                    held => CommitError::Rejected(Rejected {
+                        name: first.planned.target.clone(),
+                        reason: Rejection::Locked(held.to_string()),
+                    }),
+                })?;
             let doomed: BTreeSet<&RefName> = locked
                 .iter()
                 .filter(|l| tx.updates[l.planned.index].change == Change::Delete)
                 .map(|l| &l.planned.target)
                 .collect();
-            // Under its lock, packed-refs is read afresh: another writer may
-            // have packed refs since this transaction first read it.
             let current = self.packed()?;
             let kept = current
                 .iter()
@@ -429,56 +540,19 @@ impl FilesBackend {
                     Some((r.name, id, r.peeled))
                 });
             lock.write_all(&packed::write(kept))?;
-        }
-
-        // 3. Flush point one.
-        if let Some(lock) = &mut packed_lock {
             lock.stage(&mut batch)?;
+            packed_lock = Some(lock);
         }
-        for l in &mut locked {
-            l.lock.stage(&mut batch)?;
-        }
-        batch.flush_files()?;
-
-        // 4. Make it visible: packed-refs first, then the loose refs.
-        if let Some(lock) = packed_lock {
-            lock.commit(&mut batch)?;
-        }
-        let mut emptied = Vec::new();
-        for l in locked {
-            let update = &tx.updates[l.planned.index];
-            match &update.change {
-                Change::Set(target) if l.old.as_ref() == Some(target) => l.lock.rollback()?,
-                Change::Set(_) => l.lock.commit(&mut batch)?,
-                Change::Verify => l.lock.rollback()?,
-                Change::Delete => {
-                    let path = self.loose_path(&l.planned.target);
-                    match vfs.unlink(&path) {
-                        Ok(()) => {}
-                        Err(e) if e.is_not_found() => {}
-                        Err(e) => return Err(e.into()),
-                    }
-                    l.lock.rollback()?;
-                    let parent = path.parent().expect("refs have a directory").to_owned();
-                    batch.dir_changed(&parent);
-                    let log = self.logs_path(&l.planned.target);
-                    if vfs.unlink(&log).is_ok() {
-                        let log_dir = log.parent().expect("logs have a directory").to_owned();
-                        batch.dir_changed(&log_dir);
-                        emptied.push(log_dir);
-                    }
-                    emptied.push(parent);
-                }
-            }
-            outcome.applied += 1;
-        }
-        for dir in emptied {
-            self.remove_empty_dirs(&dir, &mut batch);
-        }
-
-        // 5. Flush point two.
-        batch.flush_dirs()?;
-        Ok(outcome)
+        Ok(Prepared {
+            backend: self,
+            tx,
+            options,
+            packed,
+            batch,
+            locked,
+            packed_lock,
+            outcome,
+        })
     }
 
     /// Takes the lock of a ref, creating its directories; a file in the way

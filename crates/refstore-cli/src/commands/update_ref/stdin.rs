@@ -8,69 +8,103 @@
 //! delete SP <ref> [SP <old>] LF              delete SP <ref> NUL [<old>] NUL
 //! verify SP <ref> [SP <old>] LF              verify SP <ref> NUL [<old>] NUL
 //! option SP no-deref LF                      option SP no-deref NUL
+//! start LF / prepare LF / commit LF / abort LF    start NUL / ...
 //! ```
+//!
+//! Commands are read one at a time, so a caller can drive a transaction
+//! interactively: wait for `prepare: ok` before deciding to commit.
 
 use refstore_refs::transaction::{Change, Expected, Update};
 use refstore_refs::value::Target;
 use refstore_refs::{ObjectId, RefName};
+use std::io::BufRead;
 
-/// Reads commands one at a time.
-struct Reader<'a> {
-    input: &'a [u8],
-    nul: bool,
+/// One command of the input.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Command {
+    /// Queue an update (`update`, `create`, `delete`, `verify`).
+    Update(Update),
+    /// `option no-deref`: the next update does not follow symbolic refs.
+    NoDerefNext,
+    /// Begin a transaction explicitly.
+    Start,
+    /// Lock and check everything queued.
+    Prepare,
+    /// Make the queued updates visible.
+    Commit,
+    /// Drop the queued updates and release their locks.
+    Abort,
 }
 
-impl<'a> Reader<'a> {
-    /// The next command word and the rest of its line (line form) or of its
-    /// first field (NUL form, where further arguments follow as fields).
-    fn next_command(&mut self) -> Option<(&'a [u8], &'a [u8])> {
-        if self.input.is_empty() {
-            return None;
-        }
-        let terminator = if self.nul { 0 } else { b'\n' };
-        let end = self
-            .input
-            .iter()
-            .position(|&b| b == terminator)
-            .unwrap_or(self.input.len());
-        let line = &self.input[..end];
-        self.input = &self.input[(end + 1).min(self.input.len())..];
-        Some(match line.iter().position(|&b| b == b' ') {
-            Some(i) => (&line[..i], &line[i + 1..]),
-            None => (line, &line[line.len()..]),
-        })
-    }
-
-    /// The next NUL-terminated field (NUL form only).
-    fn field(&mut self) -> Option<&'a [u8]> {
-        let end = self.input.iter().position(|&b| b == 0)?;
-        let field = &self.input[..end];
-        self.input = &self.input[end + 1..];
-        Some(field)
-    }
-}
-
-/// Parses the whole input into updates. `value` resolves object ids.
-pub fn parse(
-    input: &[u8],
+/// Reads commands one at a time from `input`.
+pub struct Parser<R, F> {
+    input: R,
     nul: bool,
     no_deref_all: bool,
-    value: impl Fn(&str) -> Option<ObjectId>,
-) -> Result<Vec<Update>, String> {
-    let mut reader = Reader { input, nul };
-    let mut updates = Vec::new();
-    let mut no_deref_next = false;
-    while let Some((word, rest)) = reader.next_command() {
-        let word_text = String::from_utf8_lossy(word).into_owned();
-        let mut args: Vec<&[u8]> = Vec::new();
+    no_deref_next: bool,
+    value: F,
+}
+
+impl<R: BufRead, F: Fn(&str) -> Option<ObjectId>> Parser<R, F> {
+    /// A parser of `input`; `value` resolves object ids, `no_deref_all`
+    /// applies `--no-deref` to every update.
+    pub fn new(input: R, nul: bool, no_deref_all: bool, value: F) -> Self {
+        Parser {
+            input,
+            nul,
+            no_deref_all,
+            no_deref_next: false,
+            value,
+        }
+    }
+
+    /// Reads up to the next `terminator`; `None` at the end of the input.
+    /// A last field without its terminator counts in the line form only.
+    fn read_to(&mut self, terminator: u8) -> Result<Option<Vec<u8>>, String> {
+        let mut buf = Vec::new();
+        self.input
+            .read_until(terminator, &mut buf)
+            .map_err(|e| format!("cannot read standard input: {e}"))?;
+        if buf.last() == Some(&terminator) {
+            buf.pop();
+            Ok(Some(buf))
+        } else if buf.is_empty() || self.nul {
+            Ok(None)
+        } else {
+            Ok(Some(buf))
+        }
+    }
+
+    /// The next command, `None` at the end of the input.
+    pub fn next_command(&mut self) -> Result<Option<Command>, String> {
+        let terminator = if self.nul { 0 } else { b'\n' };
+        let Some(line) = self.read_to(terminator)? else {
+            return Ok(None);
+        };
+        if line.is_empty() {
+            return Err("empty command in input".to_owned());
+        }
+        let (word, rest) = match line.iter().position(|&b| b == b' ') {
+            Some(i) => (&line[..i], &line[i + 1..]),
+            None => (&line[..], &line[line.len()..]),
+        };
+        let verb = match line.as_slice() {
+            b"start" => Some(Command::Start),
+            b"prepare" => Some(Command::Prepare),
+            b"commit" => Some(Command::Commit),
+            b"abort" => Some(Command::Abort),
+            _ => None,
+        };
+        if let Some(verb) = verb {
+            return Ok(Some(verb));
+        }
         let wanted = match word {
             b"update" => 3,
-            b"create" => 2,
-            b"delete" | b"verify" => 2,
+            b"create" | b"delete" | b"verify" => 2,
             b"option" => {
                 if rest == b"no-deref" {
-                    no_deref_next = true;
-                    continue;
+                    self.no_deref_next = true;
+                    return Ok(Some(Command::NoDerefNext));
                 }
                 return Err(format!(
                     "option unknown: {}\n",
@@ -78,31 +112,37 @@ pub fn parse(
                 ));
             }
             _ => {
-                let line = if nul {
-                    word.to_vec()
-                } else {
-                    [word, b" ", rest].concat()
-                };
+                let shown = if self.nul { word } else { &line[..] };
                 return Err(format!(
                     "unknown command: {}\n",
-                    String::from_utf8_lossy(&line)
+                    String::from_utf8_lossy(shown)
                 ));
             }
         };
-        if nul {
-            args.push(rest);
+        let (word, rest) = (word.to_vec(), rest.to_vec());
+        let update = self.update(&word, &rest, wanted)?;
+        self.no_deref_next = false;
+        return Ok(Some(Command::Update(update)));
+    }
+
+    /// Parses the arguments of an update command.
+    fn update(&mut self, word: &[u8], rest: &[u8], wanted: usize) -> Result<Update, String> {
+        let word_text = String::from_utf8_lossy(word).into_owned();
+        let mut args: Vec<Vec<u8>> = Vec::new();
+        if self.nul {
+            args.push(rest.to_vec());
             for _ in 1..wanted {
-                match reader.field() {
+                match self.read_to(0)? {
                     Some(f) => args.push(f),
                     None => break,
                 }
             }
-        } else {
-            args.extend(rest.split(|&b| b == b' '));
-            if rest.is_empty() {
-                args.clear();
-            }
+        } else if !rest.is_empty() {
+            args.extend(rest.split(|&b| b == b' ').map(<[u8]>::to_vec));
         }
+        let args: Vec<&[u8]> = args.iter().map(Vec::as_slice).collect();
+        let no_deref = self.no_deref_all || self.no_deref_next;
+        let value = &self.value;
         let name_arg = args.first().copied().unwrap_or_default();
         if name_arg.is_empty() {
             return Err(format!("{word_text}: missing <ref>"));
@@ -147,7 +187,7 @@ pub fn parse(
                     name,
                     change,
                     expected,
-                    no_deref: no_deref_all || no_deref_next,
+                    no_deref,
                 }
             }
             b"delete" => {
@@ -165,7 +205,7 @@ pub fn parse(
                     name,
                     change: Change::Delete,
                     expected,
-                    no_deref: no_deref_all || no_deref_next,
+                    no_deref,
                 }
             }
             _ => {
@@ -177,14 +217,12 @@ pub fn parse(
                     name,
                     change: Change::Verify,
                     expected,
-                    no_deref: no_deref_all || no_deref_next,
+                    no_deref,
                 }
             }
         };
-        no_deref_next = false;
-        updates.push(update);
+        Ok(update)
     }
-    Ok(updates)
 }
 
 #[cfg(test)]
@@ -197,12 +235,33 @@ mod tests {
         v.parse().ok()
     }
 
+    /// Every command of `input`, or the first error.
+    fn parse(input: &[u8], nul: bool) -> Result<Vec<Command>, String> {
+        let mut parser = Parser::new(input, nul, false, value);
+        let mut commands = Vec::new();
+        while let Some(c) = parser.next_command()? {
+            commands.push(c);
+        }
+        Ok(commands)
+    }
+
+    fn updates(commands: Vec<Command>) -> Vec<Update> {
+        commands
+            .into_iter()
+            .filter_map(|c| match c {
+                Command::Update(u) => Some(u),
+                Command::NoDerefNext => None,
+                other => panic!("not an update: {other:?}"),
+            })
+            .collect()
+    }
+
     #[test]
     fn both_forms_parse_to_the_same_updates() {
         let lines = format!("update refs/heads/a {A}\ncreate refs/heads/b {A}\ndelete refs/heads/c {A}\nverify refs/heads/d\noption no-deref\nupdate HEAD {A} {}\n", "0".repeat(40));
         let nul = format!("update refs/heads/a\0{A}\0\0create refs/heads/b\0{A}\0delete refs/heads/c\0{A}\0verify refs/heads/d\0\0option no-deref\0update HEAD\0{A}\0{}\0", "0".repeat(40));
-        let a = parse(lines.as_bytes(), false, false, value).unwrap();
-        let b = parse(nul.as_bytes(), true, false, value).unwrap();
+        let a = updates(parse(lines.as_bytes(), false).unwrap());
+        let b = updates(parse(nul.as_bytes(), true).unwrap());
         assert_eq!(a, b);
         assert_eq!(a.len(), 5);
         assert_eq!(a[1].expected, Expected::Absent);
@@ -214,7 +273,7 @@ mod tests {
 
     #[test]
     fn errors_in_gits_words() {
-        let err = |input: &str| parse(input.as_bytes(), false, false, value).unwrap_err();
+        let err = |input: &str| parse(input.as_bytes(), false).unwrap_err();
         assert_eq!(err("frob x\n"), "unknown command: frob x\n");
         assert_eq!(
             err("update refs/heads/a\n"),
@@ -236,6 +295,42 @@ mod tests {
         assert_eq!(
             err(&format!("delete refs/heads/a {}\n", "0".repeat(40))),
             "delete refs/heads/a: zero <oldvalue>"
+        );
+    }
+
+    #[test]
+    fn verbs_stand_alone() {
+        let input = format!("start\nupdate refs/heads/a {A}\nprepare\ncommit\nstart\nabort\n");
+        let commands = parse(input.as_bytes(), false).unwrap();
+        assert_eq!(commands.len(), 6);
+        assert_eq!(commands[0], Command::Start);
+        assert!(matches!(commands[1], Command::Update(_)));
+        assert_eq!(
+            commands[2..],
+            [
+                Command::Prepare,
+                Command::Commit,
+                Command::Start,
+                Command::Abort
+            ]
+        );
+        let nul = parse(
+            format!("start\0update refs/heads/a\0{A}\0\0commit\0").as_bytes(),
+            true,
+        )
+        .unwrap();
+        assert_eq!(nul.len(), 3);
+        assert_eq!(
+            parse(b"start x\n", false).unwrap_err(),
+            "unknown command: start x\n"
+        );
+        assert_eq!(
+            parse(b"start\0x\0", true).unwrap_err(),
+            "unknown command: x\n"
+        );
+        assert_eq!(
+            parse(b"start\n\n", false).unwrap_err(),
+            "empty command in input"
         );
     }
 }
