@@ -180,7 +180,7 @@ enum State<'a> {
     /// `start` was given; the end of input aborts.
     Started(Transaction),
     /// Locked and checked; only `commit` or `abort` may follow.
-    Prepared(Prepared<'a>),
+    Prepared(Box<Prepared<'a>>),
     /// Committed or aborted; only `start` may follow.
     Closed,
 }
@@ -248,7 +248,7 @@ fn run_stdin(
                     .prepare(Cow::Owned(tx), options)
                     .map_err(|e| fail("prepare", e))?;
                 acknowledge("prepare")?;
-                State::Prepared(prepared)
+                State::Prepared(Box::new(prepared))
             }
             (stdin::Command::Commit, State::Open(tx) | State::Started(tx)) => {
                 let outcome = backend
@@ -260,13 +260,13 @@ fn run_stdin(
                 State::Closed
             }
             (stdin::Command::Commit, State::Prepared(p)) => {
-                let outcome = p.commit().map_err(|e| fail("commit", e))?;
+                let outcome = (*p).commit().map_err(|e| fail("commit", e))?;
                 report_rejected(&outcome.rejected);
                 acknowledge("commit")?;
                 State::Closed
             }
             (stdin::Command::Abort, State::Prepared(p)) => {
-                p.abort().map_err(|e| fail("abort", e))?;
+                (*p).abort().map_err(|e| fail("abort", e))?;
                 acknowledge("abort")?;
                 State::Closed
             }
@@ -287,7 +287,7 @@ fn run_stdin(
             Err(CommitError::Rejected(r)) => return Err(Fatal::new(r)),
             Err(e) => return Err(Fatal::new(e)),
         },
-        State::Prepared(p) => p.abort().map_err(Fatal::new)?,
+        State::Prepared(p) => (*p).abort().map_err(Fatal::new)?,
         State::Started(_) | State::Closed => {}
     }
     Ok(0)

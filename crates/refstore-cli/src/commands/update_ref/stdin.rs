@@ -122,7 +122,7 @@ impl<R: BufRead, F: Fn(&str) -> Option<ObjectId>> Parser<R, F> {
         let (word, rest) = (word.to_vec(), rest.to_vec());
         let update = self.update(&word, &rest, wanted)?;
         self.no_deref_next = false;
-        return Ok(Some(Command::Update(update)));
+        Ok(Some(Command::Update(update)))
     }
 
     /// Parses the arguments of an update command.
