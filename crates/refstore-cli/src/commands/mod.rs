@@ -2,6 +2,7 @@
 
 mod check_ref_format;
 mod init;
+mod refs;
 mod rev_parse;
 mod show_ref;
 mod symbolic_ref;
@@ -16,6 +17,8 @@ pub enum Command {
     CheckRefFormat(check_ref_format::Args),
     /// Create an empty repository, or reinitialize an existing one (like `git init`).
     Init(init::Args),
+    /// Check the ref store as a whole (like `git refs`).
+    Refs(refs::Args),
     /// Show where the repository is and what format it has (like `git rev-parse`).
     RevParse(rev_parse::Args),
     /// List references, or check that they exist (like `git show-ref`).
@@ -31,6 +34,7 @@ pub fn run(command: Command, globals: &Globals) -> Result<u8, Fatal> {
     match command {
         Command::CheckRefFormat(args) => check_ref_format::run(args),
         Command::Init(args) => init::run(args, globals),
+        Command::Refs(args) => refs::run(args, globals),
         Command::RevParse(args) => rev_parse::run(args, globals),
         Command::ShowRef(args) => show_ref::run(args, globals),
         Command::SymbolicRef(args) => symbolic_ref::run(args, globals),

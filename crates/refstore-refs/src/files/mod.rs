@@ -9,6 +9,7 @@ pub mod loose;
 pub mod packed;
 pub mod reflog;
 pub mod transaction;
+pub mod verify;
 
 use crate::value::{Ref, Target};
 use crate::{ObjectFormat, ObjectId, RefName};
