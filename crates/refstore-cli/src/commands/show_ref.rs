@@ -2,7 +2,7 @@
 
 use super::update_ref::files_backend;
 use crate::context::{Fatal, Globals};
-use refstore_refs::files::FilesBackend;
+use refstore_refs::files::{FilesBackend, ReadError};
 use refstore_refs::value::Target;
 use refstore_refs::{ObjectId, RefName};
 use std::io::Write;
@@ -22,6 +22,10 @@ pub struct Args {
     /// Require each pattern to be an exact ref name, and fail if one is missing.
     #[arg(long)]
     verify: bool,
+    /// Check that exactly one ref exists, without following symbolic refs:
+    /// exit 0 if it does, 2 if it is missing, 1 on any other error.
+    #[arg(long)]
+    exists: bool,
     /// Print only the object ids.
     #[arg(short = 's', long)]
     hash: bool,
@@ -36,6 +40,14 @@ pub struct Args {
 pub fn run(args: Args, globals: &Globals) -> Result<u8, Fatal> {
     let repo = globals.open_repo()?;
     let backend = files_backend(&repo, globals)?;
+    if args.exists {
+        if args.verify {
+            return Err(Fatal::new(
+                "options '--verify' and '--exists' cannot be used together",
+            ));
+        }
+        return exists(&backend, &args.patterns);
+    }
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     let mut print = |id: &ObjectId, name: &[u8]| {
         if args.quiet {
@@ -107,6 +119,34 @@ pub fn run(args: Args, globals: &Globals) -> Result<u8, Fatal> {
         }
     }
     Ok(if found { 0 } else { 1 })
+}
+
+/// `--exists`: the ref itself, loose or packed, symbolic (even dangling) or
+/// not; no abbreviation is expanded.
+fn exists(backend: &FilesBackend, refs: &[String]) -> Result<u8, Fatal> {
+    let [name] = refs else {
+        return Err(Fatal::new("--exists requires exactly one reference"));
+    };
+    let Ok(name) = RefName::new(name) else {
+        eprintln!("error: reference does not exist");
+        return Ok(2);
+    };
+    match backend.read(&name) {
+        Ok(Some(_)) => Ok(0),
+        Ok(None) => {
+            eprintln!("error: reference does not exist");
+            Ok(2)
+        }
+        // A directory where the ref would be: no such ref.
+        Err(ReadError::Fs(e)) if e.kind() == std::io::ErrorKind::IsADirectory => {
+            eprintln!("error: reference does not exist");
+            Ok(2)
+        }
+        Err(e) => {
+            eprintln!("error: failed to look up reference: {e}");
+            Ok(1)
+        }
+    }
 }
 
 fn resolve(backend: &FilesBackend, name: &RefName) -> Option<ObjectId> {
