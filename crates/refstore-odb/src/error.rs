@@ -1,0 +1,63 @@
+//! Errors of the object database.
+
+use refstore_refs::{ObjectFormat, ObjectId};
+use std::path::PathBuf;
+
+/// Why an object could not be read or written.
+#[derive(Debug, thiserror::Error)]
+pub enum OdbError {
+    /// The object directory could not be opened (missing, unreadable, or a
+    /// broken `info/alternates`).
+    #[error("cannot open object directory '{path}': {source}")]
+    Open {
+        /// The `objects` directory.
+        path: PathBuf,
+        /// What went wrong.
+        source: std::io::Error,
+    },
+    /// An id of the other hash function was given.
+    #[error("object id {id} is not a {expected} id; the repository uses {expected}")]
+    WrongFormat {
+        /// The id given.
+        id: ObjectId,
+        /// The repository's object format.
+        expected: &'static str,
+    },
+    /// The object exists but could not be read: a corrupt loose object or
+    /// pack, or an I/O error. `git fsck` tells more.
+    #[error("cannot read object {id}: {source}; run 'git fsck' to check the repository")]
+    Read {
+        /// The object.
+        id: ObjectId,
+        /// What went wrong.
+        source: gix_error::Error,
+    },
+    /// An annotated tag points at an object that is not in the database.
+    #[error("tag {tag} points at {target}, which is missing")]
+    MissingTagTarget {
+        /// The tag whose target is missing.
+        tag: ObjectId,
+        /// The missing object.
+        target: ObjectId,
+    },
+    /// An annotated tag object could not be parsed.
+    #[error("tag object {id} is corrupt: {source}")]
+    CorruptTag {
+        /// The tag object.
+        id: ObjectId,
+        /// What the parser found.
+        source: gix_error::Error,
+    },
+    /// A filesystem operation of a write failed.
+    #[error(transparent)]
+    Fs(#[from] refstore_fs::Error),
+}
+
+impl OdbError {
+    pub(crate) fn wrong_format(id: ObjectId, expected: ObjectFormat) -> Self {
+        OdbError::WrongFormat {
+            id,
+            expected: expected.name(),
+        }
+    }
+}

@@ -1,0 +1,172 @@
+//! Reading objects: loose objects, packs and alternates, through gix-odb.
+//!
+//! [`Odb`] answers the questions ref storage asks of objects: does it exist,
+//! what kind is it, and what does an annotated tag peel to (the `^{}` values
+//! of `packed-refs`, reftable and the protocol's advertisement). Objects
+//! written after the database was opened are found: gix-odb re-reads the
+//! object directory when an id is not found in what it has loaded.
+
+use crate::{ObjectKind, OdbError};
+use gix_object::{Exists, Find, FindHeader};
+use refstore_refs::{ObjectFormat, ObjectId};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// The object database of one repository (its `objects` directory, with
+/// the alternates it lists).
+///
+/// A handle is cheap to clone; each clone has its own caches and may be
+/// moved to another thread.
+#[derive(Clone)]
+pub struct Odb {
+    handle: gix_odb::HandleArc,
+    format: ObjectFormat,
+    objects_dir: PathBuf,
+}
+
+impl std::fmt::Debug for Odb {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Odb")
+            .field("objects_dir", &self.objects_dir)
+            .field("format", &self.format)
+            .finish()
+    }
+}
+
+impl Odb {
+    /// Opens the object database at `objects_dir` (usually `<git-dir>/objects`)
+    /// holding objects of `format`. Packs and alternates are loaded lazily,
+    /// on first use.
+    pub fn open(objects_dir: &Path, format: ObjectFormat) -> Result<Odb, OdbError> {
+        let open_error = |source| OdbError::Open {
+            path: objects_dir.to_owned(),
+            source,
+        };
+        if !objects_dir.is_dir() {
+            return Err(open_error(std::io::Error::new(
+                std::io::ErrorKind::NotFound,
+                "not a directory",
+            )));
+        }
+        let store = gix_odb::Store::at_opts(
+            objects_dir.to_owned(),
+            hash_kind(format),
+            &mut std::iter::empty(),
+            gix_odb::store::init::Options::default(),
+        )
+        .map_err(open_error)?;
+        Ok(Odb {
+            handle: Arc::new(store).to_cache_arc(),
+            format,
+            objects_dir: objects_dir.to_owned(),
+        })
+    }
+
+    /// The object format of this database.
+    pub fn format(&self) -> ObjectFormat {
+        self.format
+    }
+
+    /// The `objects` directory this database was opened at.
+    pub fn objects_dir(&self) -> &Path {
+        &self.objects_dir
+    }
+
+    /// True if the object is in the database (loose, packed, or in an
+    /// alternate). An id of the other format is never contained.
+    pub fn contains(&self, id: &ObjectId) -> bool {
+        id.format() == self.format && self.handle.exists(&to_gix(id))
+    }
+
+    /// The object's kind, or `None` if it is missing. Reads only the
+    /// object's header.
+    pub fn kind(&self, id: &ObjectId) -> Result<Option<ObjectKind>, OdbError> {
+        let gid = self.to_gix_checked(id)?;
+        let header = self
+            .handle
+            .try_header(&gid)
+            .map_err(|source| OdbError::Read { id: *id, source })?;
+        Ok(header.map(|h| ObjectKind::from_gix(h.kind)))
+    }
+
+    /// The object's kind and its content (without the `<type> <size>\0`
+    /// header), or `None` if it is missing.
+    pub fn read(&self, id: &ObjectId) -> Result<Option<(ObjectKind, Vec<u8>)>, OdbError> {
+        let gid = self.to_gix_checked(id)?;
+        let mut buf = Vec::new();
+        let found = self
+            .handle
+            .try_find(&gid, &mut buf)
+            .map_err(|source| OdbError::Read { id: *id, source })?;
+        let Some(data) = found else {
+            return Ok(None);
+        };
+        let kind = ObjectKind::from_gix(data.kind);
+        let content = data.data.to_vec();
+        Ok(Some((kind, content)))
+    }
+
+    /// The object an annotated tag points at directly (one level), or `None`
+    /// if `id` is missing or not a tag.
+    pub fn tag_target(&self, id: &ObjectId) -> Result<Option<ObjectId>, OdbError> {
+        match self.read(id)? {
+            Some((ObjectKind::Tag, data)) => self.parse_tag_target(id, &data).map(Some),
+            _ => Ok(None),
+        }
+    }
+
+    /// Git's peeled value: for an annotated tag, the first object reached by
+    /// following tag targets that is not itself a tag. `None` if `id` is
+    /// missing or not a tag.
+    ///
+    /// Fails with [`OdbError::MissingTagTarget`] if a tag on the way points at
+    /// a missing object; git then records no peeled value.
+    pub fn peel(&self, id: &ObjectId) -> Result<Option<ObjectId>, OdbError> {
+        let Some(mut target) = self.tag_target(id)? else {
+            return Ok(None);
+        };
+        let mut tag = *id;
+        // Tags form no cycles (an id is a hash of the content naming its
+        // target), so this ends at a non-tag or a missing object.
+        loop {
+            match self.read(&target)? {
+                None => return Err(OdbError::MissingTagTarget { tag, target }),
+                Some((ObjectKind::Tag, data)) => {
+                    tag = target;
+                    target = self.parse_tag_target(&tag, &data)?;
+                }
+                Some(_) => return Ok(Some(target)),
+            }
+        }
+    }
+
+    fn parse_tag_target(&self, id: &ObjectId, data: &[u8]) -> Result<ObjectId, OdbError> {
+        let target = gix_object::TagRefIter::from_bytes(data, hash_kind(self.format))
+            .target_id()
+            .map_err(|source| OdbError::CorruptTag { id: *id, source })?;
+        Ok(from_gix(&target))
+    }
+
+    fn to_gix_checked(&self, id: &ObjectId) -> Result<gix_hash::ObjectId, OdbError> {
+        if id.format() != self.format {
+            return Err(OdbError::wrong_format(*id, self.format));
+        }
+        Ok(to_gix(id))
+    }
+}
+
+/// gix's name for an object format.
+pub(crate) fn hash_kind(format: ObjectFormat) -> gix_hash::Kind {
+    match format {
+        ObjectFormat::Sha1 => gix_hash::Kind::Sha1,
+        ObjectFormat::Sha256 => gix_hash::Kind::Sha256,
+    }
+}
+
+pub(crate) fn to_gix(id: &ObjectId) -> gix_hash::ObjectId {
+    gix_hash::ObjectId::from_bytes_or_panic(id.as_bytes())
+}
+
+pub(crate) fn from_gix(id: &gix_hash::oid) -> ObjectId {
+    ObjectId::from_raw(id.as_bytes()).expect("gix ids are 20 or 32 bytes")
+}
