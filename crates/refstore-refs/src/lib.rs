@@ -10,6 +10,7 @@ pub mod availability;
 pub mod files;
 pub mod name;
 pub mod oid;
+pub mod reftable;
 pub mod transaction;
 pub mod value;
 

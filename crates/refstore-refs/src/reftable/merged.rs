@@ -1,0 +1,240 @@
+//! A stack of tables seen as one: for each key the newest table's record
+//! wins, and deletions (tombstones) hide older records without being
+//! yielded themselves.
+
+use super::error::Result;
+use super::log_record::{LogRecord, LogValue};
+use super::reader::{LogIter, RefIter, Table};
+use super::ref_record::{RefRecord, RefValue};
+use crate::ObjectId;
+
+/// Tables ordered oldest first, as `tables.list` lists them.
+#[derive(Debug, Clone, Copy)]
+pub struct Merged<'t> {
+    tables: &'t [Table],
+}
+
+impl<'t> Merged<'t> {
+    /// Views `tables` (oldest first) as one.
+    pub fn new(tables: &'t [Table]) -> Self {
+        Merged { tables }
+    }
+
+    /// Live refs in name order.
+    pub fn refs(&self) -> Result<MergedRefs<'t>> {
+        let iters = self.tables.iter().map(Table::refs).collect::<Result<_>>()?;
+        Ok(MergedRefs {
+            inner: Merge::new(iters)?,
+        })
+    }
+
+    /// Live refs from the first whose name is `>= name`.
+    pub fn seek_refs(&self, name: &[u8]) -> Result<MergedRefs<'t>> {
+        let mut refs = self.refs()?;
+        refs.seek(name)?;
+        Ok(refs)
+    }
+
+    /// The live ref `name`, if any.
+    pub fn ref_record(&self, name: &[u8]) -> Result<Option<RefRecord>> {
+        for table in self.tables.iter().rev() {
+            if let Some(record) = table.ref_record(name)? {
+                return Ok((record.value != RefValue::Deletion).then_some(record));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Live log entries: by name, newest first.
+    pub fn logs(&self) -> Result<MergedLogs<'t>> {
+        let iters = self.tables.iter().map(Table::logs).collect::<Result<_>>()?;
+        Ok(MergedLogs {
+            inner: Merge::new(iters)?,
+        })
+    }
+
+    /// The live log entries of `name`, newest first.
+    pub fn logs_for(&self, name: &'t [u8]) -> Result<impl Iterator<Item = Result<LogRecord>> + 't> {
+        let mut logs = self.logs()?;
+        logs.seek(name)?;
+        Ok(logs.take_while(move |r| r.as_ref().map_or(true, |r| r.name == name)))
+    }
+
+    /// The live refs whose value or peeled value is `id`, in name order.
+    pub fn refs_for_object(&self, id: &ObjectId) -> Result<Vec<RefRecord>> {
+        let mut names = std::collections::BTreeSet::new();
+        for table in self.tables {
+            names.extend(table.refs_for_object(id)?.into_iter().map(|r| r.name));
+        }
+        let mut found = Vec::new();
+        for name in names {
+            if let Some(record) = self.ref_record(&name)? {
+                if record.value.object_ids().any(|x| x == id) {
+                    found.push(record);
+                }
+            }
+        }
+        Ok(found)
+    }
+}
+
+/// What the merge needs of a table iterator.
+trait Source: Iterator<Item = Result<Self::Record>> {
+    type Record;
+    fn seek_to(&mut self, key: &[u8]) -> Result<()>;
+    fn key(record: &Self::Record) -> Vec<u8>;
+    fn is_deletion(record: &Self::Record) -> bool;
+}
+
+impl Source for RefIter<'_> {
+    type Record = RefRecord;
+    fn seek_to(&mut self, key: &[u8]) -> Result<()> {
+        self.seek(key)
+    }
+    fn key(record: &RefRecord) -> Vec<u8> {
+        record.name.clone()
+    }
+    fn is_deletion(record: &RefRecord) -> bool {
+        record.value == RefValue::Deletion
+    }
+}
+
+impl Source for LogIter<'_> {
+    type Record = LogRecord;
+    fn seek_to(&mut self, key: &[u8]) -> Result<()> {
+        self.seek_key(key)
+    }
+    fn key(record: &LogRecord) -> Vec<u8> {
+        super::log_record::log_key(&record.name, record.update_index)
+    }
+    fn is_deletion(record: &LogRecord) -> bool {
+        record.value == LogValue::Deletion
+    }
+}
+
+/// A k-way merge keeping, for each key, the record of the newest table.
+/// Stacks are short (compaction keeps them logarithmic), so the smallest
+/// head is found by a linear pass.
+struct Merge<I: Source> {
+    iters: Vec<I>,
+    /// The next record of each table (`None` when it is exhausted) and its
+    /// key.
+    heads: Vec<Option<(Vec<u8>, I::Record)>>,
+    failed: bool,
+}
+
+impl<I: Source> Merge<I> {
+    fn new(iters: Vec<I>) -> Result<Self> {
+        let mut merge = Merge {
+            heads: Vec::with_capacity(iters.len()),
+            iters,
+            failed: false,
+        };
+        merge.fill_heads()?;
+        Ok(merge)
+    }
+
+    fn fill_heads(&mut self) -> Result<()> {
+        self.heads.clear();
+        for iter in &mut self.iters {
+            let head = iter.next().transpose()?.map(|r| (I::key(&r), r));
+            self.heads.push(head);
+        }
+        Ok(())
+    }
+
+    fn seek(&mut self, key: &[u8]) -> Result<()> {
+        self.failed = false;
+        for iter in &mut self.iters {
+            iter.seek_to(key)?;
+        }
+        self.fill_heads()
+    }
+
+    fn advance(&mut self, i: usize) -> Result<()> {
+        self.heads[i] = self.iters[i].next().transpose()?.map(|r| (I::key(&r), r));
+        Ok(())
+    }
+
+    fn next_live(&mut self) -> Result<Option<I::Record>> {
+        loop {
+            // Newest table first, so on equal keys the newest wins.
+            let mut best: Option<usize> = None;
+            for i in (0..self.heads.len()).rev() {
+                if let Some((key, _)) = &self.heads[i] {
+                    let better = match best {
+                        None => true,
+                        Some(b) => key < &self.heads[b].as_ref().expect("best is set").0,
+                    };
+                    if better {
+                        best = Some(i);
+                    }
+                }
+            }
+            let Some(best) = best else {
+                return Ok(None);
+            };
+            let (key, record) = self.heads[best].take().expect("best is set");
+            self.advance(best)?;
+            for i in 0..self.heads.len() {
+                if matches!(&self.heads[i], Some((k, _)) if *k == key) {
+                    self.advance(i)?;
+                }
+            }
+            if !I::is_deletion(&record) {
+                return Ok(Some(record));
+            }
+        }
+    }
+
+    fn next_item(&mut self) -> Option<Result<I::Record>> {
+        if self.failed {
+            return None;
+        }
+        match self.next_live() {
+            Ok(record) => record.map(Ok),
+            Err(e) => {
+                self.failed = true;
+                Some(Err(e))
+            }
+        }
+    }
+}
+
+/// Live refs of a stack, in name order; re-seekable.
+pub struct MergedRefs<'t> {
+    inner: Merge<RefIter<'t>>,
+}
+
+impl MergedRefs<'_> {
+    /// Moves to the first live ref whose name is `>= name`.
+    pub fn seek(&mut self, name: &[u8]) -> Result<()> {
+        self.inner.seek(name)
+    }
+}
+
+impl Iterator for MergedRefs<'_> {
+    type Item = Result<RefRecord>;
+    fn next(&mut self) -> Option<Self::Item> {
+        self.inner.next_item()
+    }
+}
+
+/// Live log entries of a stack: by name, newest first; re-seekable.
+pub struct MergedLogs<'t> {
+    inner: Merge<LogIter<'t>>,
+}
+
+impl MergedLogs<'_> {
+    /// Moves to the newest entry of the first name `>= name`.
+    pub fn seek(&mut self, name: &[u8]) -> Result<()> {
+        self.inner.seek(&super::log_record::log_key(name, u64::MAX))
+    }
+}
+
+impl Iterator for MergedLogs<'_> {
+    type Item = Result<LogRecord>;
+    fn next(&mut self) -> Option<Self::Item> {
+        self.inner.next_item()
+    }
+}
