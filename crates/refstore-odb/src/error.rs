@@ -48,6 +48,12 @@ pub enum OdbError {
         /// What the parser found.
         source: gix_error::Error,
     },
+    /// SHA-1 collision detection rejected the content, as git does.
+    #[error("refusing to store an object: {source}")]
+    Collision {
+        /// What the hasher detected.
+        source: gix_error::Error,
+    },
     /// A filesystem operation of a write failed.
     #[error(transparent)]
     Fs(#[from] refstore_fs::Error),

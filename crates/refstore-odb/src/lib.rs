@@ -1,26 +1,45 @@
 //! Objects: reading through gitoxide, durable loose-object and pack ingestion,
 //! and connectivity checks.
 //!
-//! [`Odb`] reads objects of either format (SHA-1, SHA-256) from loose files,
-//! packs and alternates, and peels annotated tags:
+//! - [`Odb`] reads objects of either format (SHA-1, SHA-256) from loose
+//!   files, packs and alternates, and peels annotated tags.
+//! - [`LooseWriter`] writes a batch of loose objects through the
+//!   [`refstore_fs::Vfs`], durable with one flush point for the whole batch.
+//! - [`object_id`] and [`check_format`] hash and validate objects as
+//!   `git hash-object` does.
 //!
 //! ```no_run
-//! use refstore_odb::{ObjectKind, Odb};
-//! use refstore_refs::{ObjectFormat, ObjectId};
+//! use refstore_fs::{flush::FlushMethod, real::RealFs};
+//! use refstore_odb::{LooseWriter, ObjectKind, Odb};
+//! use refstore_refs::ObjectFormat;
+//! use std::sync::Arc;
 //!
-//! let odb = Odb::open(".git/objects".as_ref(), ObjectFormat::Sha1)?;
-//! let id: ObjectId = "0123456789abcdef0123456789abcdef01234567".parse()?;
-//! if odb.kind(&id)? == Some(ObjectKind::Tag) {
-//!     println!("{id} peels to {:?}", odb.peel(&id)?);
-//! }
+//! let objects = std::path::PathBuf::from(".git/objects");
+//! let mut writer = LooseWriter::new(
+//!     Arc::new(RealFs::new()),
+//!     objects.clone(),
+//!     ObjectFormat::Sha1,
+//!     FlushMethod::Batch,
+//! );
+//! let id = writer.write(ObjectKind::Blob, b"hello\n")?;
+//! writer.commit()?;
+//!
+//! let odb = Odb::open(&objects, ObjectFormat::Sha1)?;
+//! assert_eq!(odb.kind(&id)?, Some(ObjectKind::Blob));
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 #![deny(missing_docs, unsafe_code)]
 
+mod check;
 mod error;
+mod hash;
 mod kind;
+mod loose;
 mod odb;
 
+pub use check::{check_format, FormatError};
 pub use error::OdbError;
+pub use hash::{object_header, object_id};
 pub use kind::ObjectKind;
+pub use loose::{loose_object_path, LooseWriter};
 pub use odb::Odb;

@@ -1,0 +1,236 @@
+//! Durable bulk writing of loose objects, with one flush point per batch.
+//!
+//! Each object is deflated into a temporary file `tmp_obj_XXXXXX` in its
+//! fan-out directory (`objects/ab/`), which is handed to a [`FlushBatch`].
+//! [`LooseWriter::commit`] then runs the batch's data flush point once for
+//! all of them, gives each temporary file its final name, and runs the
+//! directory flush point once for the fan-out directories it touched. So
+//! with the `fsync` and `batch` methods an object is never visible under its
+//! name before its content is durable, and all objects are durable when
+//! `commit` returns.
+//!
+//! The final name is given with `link(2)`, never `rename(2)`: an object
+//! that appeared meanwhile (another writer, same content) is never replaced;
+//! the temporary file is removed and the existing file freshened instead.
+//! An object that already exists loose is not written again, only freshened
+//! (its modification time set to now), so `git gc` sees it as new and does
+//! not prune it before a ref points at it.
+//!
+//! Objects that exist only in a pack or an alternate are written loose: the
+//! fresh copy protects them from pruning as a freshened pack would.
+
+use crate::hash::{object_header, object_id};
+use crate::{ObjectKind, OdbError};
+use flate2::write::ZlibEncoder;
+use flate2::Compression;
+use refstore_fs::flush::{FlushBatch, FlushMethod};
+use refstore_fs::Vfs;
+use refstore_refs::{ObjectFormat, ObjectId};
+use std::collections::HashSet;
+use std::hash::{BuildHasher, Hasher};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// Prefix of temporary object files; `git gc` removes stale ones.
+const TEMP_PREFIX: &str = "tmp_obj_";
+
+/// Attempts at finding an unused temporary name before giving up.
+const TEMP_ATTEMPTS: usize = 100;
+
+/// The path of a loose object: `<objects>/<first two hex digits>/<rest>`.
+pub fn loose_object_path(objects_dir: &Path, id: &ObjectId) -> PathBuf {
+    let hex = id.to_hex();
+    objects_dir.join(&hex[..2]).join(&hex[2..])
+}
+
+/// An object written to a temporary file, waiting for its final name.
+#[derive(Debug)]
+struct Staged {
+    temp: PathBuf,
+    dest: PathBuf,
+}
+
+/// Writes a batch of loose objects durably with one flush point.
+///
+/// Call [`write`](Self::write) for each object, then [`commit`](Self::commit)
+/// once. Objects are visible only after `commit`; dropping the writer
+/// without committing removes its temporary files.
+#[derive(Debug)]
+pub struct LooseWriter {
+    vfs: Arc<dyn Vfs>,
+    objects_dir: PathBuf,
+    format: ObjectFormat,
+    batch: FlushBatch,
+    staged: Vec<Staged>,
+    /// Ids already handled in this batch, so a repeated object costs nothing.
+    seen: HashSet<ObjectId>,
+    temp_names: TempNames,
+}
+
+impl LooseWriter {
+    /// A writer into `objects_dir` (`<git-dir>/objects`), flushing with
+    /// `method` (from `core.fsync`'s `loose-object` component and
+    /// `core.fsyncMethod`).
+    pub fn new(
+        vfs: Arc<dyn Vfs>,
+        objects_dir: PathBuf,
+        format: ObjectFormat,
+        method: FlushMethod,
+    ) -> Self {
+        // The flush points cover the repository's filesystem.
+        let batch = FlushBatch::new(vfs.clone(), method, objects_dir.clone());
+        LooseWriter {
+            vfs,
+            objects_dir,
+            format,
+            batch,
+            staged: Vec::new(),
+            seen: HashSet::new(),
+            temp_names: TempNames::new(),
+        }
+    }
+
+    /// Stages an object of `kind` with content `data` and returns its id.
+    pub fn write(&mut self, kind: ObjectKind, data: &[u8]) -> Result<ObjectId, OdbError> {
+        self.write_literally(kind.as_str().as_bytes(), data)
+    }
+
+    /// Like [`write`](Self::write), for any type name, as
+    /// `git hash-object --literally` does (to create broken objects for
+    /// testing; git refuses to read them back).
+    pub fn write_literally(&mut self, type_name: &[u8], data: &[u8]) -> Result<ObjectId, OdbError> {
+        let id = object_id(self.format, type_name, data)?;
+        if self.seen.contains(&id) {
+            return Ok(id);
+        }
+        let dest = loose_object_path(&self.objects_dir, &id);
+        if self.vfs.stat(&dest).is_ok() {
+            self.vfs.touch(&dest)?;
+            self.seen.insert(id);
+            return Ok(id);
+        }
+        let fanout = dest.parent().expect("loose paths have a fan-out directory");
+        self.batch.create_dir_all(fanout)?;
+        let compressed = deflate(&object_header(type_name, data.len()), data);
+        let (temp, mut file) = self.create_temp(fanout)?;
+        let written = file.write_all(&compressed);
+        let staged = written.and_then(|()| self.batch.stage(file));
+        if let Err(e) = staged {
+            // The object was not written; its temporary file must not stay.
+            let _ = self.vfs.unlink(&temp);
+            return Err(e.into());
+        }
+        self.staged.push(Staged { temp, dest });
+        self.seen.insert(id);
+        Ok(id)
+    }
+
+    /// Makes every staged object durable and visible: one data flush point,
+    /// the final names, one directory flush point.
+    pub fn commit(mut self) -> Result<(), OdbError> {
+        self.batch.flush_files()?;
+        while let Some(object) = self.staged.pop() {
+            let result = self.publish(&object);
+            if let Err(e) = result {
+                self.staged.push(object);
+                return Err(e);
+            }
+        }
+        self.batch.flush_dirs()?;
+        Ok(())
+    }
+
+    /// Gives one flushed temporary file its object name, never replacing an
+    /// existing object.
+    fn publish(&mut self, object: &Staged) -> Result<(), OdbError> {
+        match self.vfs.link(&object.temp, &object.dest) {
+            Ok(()) => {}
+            Err(e) if e.is_already_exists() => self.vfs.touch(&object.dest)?,
+            Err(e) => return Err(e.into()),
+        }
+        self.vfs.unlink(&object.temp)?;
+        let fanout = object.dest.parent().expect("loose paths have a parent");
+        self.batch.dir_changed(fanout);
+        Ok(())
+    }
+
+    fn create_temp(
+        &mut self,
+        dir: &Path,
+    ) -> Result<(PathBuf, Box<dyn refstore_fs::VfsFile>), OdbError> {
+        let mut last_error = None;
+        for _ in 0..TEMP_ATTEMPTS {
+            let path = dir.join(self.temp_names.next());
+            match self.vfs.create_exclusive(&path) {
+                Ok(file) => return Ok((path, file)),
+                Err(e) if e.is_already_exists() => last_error = Some(e),
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Err(last_error.expect("at least one attempt was made").into())
+    }
+}
+
+impl Drop for LooseWriter {
+    fn drop(&mut self) {
+        // Objects never given their name (not committed, or commit failed):
+        // their temporary files are garbage. Best effort; `git gc` removes
+        // any left behind.
+        for object in self.staged.drain(..) {
+            let _ = self.vfs.unlink(&object.temp);
+        }
+    }
+}
+
+/// zlib-compresses header and content, at git's default level for loose
+/// objects (`core.looseCompression` 1: fastest).
+fn deflate(header: &[u8], data: &[u8]) -> Vec<u8> {
+    let mut encoder =
+        ZlibEncoder::new(Vec::with_capacity(data.len() / 2 + 64), Compression::fast());
+    encoder
+        .write_all(header)
+        .and_then(|()| encoder.write_all(data))
+        .expect("writing to a Vec cannot fail");
+    encoder.finish().expect("writing to a Vec cannot fail")
+}
+
+/// Unpredictable temporary names `tmp_obj_XXXXXX`, so concurrent writers
+/// rarely collide (and `create_exclusive` settles it when they do).
+#[derive(Debug)]
+struct TempNames {
+    seed: u64,
+    counter: u64,
+}
+
+impl TempNames {
+    fn new() -> Self {
+        // RandomState is seeded from the OS once per process; mixing in the
+        // pid separates processes that fork.
+        let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+        hasher.write_u32(std::process::id());
+        TempNames {
+            seed: hasher.finish(),
+            counter: 0,
+        }
+    }
+
+    fn next(&mut self) -> String {
+        const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+        self.counter += 1;
+        let mut value = splitmix(self.seed ^ self.counter.wrapping_mul(0x9e37_79b9_7f4a_7c15));
+        let mut name = String::from(TEMP_PREFIX);
+        for _ in 0..6 {
+            name.push(ALPHABET[(value % ALPHABET.len() as u64) as usize] as char);
+            value /= ALPHABET.len() as u64;
+        }
+        name
+    }
+}
+
+/// A 64-bit mixing function (SplitMix64's finalizer).
+fn splitmix(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
