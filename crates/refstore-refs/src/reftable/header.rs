@@ -108,34 +108,35 @@ impl Header {
                 format!("bad magic {:02x?}, expected 'REFT'", &data[..4]),
             ));
         }
-        let version =
-            match data[4] {
-                1 => Version::V1,
-                2 => {
-                    let id = data.get(24..28).ok_or_else(|| {
-                        Error::corrupt(
+        let version = match data[4] {
+            1 => Version::V1,
+            2 => {
+                let id = data.get(24..28).ok_or_else(|| {
+                    Error::corrupt(
+                        offset + 24,
+                        "version 2 header is cut short before its hash id",
+                    )
+                })?;
+                match id {
+                    id if id == HASH_ID_SHA1 => Version::V2(ObjectFormat::Sha1),
+                    id if id == HASH_ID_SHA256 => Version::V2(ObjectFormat::Sha256),
+                    other => {
+                        return Err(Error::corrupt(
                             offset + 24,
-                            "version 2 header is cut short before its hash id",
-                        )
-                    })?;
-                    match id {
-                        id if id == HASH_ID_SHA1 => Version::V2(ObjectFormat::Sha1),
-                        id if id == HASH_ID_SHA256 => Version::V2(ObjectFormat::Sha256),
-                        other => {
-                            return Err(Error::corrupt(
-                                offset + 24,
-                                format!("unknown hash id {:02x?}", other),
-                            ))
-                        }
+                            format!("unknown hash id {:02x?}", other),
+                        ))
                     }
                 }
-                other => return Err(Error::corrupt(
+            }
+            other => {
+                return Err(Error::corrupt(
                     offset + 4,
                     format!(
                         "unsupported reftable version {other}; this reader knows versions 1 and 2"
                     ),
-                )),
-            };
+                ))
+            }
+        };
         let block_size = u32::from_be_bytes([0, data[5], data[6], data[7]]);
         let min_update_index = u64::from_be_bytes(data[8..16].try_into().expect("8 bytes"));
         let max_update_index = u64::from_be_bytes(data[16..24].try_into().expect("8 bytes"));
