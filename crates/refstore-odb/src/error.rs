@@ -54,6 +54,10 @@ pub enum OdbError {
         /// What the hasher detected.
         source: gix_error::Error,
     },
+    /// A pack that cannot be read: truncated, corrupt, or with deltas whose
+    /// base is missing. Nothing from it is stored.
+    #[error("pack is unusable: {0}")]
+    Pack(String),
     /// A filesystem operation of a write failed.
     #[error(transparent)]
     Fs(#[from] refstore_fs::Error),

@@ -5,6 +5,8 @@
 //!   files, packs and alternates, and peels annotated tags.
 //! - [`LooseWriter`] writes a batch of loose objects through the
 //!   [`refstore_fs::Vfs`], durable with one flush point for the whole batch.
+//! - [`resolve_pack`] reads a pack stream object by object, deltas
+//!   resolved (thin packs against the repository).
 //! - [`object_id`] and [`check_format`] hash and validate objects as
 //!   `git hash-object` does.
 //!
@@ -31,11 +33,13 @@
 #![deny(missing_docs, unsafe_code)]
 
 mod check;
+mod delta;
 mod error;
 mod hash;
 mod kind;
 mod loose;
 mod odb;
+mod unpack;
 
 pub use check::{check_format, FormatError};
 pub use error::OdbError;
@@ -43,3 +47,4 @@ pub use hash::{object_header, object_id};
 pub use kind::ObjectKind;
 pub use loose::{loose_object_path, LooseWriter};
 pub use odb::Odb;
+pub use unpack::{resolve_pack, PackObject, PackSummary};

@@ -91,6 +91,11 @@ impl LooseWriter {
         }
     }
 
+    /// The object format ids are computed with.
+    pub fn format(&self) -> ObjectFormat {
+        self.format
+    }
+
     /// Stages an object of `kind` with content `data` and returns its id.
     pub fn write(&mut self, kind: ObjectKind, data: &[u8]) -> Result<ObjectId, OdbError> {
         self.write_literally(kind.as_str().as_bytes(), data)

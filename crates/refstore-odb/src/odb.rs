@@ -108,7 +108,7 @@ impl Odb {
 
     /// The object an annotated tag points at directly (one level), or `None`
     /// if `id` is missing or not a tag.
-    pub fn tag_target(&self, id: &ObjectId) -> Result<Option<ObjectId>, OdbError> {
+    pub fn tagged(&self, id: &ObjectId) -> Result<Option<ObjectId>, OdbError> {
         match self.read(id)? {
             Some((ObjectKind::Tag, data)) => self.parse_tag_target(id, &data).map(Some),
             _ => Ok(None),
@@ -122,7 +122,7 @@ impl Odb {
     /// Fails with [`OdbError::MissingTagTarget`] if a tag on the way points at
     /// a missing object; git then records no peeled value.
     pub fn peel(&self, id: &ObjectId) -> Result<Option<ObjectId>, OdbError> {
-        let Some(mut target) = self.tag_target(id)? else {
+        let Some(mut target) = self.tagged(id)? else {
             return Ok(None);
         };
         let mut tag = *id;

@@ -94,7 +94,7 @@ fn assert_matches_git(git_dir: &Path, odb: &Odb, ids: &[String]) {
             assert_eq!(git_target, *hex);
         } else {
             assert_eq!(peeled, None, "{hex} is not a tag");
-            assert_eq!(odb.tag_target(&oid).unwrap(), None);
+            assert_eq!(odb.tagged(&oid).unwrap(), None);
         }
     }
 }
@@ -220,7 +220,7 @@ fn a_tag_of_a_missing_object_does_not_peel() {
     let tag = id(tag.trim());
     let odb = Odb::open(&dir.join("objects"), ObjectFormat::Sha1).unwrap();
     assert_eq!(odb.kind(&tag).unwrap(), Some(ObjectKind::Tag));
-    assert_eq!(odb.tag_target(&tag).unwrap(), Some(absent));
+    assert_eq!(odb.tagged(&tag).unwrap(), Some(absent));
     match odb.peel(&tag) {
         Err(OdbError::MissingTagTarget { tag: t, target }) => {
             assert_eq!((t, target), (tag, absent));
