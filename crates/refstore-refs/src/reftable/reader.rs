@@ -9,6 +9,7 @@ use std::sync::Arc;
 use super::block::{Block, BlockType};
 use super::error::{Error, Result};
 use super::header::{self, Header, Sections, Version};
+use super::index_record::IndexRecord;
 use super::log_record::{log_key, LogRecord};
 use super::obj_record::ObjRecord;
 use super::record::Context;
@@ -43,7 +44,26 @@ impl Table {
             first_block: None,
         };
         if table.blocks_end() > header.version.header_len() {
-            table.first_block = Some(table.block(0)?.block_type());
+            let first = table.block(0)?.block_type();
+            let s = &table.sections;
+            // Only a log-only table (nothing in the footer but, possibly, a
+            // log index) may start with something other than refs.
+            let log_only = s.ref_index_position == 0 && s.obj_position == 0 && s.log_position == 0;
+            let valid = match first {
+                BlockType::Ref => true,
+                BlockType::Log => log_only,
+                BlockType::Obj | BlockType::Index => false,
+            };
+            if !valid {
+                return Err(Error::corrupt(
+                    header.version.header_len(),
+                    format!(
+                        "the first block holds {} records, but a table starts with refs (or logs, when it holds nothing else)",
+                        first.name()
+                    ),
+                ));
+            }
+            table.first_block = Some(first);
         }
         Ok(table)
     }
@@ -97,9 +117,10 @@ impl Table {
         (value != 0).then_some(value)
     }
 
-    /// Checks that the section of `section` ends where the footer says the
-    /// next section begins, so a damaged block type cannot silently cut a
-    /// section short.
+    /// Checks that the section of `section` ends where the footer and the
+    /// section's index say it does, so a damaged block type cannot silently
+    /// cut a section short. `found` is the type of the block at `at`, the
+    /// first one after the section.
     pub(crate) fn check_section_end(
         &self,
         section: BlockType,
@@ -107,23 +128,27 @@ impl Table {
         found: BlockType,
     ) -> Result<()> {
         let s = &self.sections;
-        let expected = match section {
-            BlockType::Ref if s.ref_index_position != 0 => {
-                (found == BlockType::Index && at <= s.ref_index_position).then_some(at)
-            }
-            BlockType::Ref => [s.obj_position, s.log_position]
-                .into_iter()
-                .find(|&p| p != 0),
-            BlockType::Obj if s.obj_index_position != 0 => {
-                (found == BlockType::Index && at <= s.obj_index_position).then_some(at)
-            }
-            BlockType::Obj => Self::position(s.log_position),
-            BlockType::Log if s.log_index_position != 0 => {
-                (found == BlockType::Index && at <= s.log_index_position).then_some(at)
-            }
-            _ => None,
+        let index_root = match section {
+            BlockType::Ref => s.ref_index_position,
+            BlockType::Obj => s.obj_index_position,
+            BlockType::Log => s.log_index_position,
+            BlockType::Index => 0,
         };
-        if expected == Some(at) {
+        let ends_here = if index_root != 0 {
+            // The index follows the section; its last entry names the
+            // section's last block.
+            found == BlockType::Index && at > self.last_block_by_index(index_root, section)?
+        } else {
+            let next_section = match section {
+                BlockType::Ref => [s.obj_position, s.log_position]
+                    .into_iter()
+                    .find(|&p| p != 0),
+                BlockType::Obj => Self::position(s.log_position),
+                BlockType::Log | BlockType::Index => None,
+            };
+            next_section == Some(at)
+        };
+        if ends_here {
             return Ok(());
         }
         Err(Error::corrupt(
@@ -134,6 +159,43 @@ impl Table {
                 section.name()
             ),
         ))
+    }
+
+    /// The position of the last block of `section`, found by following the
+    /// last entry of each level of the index at `root`.
+    fn last_block_by_index(&self, root: u64, section: BlockType) -> Result<u64> {
+        let mut position = root;
+        for _ in 0..16 {
+            let block = self.block(position)?;
+            if block.block_type() == section {
+                return Ok(position);
+            }
+            if block.block_type() != BlockType::Index {
+                return Err(Error::corrupt(
+                    position,
+                    format!(
+                        "the {} index leads to a {} block",
+                        section.name(),
+                        block.block_type().name()
+                    ),
+                ));
+            }
+            let mut cursor = block.cursor();
+            let mut last = None;
+            while let Some((_, entry)) = block.next::<IndexRecord>(&mut cursor, &self.ctx)? {
+                last = Some(entry.position);
+            }
+            match last {
+                Some(next) if next < position => position = next,
+                _ => {
+                    return Err(Error::corrupt(
+                        position,
+                        "index block has no entries before itself",
+                    ))
+                }
+            }
+        }
+        Err(Error::corrupt(root, "index is deeper than 16 levels"))
     }
 
     fn ref_section(&self) -> Option<u64> {
