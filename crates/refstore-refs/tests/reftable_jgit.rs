@@ -131,7 +131,7 @@ fn stacks_written_by_jgit_read_as_jgit_dumps_them() {
     git(&repo, &["tag", "light"]);
     git(&repo, &["branch", "topic"]);
     git(&repo, &["commit", "-q", "--allow-empty", "-m", "two"]);
-    for i in 0..300 {
+    for i in 0..40 {
         git(
             &repo,
             &[
@@ -164,12 +164,12 @@ fn stacks_written_by_jgit_read_as_jgit_dumps_them() {
     jgit(&["convert", "reftable"], &git_dir, "");
     let jgit_dump = support::jgit::dump(&git_dir);
     assert!(jgit_dump.contains("ref refs/tags/v1 "));
-    assert!(jgit_dump.contains("log refs/pipelines/0299 "));
+    assert!(jgit_dump.contains("log refs/pipelines/0039 "));
     assert_same_dump(&dump_stack(&git_dir), &jgit_dump, "converted by JGit");
 
     // More tables on the stack: updates, deletions (tombstones), a symref.
     let mut batch = String::from("message second batch\n");
-    for i in (0..300).step_by(3) {
+    for i in (0..40).step_by(3) {
         writeln!(batch, "delete refs/pipelines/{i:04}").unwrap();
     }
     writeln!(batch, "delete refs/heads/topic {tip}").unwrap();
@@ -439,10 +439,43 @@ fn stacks_written_here_read_in_jgit_as_their_model() {
         assert!(expected.contains("symref HEAD refs/heads/main\n"));
         assert_same_dump(&expected, &support::jgit::dump(&git_dir), name);
         assert_eq!(dump_stack(&git_dir), expected, "layout {name}");
+        // Lookups by id: JGit goes through the obj blocks written here.
+        let ids = [oid(1), oid(5), oid(2), oid(10_007), oid(96), oid(424_242)];
+        let mut args = vec!["tips"];
+        let hex: Vec<String> = ids.iter().map(ObjectId::to_hex).collect();
+        args.extend(hex.iter().map(String::as_str));
+        let mut expected_tips = String::new();
+        // JGit also lists symbolic refs that resolve to the id.
+        let resolve = |value: &RefValue| {
+            let mut value = value.clone();
+            while let RefValue::Symbolic(target) = &value {
+                match model.refs.get(target) {
+                    Some(next) => value = next.clone(),
+                    None => break,
+                }
+            }
+            value
+        };
+        for id in &ids {
+            for (ref_name, value) in &model.refs {
+                if resolve(value).object_ids().any(|x| x == id) {
+                    writeln!(
+                        expected_tips,
+                        "tip {id} {}",
+                        String::from_utf8_lossy(ref_name)
+                    )
+                    .unwrap();
+                }
+            }
+        }
+        assert!(expected_tips.lines().count() > 10);
+        assert_same_dump(&expected_tips, &jgit(&args, &git_dir, ""), name);
         // JGit compacts what it reads back into one table of its own, which
-        // reads here as the same.
-        jgit(&["compact"], &git_dir, "");
-        assert_eq!(open_stack(&git_dir).len(), 1);
-        assert_same_dump(&dump_stack(&git_dir), &expected, name);
+        // reads here as the same (once: JGit's tables are JGit's tables).
+        if name == "small-blocks" {
+            jgit(&["compact"], &git_dir, "");
+            assert_eq!(open_stack(&git_dir).len(), 1);
+            assert_same_dump(&dump_stack(&git_dir), &expected, name);
+        }
     }
 }

@@ -40,6 +40,9 @@ import org.eclipse.jgit.transport.ReceiveCommand;
  *                        "symref NAME TARGET"; optional "message TEXT" line first
  * convert GITDIR FORMAT  convertRefStorage to "reftable" or "files", keeping reflogs
  * compact GITDIR         full compaction of a reftable stack
+ * tips GITDIR OID...     for each OID, the refs whose value or peeled value it is:
+ *                          tip OID NAME               (sorted by name; through a
+ *                                                     reftable's obj blocks when it has them)
  * </pre>
  */
 public final class JGitRefs {
@@ -67,9 +70,23 @@ public final class JGitRefs {
                     }
                     reftable.compactFully();
                 }
+                case "tips" -> tips(repo, java.util.Arrays.copyOfRange(args, 2, args.length), System.out);
                 default -> usage();
             }
         }
+    }
+
+    private static void tips(Repository repo, String[] ids, PrintStream out) throws Exception {
+        for (String hex : ids) {
+            TreeMap<String, Ref> sorted = new TreeMap<>();
+            for (Ref ref : repo.getRefDatabase().getTipsWithSha1(ObjectId.fromString(hex))) {
+                sorted.put(ref.getName(), ref);
+            }
+            for (String name : sorted.keySet()) {
+                out.println("tip " + hex + " " + name);
+            }
+        }
+        out.flush();
     }
 
     private static void usage() {
