@@ -12,9 +12,12 @@
 //! - [`Table`]: reading one table from bytes: seeks, iterators, lookups by
 //!   object id;
 //! - [`Merged`]: a stack of tables as one, newest wins, tombstones hide;
-//! - [`tables_list`]: the stack's table of contents and table names.
+//! - [`tables_list`]: the stack's table of contents and table names;
+//! - [`Stack`]: the tables of `$GIT_DIR/reftable` read and extended through
+//!   the [`refstore_fs::Vfs`], crash-atomically.
 //!
-//! Nothing here touches the filesystem: tables are bytes in memory.
+//! Only the stack touches storage, and only through the Vfs; everything
+//! below it works on bytes in memory.
 //!
 //! ```
 //! use refstore_refs::reftable::{Merged, RefRecord, RefValue, Table, WriteOptions, Writer};
@@ -47,6 +50,7 @@ mod reader;
 mod record;
 mod ref_record;
 mod section_iter;
+mod stack;
 pub mod tables_list;
 mod varint;
 mod writer;
@@ -57,4 +61,5 @@ pub use log_record::{LogEntry, LogRecord, LogValue};
 pub use merged::{Merged, MergedLogs, MergedRefs};
 pub use reader::{LogIter, RefIter, Table};
 pub use ref_record::{RefRecord, RefValue};
+pub use stack::{AddError, Records, Stack, StackError};
 pub use writer::{WriteOptions, Writer};

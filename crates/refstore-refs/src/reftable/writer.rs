@@ -81,7 +81,6 @@ pub struct Writer {
     objects: BTreeMap<Vec<u8>, Vec<u64>>,
     last_key: Option<Vec<u8>>,
     sections: Sections,
-    has_logs: bool,
 }
 
 impl Writer {
@@ -136,7 +135,6 @@ impl Writer {
             objects: BTreeMap::new(),
             last_key: None,
             sections: Sections::default(),
-            has_logs: false,
         })
     }
 
@@ -182,7 +180,6 @@ impl Writer {
         }
         let key = record.key();
         self.check_order(&key)?;
-        self.has_logs = true;
         self.add(BlockType::Log, record, &key)?;
         Ok(())
     }

@@ -1,0 +1,243 @@
+//! A reftable stack on disk: `reftable/tables.list` and the tables it names,
+//! read and extended through the [`Vfs`].
+//!
+//! Adding a table is crash-atomic for the whole transaction: the new table
+//! is written under a fresh name, its data and directory entry are made
+//! durable, and only then is `tables.list` replaced (through
+//! `tables.list.lock`, the lock git and JGit take too) and its directory
+//! flushed. A crash at any point leaves `tables.list` naming either the old
+//! stack or the new one, each table of it complete.
+
+use std::collections::hash_map::RandomState;
+use std::hash::{BuildHasher, Hasher};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use refstore_fs::flush::FlushBatch;
+use refstore_fs::lock::{LockError, LockFile};
+use refstore_fs::Vfs;
+
+use super::error::Error;
+use super::log_record::LogRecord;
+use super::merged::Merged;
+use super::reader::Table;
+use super::ref_record::RefRecord;
+use super::tables_list;
+use super::writer::{WriteOptions, Writer};
+
+/// Attempts at reading a consistent stack while other processes compact it
+/// (a table listed one moment may be gone the next).
+const READ_ATTEMPTS: usize = 5;
+
+/// What can go wrong reading or extending a stack.
+#[derive(Debug, thiserror::Error)]
+pub enum StackError {
+    /// A filesystem operation failed.
+    #[error(transparent)]
+    Io(#[from] refstore_fs::Error),
+    /// `tables.list.lock` could not be taken.
+    #[error(transparent)]
+    Lock(#[from] LockError),
+    /// A table (or `tables.list`) is malformed.
+    #[error("{}: {source}", path.display())]
+    Table {
+        /// The file at fault.
+        path: PathBuf,
+        /// What is wrong with it.
+        source: Error,
+    },
+}
+
+/// The records of one transaction, built under the stack's lock.
+#[derive(Debug, Clone, Default)]
+pub struct Records {
+    /// Ref records, any order; their update index should be the one given
+    /// to the builder.
+    pub refs: Vec<RefRecord>,
+    /// Log records, any order.
+    pub logs: Vec<LogRecord>,
+}
+
+/// The tables of a stack, oldest first, as last read from disk.
+#[derive(Debug)]
+pub struct Stack {
+    vfs: Arc<dyn Vfs>,
+    dir: PathBuf,
+    names: Vec<String>,
+    tables: Vec<Table>,
+}
+
+impl Stack {
+    /// Reads the stack in `dir` (`$GIT_DIR/reftable`). A missing
+    /// `tables.list` is an empty stack.
+    pub fn open(vfs: Arc<dyn Vfs>, dir: impl Into<PathBuf>) -> Result<Stack, StackError> {
+        let mut stack = Stack {
+            vfs,
+            dir: dir.into(),
+            names: Vec::new(),
+            tables: Vec::new(),
+        };
+        stack.reload()?;
+        Ok(stack)
+    }
+
+    /// Reads the stack again.
+    pub fn reload(&mut self) -> Result<(), StackError> {
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            match self.read_once() {
+                Err(StackError::Io(e)) if e.is_not_found() && attempt < READ_ATTEMPTS => continue,
+                result => return result,
+            }
+        }
+    }
+
+    fn read_once(&mut self) -> Result<(), StackError> {
+        let list_path = self.list_path();
+        let names = match self.vfs.read(&list_path) {
+            Ok(content) => tables_list::parse(&content).map_err(|source| StackError::Table {
+                path: list_path.clone(),
+                source,
+            })?,
+            Err(e) if e.is_not_found() => Vec::new(),
+            Err(e) => return Err(e.into()),
+        };
+        let mut tables = Vec::with_capacity(names.len());
+        for name in &names {
+            let path = self.dir.join(name);
+            let bytes = self.vfs.read(&path)?;
+            tables.push(Table::new(bytes).map_err(|source| StackError::Table { path, source })?);
+        }
+        self.names = names;
+        self.tables = tables;
+        Ok(())
+    }
+
+    fn list_path(&self) -> PathBuf {
+        self.dir.join("tables.list")
+    }
+
+    /// The directory of the stack.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The tables' file names, oldest first.
+    pub fn names(&self) -> &[String] {
+        &self.names
+    }
+
+    /// The tables, oldest first.
+    pub fn tables(&self) -> &[Table] {
+        &self.tables
+    }
+
+    /// The stack read as one table.
+    pub fn merged(&self) -> Merged<'_> {
+        Merged::new(&self.tables)
+    }
+
+    /// The update index the next transaction gets.
+    pub fn next_update_index(&self) -> u64 {
+        self.tables
+            .iter()
+            .map(Table::max_update_index)
+            .max()
+            .map_or(1, |max| max + 1)
+    }
+
+    /// Adds one table holding the records `build` returns. `build` runs
+    /// under `tables.list.lock`, on the stack as it is then, and is given
+    /// the transaction's update index: it is where old values are checked.
+    /// Returns the new table's name once it is durable and listed.
+    pub fn add<E>(
+        &mut self,
+        options: WriteOptions,
+        lock_timeout: Duration,
+        batch: &mut FlushBatch,
+        build: impl FnOnce(&Stack, u64) -> Result<Records, E>,
+    ) -> Result<String, AddError<E>> {
+        let mut lock = LockFile::acquire(&self.vfs, self.list_path(), lock_timeout)
+            .map_err(StackError::from)?;
+        self.reload()?;
+        let update_index = self.next_update_index();
+        let Records { mut refs, mut logs } =
+            build(self, update_index).map_err(AddError::Rejected)?;
+        refs.sort_by(|a, b| a.name.cmp(&b.name));
+        logs.sort_by(|a, b| {
+            (&a.name, u64::MAX - a.update_index).cmp(&(&b.name, u64::MAX - b.update_index))
+        });
+        let min = refs
+            .iter()
+            .map(|r| r.update_index)
+            .chain(logs.iter().map(|l| l.update_index))
+            .min()
+            .unwrap_or(update_index)
+            .min(update_index);
+        let table_error = |source| StackError::Table {
+            path: self.dir.clone(),
+            source,
+        };
+        let mut writer = Writer::new(options, min, update_index).map_err(table_error)?;
+        for record in &refs {
+            writer.add_ref(record).map_err(table_error)?;
+        }
+        for record in &logs {
+            writer.add_log(record).map_err(table_error)?;
+        }
+        let bytes = writer.finish().map_err(table_error)?;
+
+        let name = tables_list::table_name(min, update_index, random_suffix());
+        let path = self.dir.join(&name);
+        let written = (|| -> Result<(), StackError> {
+            let mut file = self.vfs.create_exclusive(&path)?;
+            file.write_all(&bytes)?;
+            batch.stage(file)?;
+            let mut names = self.names.clone();
+            names.push(name.clone());
+            lock.write_all(&tables_list::format(&names))?;
+            lock.stage(batch)?;
+            // The table's data and its directory entry are durable before
+            // tables.list may name it.
+            batch.flush_files()?;
+            batch.dir_changed(&self.dir);
+            batch.flush_dirs()?;
+            Ok(())
+        })();
+        if let Err(e) = written {
+            let _ = self.vfs.unlink(&path);
+            return Err(e.into());
+        }
+        lock.commit(batch).map_err(StackError::from)?;
+        batch.flush_dirs().map_err(StackError::from)?;
+        self.names.push(name.clone());
+        self.tables
+            .push(Table::new(bytes).map_err(|source| StackError::Table { path, source })?);
+        Ok(name)
+    }
+}
+
+/// Why [`Stack::add`] added nothing.
+#[derive(Debug, thiserror::Error)]
+pub enum AddError<E> {
+    /// The builder refused the transaction (e.g. an old value did not
+    /// match).
+    #[error("transaction rejected: {0}")]
+    Rejected(E),
+    /// Reading or writing the stack failed.
+    #[error(transparent)]
+    Stack(#[from] StackError),
+}
+
+/// Eight random hex digits for a table name, so that names never repeat.
+fn random_suffix() -> u32 {
+    let mut hasher = RandomState::new().build_hasher();
+    hasher.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos()),
+    );
+    hasher.finish() as u32
+}
