@@ -1,11 +1,13 @@
 //! One module per subcommand.
 
 mod check_ref_format;
+mod hash_object;
 mod init;
 mod refs;
 mod rev_parse;
 mod show_ref;
 mod symbolic_ref;
+mod unpack_objects;
 mod update_ref;
 
 use crate::context::{Fatal, Globals};
@@ -15,6 +17,8 @@ use crate::context::{Fatal, Globals};
 pub enum Command {
     /// Check that a reference name is well formed (like `git check-ref-format`).
     CheckRefFormat(check_ref_format::Args),
+    /// Compute object ids, and store the objects with -w (like `git hash-object`).
+    HashObject(hash_object::Args),
     /// Create an empty repository, or reinitialize an existing one (like `git init`).
     Init(init::Args),
     /// Check the ref store as a whole (like `git refs`).
@@ -25,6 +29,8 @@ pub enum Command {
     ShowRef(show_ref::Args),
     /// Read, set or delete a symbolic ref (like `git symbolic-ref`).
     SymbolicRef(symbolic_ref::Args),
+    /// Store the objects of a pack from standard input as loose objects (like `git unpack-objects`).
+    UnpackObjects(unpack_objects::Args),
     /// Update, create, delete or verify refs, alone or in a transaction (like `git update-ref`).
     UpdateRef(update_ref::Args),
 }
@@ -33,11 +39,13 @@ pub enum Command {
 pub fn run(command: Command, globals: &Globals) -> Result<u8, Fatal> {
     match command {
         Command::CheckRefFormat(args) => check_ref_format::run(args),
+        Command::HashObject(args) => hash_object::run(args, globals),
         Command::Init(args) => init::run(args, globals),
         Command::Refs(args) => refs::run(args, globals),
         Command::RevParse(args) => rev_parse::run(args, globals),
         Command::ShowRef(args) => show_ref::run(args, globals),
         Command::SymbolicRef(args) => symbolic_ref::run(args, globals),
+        Command::UnpackObjects(args) => unpack_objects::run(args, globals),
         Command::UpdateRef(args) => update_ref::run(args, globals),
     }
 }

@@ -1,0 +1,46 @@
+//! `refstore unpack-objects`: store the objects of a pack read from
+//! standard input as loose objects.
+//!
+//! Unlike git, which writes each object as it is decoded, the objects are
+//! written as one batch (one flush point) once the whole pack is read and
+//! its checksum verified: a truncated or corrupt pack stores nothing.
+//! Objects the repository already has are skipped, as git does; deltas
+//! against them (thin packs) are resolved.
+
+use super::hash_object::{loose_writer, object_format};
+use crate::context::{Fatal, Globals};
+use refstore_odb::{resolve_pack, Odb};
+use std::io::IsTerminal;
+
+/// Arguments of `unpack-objects`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Check the pack, but write nothing.
+    #[arg(short = 'n')]
+    dry_run: bool,
+    /// Print no progress.
+    #[arg(short = 'q')]
+    quiet: bool,
+}
+
+/// Runs `unpack-objects`.
+pub fn run(args: Args, globals: &Globals) -> Result<u8, Fatal> {
+    let repo = globals.open_repo()?;
+    let format = object_format(&repo);
+    let odb = Odb::open(&repo.location.common_dir.join("objects"), format).map_err(Fatal::new)?;
+    let mut writer = loose_writer(&repo, globals);
+    let stdin = std::io::stdin().lock();
+    let summary = resolve_pack(stdin, format, Some(&odb), |object| {
+        if args.dry_run || odb.contains(&object.id) {
+            return Ok(());
+        }
+        writer.write(object.kind, object.data).map(drop)
+    })
+    .map_err(Fatal::new)?;
+    writer.commit().map_err(Fatal::new)?;
+    if !args.quiet && std::io::stderr().is_terminal() {
+        let n = summary.objects;
+        eprintln!("Unpacking objects: 100% ({n}/{n}), done.");
+    }
+    Ok(0)
+}
