@@ -1,16 +1,19 @@
 //! Compatibility with JGit, an independent reftable implementation, in both
-//! directions: stacks JGit writes read here exactly as JGit dumps them, and
-//! stacks written here read in JGit exactly as the model they came from.
+//! directions: stacks JGit writes read here exactly as JGit dumps them
+//! (also after a table is added here through the Vfs), and stacks written
+//! here read in JGit exactly as the model they came from.
 
 mod support;
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::Path;
+use std::time::Duration;
 
+use refstore_fs::flush::{FlushBatch, FlushMethod};
 use refstore_refs::reftable::{
-    tables_list, LogEntry, LogRecord, LogValue, Merged, RefRecord, RefValue, Table, Version,
-    WriteOptions, Writer,
+    tables_list, LogEntry, LogRecord, LogValue, Merged, Records, RefRecord, RefValue, Stack, Table,
+    Version, WriteOptions, Writer,
 };
 use refstore_refs::{ObjectFormat, ObjectId};
 use support::git::stdout as git;
@@ -205,6 +208,63 @@ fn stacks_written_by_jgit_read_as_jgit_dumps_them() {
     jgit(&["compact"], &git_dir, "");
     assert_eq!(open_stack(&git_dir).len(), 1);
     assert_same_dump(&dump_stack(&git_dir), &jgit_dump, "compacted by JGit");
+
+    // A table added here through the Vfs (on the real filesystem) to the
+    // stack JGit compacted: JGit reads the stack with it.
+    let vfs: std::sync::Arc<dyn refstore_fs::Vfs> =
+        std::sync::Arc::new(refstore_fs::real::RealFs::new());
+    let mut stack = Stack::open(vfs.clone(), git_dir.join("reftable")).unwrap();
+    let mut batch = FlushBatch::new(vfs, FlushMethod::Batch, &git_dir);
+    let tip_id: ObjectId = tip.parse().unwrap();
+    stack
+        .add(
+            WriteOptions::default(),
+            Duration::ZERO,
+            &mut batch,
+            |stack, update_index| {
+                let old = stack
+                    .merged()
+                    .ref_record(b"refs/heads/main")
+                    .unwrap()
+                    .unwrap();
+                let RefValue::Object(old_id) = old.value else {
+                    panic!("main is direct")
+                };
+                Ok::<_, String>(Records {
+                    refs: vec![
+                        RefRecord {
+                            name: b"refs/heads/added-here".to_vec(),
+                            update_index,
+                            value: RefValue::Object(tip_id),
+                        },
+                        RefRecord {
+                            name: b"refs/pipelines/0001".to_vec(),
+                            update_index,
+                            value: RefValue::Deletion,
+                        },
+                    ],
+                    logs: vec![LogRecord {
+                        name: b"refs/heads/added-here".to_vec(),
+                        update_index,
+                        value: LogValue::Update(LogEntry {
+                            old_id: ObjectFormat::Sha1.null_id(),
+                            new_id: old_id,
+                            committer_name: b"R E Fstore".to_vec(),
+                            email: b"refstore@example.com".to_vec(),
+                            time: 1_700_000_100,
+                            tz_offset: 60,
+                            message: b"added by refstore".to_vec(),
+                        }),
+                    }],
+                })
+            },
+        )
+        .unwrap();
+    let jgit_dump = support::jgit::dump(&git_dir);
+    assert!(jgit_dump.contains(&format!("ref refs/heads/added-here {tip}\n")));
+    assert!(jgit_dump.contains("\tadded by refstore\n"));
+    assert!(!jgit_dump.contains("refs/pipelines/0001 "));
+    assert_same_dump(&dump_stack(&git_dir), &jgit_dump, "added here");
 
     // Lookups by id agree with a scan of JGit's dump.
     let tables = open_stack(&git_dir);
