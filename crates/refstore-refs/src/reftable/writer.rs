@@ -18,8 +18,6 @@
 //!   position 0 like every first block, so its footer's `log_position` is 0
 //!   (readers recognise the section by the first block's type).
 
-use std::collections::BTreeMap;
-
 use super::block::BlockType;
 use super::block_writer::BlockWriter;
 use super::error::{Error, Result};
@@ -29,6 +27,7 @@ use super::log_record::{LogRecord, LogValue};
 use super::obj_record::ObjRecord;
 use super::record::{common_prefix, Context, Record};
 use super::ref_record::RefRecord;
+use crate::ObjectId;
 
 /// How a table is laid out (git's `reftable.*` settings).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -77,8 +76,9 @@ pub struct Writer {
     block: Option<BlockWriter>,
     /// The index records of the finished blocks of the current section.
     index: Vec<IndexRecord>,
-    /// Raw id -> positions of the ref blocks naming it, for obj blocks.
-    objects: BTreeMap<Vec<u8>, Vec<u64>>,
+    /// (id, position of a ref block naming it), for obj blocks; sorted and
+    /// grouped once the refs are done.
+    objects: Vec<(ObjectId, u64)>,
     last_key: Option<Vec<u8>>,
     sections: Sections,
 }
@@ -132,7 +132,7 @@ impl Writer {
             stage: Stage::Refs,
             block: None,
             index: Vec::new(),
-            objects: BTreeMap::new(),
+            objects: Vec::new(),
             last_key: None,
             sections: Sections::default(),
         })
@@ -156,10 +156,7 @@ impl Writer {
         let position = self.add(BlockType::Ref, record, &key)?;
         if self.options.index_objects {
             for id in record.value.object_ids() {
-                let positions = self.objects.entry(id.as_bytes().to_vec()).or_default();
-                if positions.last() != Some(&position) {
-                    positions.push(position);
-                }
+                self.objects.push((*id, position));
             }
         }
         Ok(())
@@ -208,7 +205,7 @@ impl Writer {
         Ok(())
     }
 
-    fn check_id_format(&self, name: &[u8], id: &crate::ObjectId) -> Result<()> {
+    fn check_id_format(&self, name: &[u8], id: &ObjectId) -> Result<()> {
         if id.format() != self.options.version.object_format() {
             return Err(Error::InvalidInput(format!(
                 "'{}' names a {} id in a {} table",
@@ -340,14 +337,16 @@ impl Writer {
         if !self.options.index_objects || self.objects.is_empty() {
             return Ok(());
         }
-        let objects = std::mem::take(&mut self.objects);
-        let obj_id_len = abbreviation_len(objects.keys(), self.ctx.hash_len);
+        let mut objects = std::mem::take(&mut self.objects);
+        objects.sort_unstable();
+        objects.dedup();
+        let obj_id_len = abbreviation_len(objects.iter().map(|(id, _)| id), self.ctx.hash_len);
         self.sections.obj_id_len = obj_id_len as u8;
         self.sections.obj_position = self.next_block_position();
-        for (id, positions) in objects {
+        for group in objects.chunk_by(|a, b| a.0 == b.0) {
             let record = ObjRecord {
-                abbrev: id[..obj_id_len].to_vec(),
-                positions,
+                abbrev: group[0].0.as_bytes()[..obj_id_len].to_vec(),
+                positions: group.iter().map(|&(_, position)| position).collect(),
             };
             let key = record.abbrev.clone();
             match self.add(BlockType::Obj, &record, &key) {
@@ -401,13 +400,13 @@ impl Writer {
 }
 
 /// The shortest abbreviation length (at least 2 bytes) that keeps all `ids`
-/// (sorted, distinct) apart.
-fn abbreviation_len<'a>(ids: impl Iterator<Item = &'a Vec<u8>>, hash_len: usize) -> usize {
+/// (sorted; repeats allowed) apart.
+fn abbreviation_len<'a>(ids: impl Iterator<Item = &'a ObjectId>, hash_len: usize) -> usize {
     let mut longest_shared = 0;
-    let mut previous: Option<&Vec<u8>> = None;
+    let mut previous: Option<&ObjectId> = None;
     for id in ids {
-        if let Some(previous) = previous {
-            longest_shared = longest_shared.max(common_prefix(previous, id));
+        if let Some(previous) = previous.filter(|p| *p != id) {
+            longest_shared = longest_shared.max(common_prefix(previous.as_bytes(), id.as_bytes()));
         }
         previous = Some(id);
     }
