@@ -516,3 +516,44 @@ fn empty_and_log_only_tables() {
         newest_first
     );
 }
+
+#[test]
+fn sha256_ids_sharing_31_bytes_share_an_abbreviation() {
+    let format = ObjectFormat::Sha256;
+    let near = |last: u8| {
+        let mut raw = [7u8; 32];
+        raw[31] = last;
+        ObjectId::from_raw(&raw).unwrap()
+    };
+    let mut writer = Writer::new(
+        WriteOptions {
+            block_size: 256,
+            version: Version::V2(format),
+            ..WriteOptions::default()
+        },
+        1,
+        1,
+    )
+    .unwrap();
+    let refs: Vec<RefRecord> = (0..40u8)
+        .map(|i| RefRecord {
+            name: format!("refs/heads/n{i:02}").into_bytes(),
+            update_index: 1,
+            value: RefValue::Object(near(i % 4)),
+        })
+        .collect();
+    for record in &refs {
+        writer.add_ref(record).unwrap();
+    }
+    let table = Table::new(writer.finish().unwrap()).unwrap();
+    assert_eq!(table.sections().obj_id_len, 31);
+    assert_ne!(table.sections().obj_position, 0);
+    for last in 0..5u8 {
+        let want: Vec<RefRecord> = refs
+            .iter()
+            .filter(|r| r.value == RefValue::Object(near(last)))
+            .cloned()
+            .collect();
+        assert_eq!(table.refs_for_object(&near(last)).unwrap(), want);
+    }
+}

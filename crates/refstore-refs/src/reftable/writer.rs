@@ -343,10 +343,18 @@ impl Writer {
         let obj_id_len = abbreviation_len(objects.iter().map(|(id, _)| id), self.ctx.hash_len);
         self.sections.obj_id_len = obj_id_len as u8;
         self.sections.obj_position = self.next_block_position();
-        for group in objects.chunk_by(|a, b| a.0 == b.0) {
+        fn abbrev(id: &ObjectId, len: usize) -> &[u8] {
+            &id.as_bytes()[..len]
+        }
+        for group in objects.chunk_by(|a, b| abbrev(&a.0, obj_id_len) == abbrev(&b.0, obj_id_len)) {
+            // Only ids sharing more than 30 bytes share an abbreviation;
+            // their positions merge, and readers compare full ids anyway.
+            let mut positions: Vec<u64> = group.iter().map(|&(_, position)| position).collect();
+            positions.sort_unstable();
+            positions.dedup();
             let record = ObjRecord {
-                abbrev: group[0].0.as_bytes()[..obj_id_len].to_vec(),
-                positions: group.iter().map(|&(_, position)| position).collect(),
+                abbrev: abbrev(&group[0].0, obj_id_len).to_vec(),
+                positions,
             };
             let key = record.abbrev.clone();
             match self.add(BlockType::Obj, &record, &key) {
@@ -410,5 +418,6 @@ fn abbreviation_len<'a>(ids: impl Iterator<Item = &'a ObjectId>, hash_len: usize
         }
         previous = Some(id);
     }
-    (longest_shared + 1).clamp(2, hash_len)
+    // The footer has five bits for the length: at most 31.
+    (longest_shared + 1).clamp(2, hash_len.min(31))
 }
