@@ -279,3 +279,23 @@ fn flipped_block_bytes_never_lose_records_silently() {
         }
     }
 }
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 200, ..Default::default() })]
+
+    /// Several bytes of the blocks overwritten at once: any outcome but a
+    /// panic is acceptable here (single flips above check the counts).
+    #[test]
+    fn random_damage_never_panics(
+        damage in proptest::collection::vec((proptest::prelude::any::<proptest::sample::Index>(), proptest::prelude::any::<u8>()), 1..8),
+        aligned in proptest::prelude::any::<bool>(),
+    ) {
+        let sample = sample(WriteOptions { align_blocks: aligned, ..options() });
+        let blocks = 24..sample.bytes.len() - 68;
+        let mut bad = sample.bytes.clone();
+        for (at, byte) in &damage {
+            bad[blocks.start + at.index(blocks.len())] = *byte;
+        }
+        read_without_panic(&bad, &sample, &format!("{damage:?}"), 1).ok();
+    }
+}

@@ -15,8 +15,9 @@
 //!   index from 2 log blocks on;
 //! - an index too large for one block becomes a multi-level index;
 //! - a log-only table starts its first log block right after the header, at
-//!   position 0 like every first block, so its footer's `log_position` is 0
-//!   (readers recognise the section by the first block's type).
+//!   position 0 like every first block, so its footer's `log_position` is 0,
+//!   as git writes it (readers recognise the section by the first block's
+//!   type; JGit 7 does not, and skips the logs of such a table).
 
 use super::block::BlockType;
 use super::block_writer::BlockWriter;
