@@ -5,6 +5,8 @@
 //!   files, packs and alternates, and peels annotated tags.
 //! - [`LooseWriter`] writes a batch of loose objects through the
 //!   [`refstore_fs::Vfs`], durable with one flush point for the whole batch.
+//! - [`store_pack`] stores a received pack with its index (completing a
+//!   thin pack), durable with one flush point before it is visible.
 //! - [`resolve_pack`] reads a pack stream object by object, deltas
 //!   resolved (thin packs against the repository).
 //! - [`object_id`] and [`check_format`] hash and validate objects as
@@ -39,6 +41,7 @@ mod hash;
 mod kind;
 mod loose;
 mod odb;
+mod pack;
 mod unpack;
 
 pub use check::{check_format, FormatError};
@@ -47,4 +50,5 @@ pub use hash::{object_header, object_id};
 pub use kind::ObjectKind;
 pub use loose::{loose_object_path, LooseWriter};
 pub use odb::Odb;
+pub use pack::{store_pack, PackOptions, StoredPack};
 pub use unpack::{resolve_pack, PackObject, PackSummary};

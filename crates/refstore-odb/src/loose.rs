@@ -200,16 +200,16 @@ fn deflate(header: &[u8], data: &[u8]) -> Vec<u8> {
     encoder.finish().expect("writing to a Vec cannot fail")
 }
 
-/// Unpredictable temporary names `tmp_obj_XXXXXX`, so concurrent writers
+/// Unpredictable temporary names (`tmp_obj_XXXXXX`), so concurrent writers
 /// rarely collide (and `create_exclusive` settles it when they do).
 #[derive(Debug)]
-struct TempNames {
+pub(crate) struct TempNames {
     seed: u64,
     counter: u64,
 }
 
 impl TempNames {
-    fn new() -> Self {
+    pub(crate) fn new() -> Self {
         // RandomState is seeded from the OS once per process; mixing in the
         // pid separates processes that fork.
         let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
@@ -221,10 +221,15 @@ impl TempNames {
     }
 
     fn next(&mut self) -> String {
+        format!("{TEMP_PREFIX}{}", self.next_suffix())
+    }
+
+    /// Six random characters.
+    pub(crate) fn next_suffix(&mut self) -> String {
         const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
         self.counter += 1;
         let mut value = splitmix(self.seed ^ self.counter.wrapping_mul(0x9e37_79b9_7f4a_7c15));
-        let mut name = String::from(TEMP_PREFIX);
+        let mut name = String::new();
         for _ in 0..6 {
             name.push(ALPHABET[(value % ALPHABET.len() as u64) as usize] as char);
             value /= ALPHABET.len() as u64;

@@ -140,6 +140,11 @@ impl Odb {
         }
     }
 
+    /// gix's handle, for gix-pack's lookups of thin-pack bases.
+    pub(crate) fn gix_handle(&self) -> &gix_odb::HandleArc {
+        &self.handle
+    }
+
     fn parse_tag_target(&self, id: &ObjectId, data: &[u8]) -> Result<ObjectId, OdbError> {
         let target = gix_object::TagRefIter::from_bytes(data, hash_kind(self.format))
             .target_id()

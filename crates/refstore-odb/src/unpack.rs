@@ -261,7 +261,7 @@ fn inflate(compressed: &[u8], size: u64, offset: u64) -> Result<Vec<u8>, OdbErro
 
 /// gix-pack's error with its causes, or git's "early EOF" for input that
 /// ends too soon.
-fn describe(error: &gix_error::Error) -> String {
+pub(crate) fn describe(error: &gix_error::Error) -> String {
     let mut parts: Vec<String> = Vec::new();
     let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(error);
     while let Some(e) = cause {

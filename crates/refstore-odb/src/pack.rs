@@ -1,0 +1,280 @@
+//! Storing a received pack: `.pack` and `.idx` written with gix-pack,
+//! completed against the repository if thin, and made durable with one
+//! flush point before they become visible.
+//!
+//! The pack is parsed, (for a thin pack) completed with the external bases
+//! it needs, and indexed in memory; then both files go through the
+//! [`Vfs`] as temporary files in `objects/pack/`, are flushed together,
+//! and receive their final names with `link(2)`: first the pack (and its
+//! `.keep` file), whose names are flushed before the index gets its name,
+//! since an index is what makes a pack visible to readers. So no reader ever sees a
+//! pack whose content is not durable (with `fsync` and `batch`), and an
+//! existing pack of the same name is never replaced.
+//!
+//! A `.keep` file can be created with the pack, before it is visible, to
+//! protect it from a concurrent `git gc` until the refs that need it are
+//! written; [`StoredPack::release_keep`] removes it.
+//!
+//! Limitation: the whole pack and its index are held in memory while
+//! they are built.
+
+use crate::odb::{from_gix, hash_kind};
+use crate::{Odb, OdbError};
+use gix_pack::data::input::{
+    BytesToEntriesIter, EntriesToBytesIter, Entry, EntryDataMode, LookupRefDeltaObjectsIter, Mode,
+};
+use refstore_fs::flush::{FlushBatch, FlushMethod};
+use refstore_fs::{Vfs, VfsFile};
+use refstore_refs::{ObjectFormat, ObjectId};
+use std::io::{self, BufRead, Cursor, Read, Seek, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex};
+
+/// Where and how a pack is stored.
+#[derive(Debug)]
+pub struct PackOptions<'a> {
+    /// The repository's object format.
+    pub format: ObjectFormat,
+    /// How the pack and index are flushed (`core.fsync`'s `pack` component).
+    pub method: FlushMethod,
+    /// Complete a thin pack with the bases it lacks, read from this
+    /// database (git's `--fix-thin`).
+    pub thin_bases: Option<&'a Odb>,
+    /// Create `pack-<hash>.keep` with this content along with the pack.
+    pub keep: Option<&'a [u8]>,
+}
+
+/// A pack stored in the repository.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredPack {
+    /// The pack's checksum, which names its files.
+    pub checksum: ObjectId,
+    /// Objects in the stored pack (with a thin pack's added bases).
+    pub objects: u32,
+    /// The `.pack` file.
+    pub pack_path: PathBuf,
+    /// The `.idx` file.
+    pub index_path: PathBuf,
+    /// The `.keep` file, if one was created (none if the pack was already
+    /// there).
+    pub keep_path: Option<PathBuf>,
+}
+
+impl StoredPack {
+    /// Removes the `.keep` file, once the refs that need the pack are
+    /// written.
+    pub fn release_keep(&self, vfs: &dyn Vfs) -> Result<(), OdbError> {
+        if let Some(keep) = &self.keep_path {
+            vfs.unlink(keep)?;
+        }
+        Ok(())
+    }
+}
+
+/// Reads a pack from `input` and stores it with its index in
+/// `<objects_dir>/pack/`. Nothing is visible unless it succeeds.
+pub fn store_pack(
+    vfs: Arc<dyn Vfs>,
+    objects_dir: &Path,
+    input: impl BufRead,
+    options: &PackOptions<'_>,
+) -> Result<StoredPack, OdbError> {
+    let (pack, index, outcome) = build(input, options)?;
+    let checksum = from_gix(&outcome.data_hash);
+    let dir = objects_dir.join("pack");
+    let base = dir.join(format!("pack-{checksum}"));
+    let stored = StoredPack {
+        checksum,
+        objects: outcome.num_objects,
+        pack_path: base.with_extension("pack"),
+        index_path: base.with_extension("idx"),
+        keep_path: options.keep.map(|_| base.with_extension("keep")),
+    };
+    if vfs.exists(&stored.index_path) {
+        // The same pack (same checksum, same content) is already stored.
+        return Ok(StoredPack {
+            keep_path: None,
+            ..stored
+        });
+    }
+    install(vfs, &dir, &stored, &pack, &index, options)?;
+    Ok(stored)
+}
+
+/// A pack built in memory: its bytes, its index, and what gix-pack
+/// reported (checksum, object count).
+type Built = (Arc<Vec<u8>>, Vec<u8>, gix_pack::index::write::Outcome);
+
+/// Parses, completes and indexes the pack in memory.
+fn build(input: impl BufRead, options: &PackOptions<'_>) -> Result<Built, OdbError> {
+    let hash = hash_kind(options.format);
+    let entries =
+        BytesToEntriesIter::new_from_header(input, Mode::Verify, EntryDataMode::KeepAndCrc32, hash)
+            .map_err(|e| OdbError::Pack(format!("not a pack: {}", crate::unpack::describe(&e))))?;
+    let version = entries.version();
+    let entries: Box<dyn Iterator<Item = gix_error::Result<Entry>>> = match options.thin_bases {
+        Some(odb) => Box::new(LookupRefDeltaObjectsIter::new(
+            entries,
+            odb.gix_handle().clone(),
+            gix_zlib::Compression::BEST_SPEED,
+        )),
+        None => Box::new(entries),
+    };
+    // Entries are written out again (a completed thin pack gains entries and
+    // a new header and checksum), into memory shared with the indexer.
+    let written = SharedBuffer::default();
+    let mut rewritten = EntriesToBytesIter::new(entries, written.clone(), version, hash);
+    let finished: Arc<Mutex<Option<Arc<Vec<u8>>>>> = Arc::default();
+    let mut index = Vec::new();
+    let outcome = gix_pack::index::write_data_iter_to_stream(
+        gix_pack::index::Version::V2,
+        || {
+            let bytes = Arc::new(written.take_bytes());
+            *finished.lock().expect("not poisoned") = Some(bytes.clone());
+            Ok((entry_bytes, bytes))
+        },
+        &mut rewritten,
+        None,
+        &mut gix_utils::progress::Discard,
+        &mut index,
+        &AtomicBool::new(false),
+        hash,
+        None,
+        version,
+    )
+    .map_err(|e| OdbError::Pack(crate::unpack::describe(&e)))?;
+    let pack = finished
+        .lock()
+        .expect("not poisoned")
+        .take()
+        .ok_or_else(|| OdbError::Pack("the pack holds no objects".into()))?;
+    Ok((pack, index, outcome))
+}
+
+/// The bytes of one pack entry, for the indexer.
+fn entry_bytes(range: gix_pack::data::EntryRange, pack: &Arc<Vec<u8>>) -> Option<&[u8]> {
+    pack.get(range.start as usize..range.end as usize)
+}
+
+/// Writes the files through the Vfs: temporary files, one data flush
+/// point, final names (pack, then index), one directory flush point.
+fn install(
+    vfs: Arc<dyn Vfs>,
+    dir: &Path,
+    stored: &StoredPack,
+    pack: &[u8],
+    index: &[u8],
+    options: &PackOptions<'_>,
+) -> Result<(), OdbError> {
+    let mut batch = FlushBatch::new(vfs.clone(), options.method, dir.to_owned());
+    batch.create_dir_all(dir)?;
+    let mut temps = Temps {
+        vfs: vfs.clone(),
+        paths: Vec::new(),
+    };
+    let temp_pack = temps.write(dir, "tmp_pack_", pack, &mut batch)?;
+    let temp_index = temps.write(dir, "tmp_idx_", index, &mut batch)?;
+    if let (Some(keep), Some(content)) = (&stored.keep_path, options.keep) {
+        let mut file = vfs.create_exclusive(keep)?;
+        file.write_all(content)?;
+        batch.stage(file)?;
+    }
+    batch.flush_files()?;
+    // The index names the pack; it gets its name only once the pack's (and
+    // the .keep file's) names are durable, so that no crash can leave an
+    // index without its pack: two directory flush points.
+    for (temp, dest) in [
+        (&temp_pack, &stored.pack_path),
+        (&temp_index, &stored.index_path),
+    ] {
+        match vfs.link(temp, dest) {
+            Err(e) if !e.is_already_exists() => return Err(e.into()),
+            _ => {}
+        }
+        batch.dir_changed(dir);
+        batch.flush_dirs()?;
+    }
+    drop(temps);
+    Ok(())
+}
+
+/// Temporary files, removed when dropped (after their contents were linked
+/// into place, or on failure).
+struct Temps {
+    vfs: Arc<dyn Vfs>,
+    paths: Vec<PathBuf>,
+}
+
+impl Temps {
+    fn write(
+        &mut self,
+        dir: &Path,
+        prefix: &str,
+        content: &[u8],
+        batch: &mut FlushBatch,
+    ) -> Result<PathBuf, OdbError> {
+        let (path, mut file) = create_temp(self.vfs.as_ref(), dir, prefix)?;
+        self.paths.push(path.clone());
+        file.write_all(content)?;
+        batch.stage(file)?;
+        Ok(path)
+    }
+}
+
+impl Drop for Temps {
+    fn drop(&mut self) {
+        for path in &self.paths {
+            let _ = self.vfs.unlink(path);
+        }
+    }
+}
+
+fn create_temp(
+    vfs: &dyn Vfs,
+    dir: &Path,
+    prefix: &str,
+) -> Result<(PathBuf, Box<dyn VfsFile>), OdbError> {
+    let mut names = crate::loose::TempNames::new();
+    let mut last_error = None;
+    for _ in 0..100 {
+        let path = dir.join(format!("{prefix}{}", names.next_suffix()));
+        match vfs.create_exclusive(&path) {
+            Ok(file) => return Ok((path, file)),
+            Err(e) if e.is_already_exists() => last_error = Some(e),
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Err(last_error.expect("at least one attempt was made").into())
+}
+
+/// An in-memory file shared between the pack writer and the indexer.
+#[derive(Clone, Default)]
+struct SharedBuffer(Arc<Mutex<Cursor<Vec<u8>>>>);
+
+impl SharedBuffer {
+    fn take_bytes(&self) -> Vec<u8> {
+        std::mem::take(self.0.lock().expect("not poisoned").get_mut())
+    }
+}
+
+impl Read for SharedBuffer {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.0.lock().expect("not poisoned").read(buf)
+    }
+}
+
+impl Write for SharedBuffer {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.0.lock().expect("not poisoned").write(buf)
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Seek for SharedBuffer {
+    fn seek(&mut self, pos: io::SeekFrom) -> io::Result<u64> {
+        self.0.lock().expect("not poisoned").seek(pos)
+    }
+}
