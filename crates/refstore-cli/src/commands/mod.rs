@@ -2,6 +2,7 @@
 
 mod check_ref_format;
 mod hash_object;
+mod index_pack;
 mod init;
 mod refs;
 mod rev_parse;
@@ -19,6 +20,8 @@ pub enum Command {
     CheckRefFormat(check_ref_format::Args),
     /// Compute object ids, and store the objects with -w (like `git hash-object`).
     HashObject(hash_object::Args),
+    /// Store a pack from standard input with its index (like `git index-pack --stdin`).
+    IndexPack(index_pack::Args),
     /// Create an empty repository, or reinitialize an existing one (like `git init`).
     Init(init::Args),
     /// Check the ref store as a whole (like `git refs`).
@@ -40,6 +43,7 @@ pub fn run(command: Command, globals: &Globals) -> Result<u8, Fatal> {
     match command {
         Command::CheckRefFormat(args) => check_ref_format::run(args),
         Command::HashObject(args) => hash_object::run(args, globals),
+        Command::IndexPack(args) => index_pack::run(args, globals),
         Command::Init(args) => init::run(args, globals),
         Command::Refs(args) => refs::run(args, globals),
         Command::RevParse(args) => rev_parse::run(args, globals),

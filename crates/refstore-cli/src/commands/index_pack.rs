@@ -1,0 +1,68 @@
+//! `refstore index-pack --stdin`: store a pack read from standard input in
+//! the repository with its index, completing a thin pack with
+//! `--fix-thin`; durable (as `core.fsync`'s `pack` component says) before
+//! it is visible.
+//!
+//! Only packs on standard input are stored; indexing a pack file in place
+//! (`git index-pack <pack-file>`) is not supported.
+
+use super::hash_object::object_format;
+use crate::context::{Fatal, Globals};
+use refstore_fs::config::Component;
+use refstore_odb::{store_pack, Odb, PackOptions};
+
+/// Arguments of `index-pack`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Read the pack from standard input and store it in the repository.
+    #[arg(long)]
+    stdin: bool,
+    /// Complete a thin pack with the bases it lacks, from the repository.
+    #[arg(long, requires = "stdin")]
+    fix_thin: bool,
+    /// Create a .keep file for the pack (with this message), so that
+    /// `git gc` leaves it alone.
+    #[arg(long, value_name = "msg", num_args = 0..=1, default_missing_value = "", require_equals = true)]
+    keep: Option<String>,
+}
+
+/// Runs `index-pack`: prints `pack` or (when a .keep file was created)
+/// `keep`, a tab and the pack's checksum.
+pub fn run(args: Args, globals: &Globals) -> Result<u8, Fatal> {
+    if !args.stdin {
+        return Err(Fatal::new(
+            "refstore index-pack stores packs read from standard input only: use --stdin",
+        ));
+    }
+    let repo = globals.open_repo()?;
+    let format = object_format(&repo);
+    let objects = repo.location.common_dir.join("objects");
+    let odb = match args.fix_thin {
+        true => Some(Odb::open(&objects, format).map_err(Fatal::new)?),
+        false => None,
+    };
+    let keep = args.keep.as_ref().map(|msg| match msg.is_empty() {
+        true => Vec::new(),
+        false => format!("{msg}\n").into_bytes(),
+    });
+    let options = PackOptions {
+        format,
+        method: repo.settings.fsync.method_for(Component::Pack),
+        thin_bases: odb.as_ref(),
+        keep: keep.as_deref(),
+    };
+    let stored = store_pack(
+        globals.vfs().clone(),
+        &objects,
+        std::io::stdin().lock(),
+        &options,
+    )
+    .map_err(Fatal::new)?;
+    let label = if stored.keep_path.is_some() {
+        "keep"
+    } else {
+        "pack"
+    };
+    println!("{label}\t{}", stored.checksum);
+    Ok(0)
+}
