@@ -266,6 +266,18 @@ fn stacks_written_by_jgit_read_as_jgit_dumps_them() {
     assert!(!jgit_dump.contains("refs/pipelines/0001 "));
     assert_same_dump(&dump_stack(&git_dir), &jgit_dump, "added here");
 
+    // A JGit table on top (a tombstone among them), then compacted here:
+    // the stack reads the same in JGit as before compaction.
+    jgit(&["apply"], &git_dir, "delete refs/heads/new\n");
+    let before = support::jgit::dump(&git_dir);
+    assert!(!before.contains("refs/heads/new "));
+    stack
+        .compact_all(WriteOptions::default(), Duration::ZERO, &mut batch)
+        .unwrap();
+    assert_eq!(open_stack(&git_dir).len(), 1);
+    assert_same_dump(&support::jgit::dump(&git_dir), &before, "compacted here");
+    let jgit_dump = before;
+
     // Lookups by id agree with a scan of JGit's dump.
     let tables = open_stack(&git_dir);
     let merged = Merged::new(&tables);

@@ -216,3 +216,75 @@ fn stacks_reopen_as_written() {
     assert!(!sim.files().keys().any(|p| p.ends_with("tables.list.lock")));
     assert_eq!(Stack::open(vfs, DIR).unwrap().names().len(), 3);
 }
+
+/// Everything a stack holds, as its merged view reads it.
+fn contents(stack: &Stack) -> Result<(Vec<RefRecord>, Vec<LogRecord>), String> {
+    let merged = stack.merged();
+    let refs = merged
+        .refs()
+        .and_then(|i| i.collect::<Result<Vec<_>, _>>())
+        .map_err(|e| e.to_string())?;
+    let logs = merged
+        .logs()
+        .and_then(|i| i.collect::<Result<Vec<_>, _>>())
+        .map_err(|e| e.to_string())?;
+    Ok((refs, logs))
+}
+
+fn compact_run(method: FlushMethod, options: &CrashOptions) -> Result<usize, String> {
+    let sim = SimFs::new();
+    let vfs: Arc<dyn Vfs> = Arc::new(sim.clone());
+    sim.create_dir_all(Path::new(DIR)).unwrap();
+    let mut stack = Stack::open(vfs.clone(), DIR).unwrap();
+    for t in 1..=3 {
+        let method = (FlushMethod::Fsync, BatchMechanism::Syncfs);
+        add(&mut stack, &vfs, method, 20, t.min(2));
+    }
+    let expected = contents(&stack).unwrap();
+    sim.sync_all();
+    sim.start_recording();
+    let mut batch = FlushBatch::new(vfs.clone(), method, "/repo");
+    stack
+        .compact_all(WriteOptions::default(), Duration::ZERO, &mut batch)
+        .unwrap();
+    sim.acknowledge("compaction");
+    assert_eq!(stack.tables().len(), 1);
+    assert_eq!(contents(&stack).unwrap(), expected);
+    let leftovers: Vec<_> = sim
+        .files()
+        .into_keys()
+        .filter(|p| p.extension().is_some_and(|e| e == "ref"))
+        .collect();
+    assert_eq!(leftovers.len(), 1, "old tables removed: {leftovers:?}");
+
+    let report = sim
+        .check_crashes(options, |crashed| {
+            let stack =
+                Stack::open(crashed.vfs(), DIR).map_err(|e| format!("stack unreadable: {e}"))?;
+            let found = contents(&stack)?;
+            if found != expected {
+                return Err(format!(
+                    "compaction changed the content: {} refs, {} logs",
+                    found.0.len(),
+                    found.1.len()
+                ));
+            }
+            Ok(())
+        })
+        .map_err(|v| v.to_string())?;
+    Ok(report.states)
+}
+
+#[test]
+fn compaction_keeps_every_live_record_through_crashes() {
+    for method in [FlushMethod::Fsync, FlushMethod::Batch] {
+        let states = compact_run(method, &CrashOptions::default())
+            .unwrap_or_else(|v| panic!("{method:?}:\n{v}"));
+        assert!(states > 10, "{method:?}: only {states} crash states");
+    }
+    let violation = compact_run(FlushMethod::None, &CrashOptions::default()).unwrap_err();
+    assert!(
+        violation.contains("unreadable") || violation.contains("changed the content"),
+        "{violation}"
+    );
+}

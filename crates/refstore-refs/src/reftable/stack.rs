@@ -6,7 +6,8 @@
 //! durable, and only then is `tables.list` replaced (through
 //! `tables.list.lock`, the lock git and JGit take too) and its directory
 //! flushed. A crash at any point leaves `tables.list` naming either the old
-//! stack or the new one, each table of it complete.
+//! stack or the new one, each table of it complete. Full compaction
+//! ([`Stack::compact_all`]) publishes its one table the same way.
 
 use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, Hasher};
@@ -159,7 +160,7 @@ impl Stack {
         batch: &mut FlushBatch,
         build: impl FnOnce(&Stack, u64) -> Result<Records, E>,
     ) -> Result<String, AddError<E>> {
-        let mut lock = LockFile::acquire(&self.vfs, self.list_path(), lock_timeout)
+        let lock = LockFile::acquire(&self.vfs, self.list_path(), lock_timeout)
             .map_err(StackError::from)?;
         self.reload()?;
         let update_index = self.next_update_index();
@@ -190,17 +191,82 @@ impl Stack {
         let bytes = writer.finish().map_err(table_error)?;
 
         let name = tables_list::table_name(min, update_index, random_suffix());
+        let mut names = self.names.clone();
+        names.push(name.clone());
+        self.publish(lock, &name, &bytes, &names, batch)?;
         let path = self.dir.join(&name);
+        self.names.push(name.clone());
+        self.tables
+            .push(Table::new(bytes).map_err(|source| StackError::Table { path, source })?);
+        Ok(name)
+    }
+
+    /// Replaces every table with one holding the live records of the stack
+    /// (tombstones are dropped: nothing older remains for them to hide).
+    /// The new table is durable before `tables.list` names it; the old
+    /// tables are removed afterwards.
+    pub fn compact_all(
+        &mut self,
+        options: WriteOptions,
+        lock_timeout: Duration,
+        batch: &mut FlushBatch,
+    ) -> Result<(), StackError> {
+        let lock = LockFile::acquire(&self.vfs, self.list_path(), lock_timeout)?;
+        self.reload()?;
+        if self.tables.len() < 2 {
+            return Ok(());
+        }
+        let table_error = |source| StackError::Table {
+            path: self.dir.clone(),
+            source,
+        };
+        let min = self.tables.iter().map(Table::min_update_index).min();
+        let max = self.tables.iter().map(Table::max_update_index).max();
+        let (min, max) = (min.unwrap_or(1), max.unwrap_or(1));
+        let mut writer = Writer::new(options, min, max).map_err(table_error)?;
+        let merged = self.merged();
+        for record in merged.refs().map_err(table_error)? {
+            writer
+                .add_ref(&record.map_err(table_error)?)
+                .map_err(table_error)?;
+        }
+        for record in merged.logs().map_err(table_error)? {
+            writer
+                .add_log(&record.map_err(table_error)?)
+                .map_err(table_error)?;
+        }
+        let bytes = writer.finish().map_err(table_error)?;
+        let name = tables_list::table_name(min, max, random_suffix());
+        let path = self.dir.join(&name);
+        self.publish(lock, &name, &bytes, std::slice::from_ref(&name), batch)?;
+        // Readers that listed the old tables retry when one is gone; a
+        // table left behind by a crash here is merely unlisted.
+        for old in std::mem::replace(&mut self.names, vec![name]) {
+            let _ = self.vfs.unlink(&self.dir.join(old));
+        }
+        self.tables = vec![Table::new(bytes).map_err(|source| StackError::Table { path, source })?];
+        Ok(())
+    }
+
+    /// Writes `bytes` as the new table `name`, makes its data and directory
+    /// entry durable, and only then replaces `tables.list` (held by `lock`)
+    /// with `names` and flushes the directory again. On failure the new
+    /// table is removed and the lock released.
+    fn publish(
+        &self,
+        mut lock: LockFile,
+        name: &str,
+        bytes: &[u8],
+        names: &[String],
+        batch: &mut FlushBatch,
+    ) -> Result<(), StackError> {
+        let path = self.dir.join(name);
         let written = (|| -> Result<(), StackError> {
             let mut file = self.vfs.create_exclusive(&path)?;
-            file.write_all(&bytes)?;
+            file.write_all(bytes)?;
             batch.stage(file)?;
-            let mut names = self.names.clone();
-            names.push(name.clone());
-            lock.write_all(&tables_list::format(&names))?;
+            lock.write_all(&tables_list::format(names))?;
             lock.stage(batch)?;
-            // The table's data and its directory entry are durable before
-            // tables.list may name it.
             batch.flush_files()?;
             batch.dir_changed(&self.dir);
             batch.flush_dirs()?;
@@ -208,14 +274,11 @@ impl Stack {
         })();
         if let Err(e) = written {
             let _ = self.vfs.unlink(&path);
-            return Err(e.into());
+            return Err(e);
         }
-        lock.commit(batch).map_err(StackError::from)?;
-        batch.flush_dirs().map_err(StackError::from)?;
-        self.names.push(name.clone());
-        self.tables
-            .push(Table::new(bytes).map_err(|source| StackError::Table { path, source })?);
-        Ok(name)
+        lock.commit(batch)?;
+        batch.flush_dirs()?;
+        Ok(())
     }
 }
 
