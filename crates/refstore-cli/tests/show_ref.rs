@@ -15,7 +15,23 @@ fn agrees_with_git() {
         git_ok(home, &repo, &["branch", b]);
     }
     git_ok(home, &repo, &["tag", "v1"]);
+    git_ok(home, &repo, &["tag", "-a", "-m", "packed", "v2"]);
     git_ok(home, &repo, &["pack-refs", "--all"]);
+    git_ok(home, &repo, &["tag", "-a", "-m", "loose", "v3"]);
+    git_ok(
+        home,
+        &repo,
+        &[
+            "-c",
+            "advice.nestedTag=false",
+            "tag",
+            "-a",
+            "-m",
+            "nested",
+            "v4",
+            "v3",
+        ],
+    );
     git_ok(home, &repo, &["commit", "-q", "--allow-empty", "-m", "two"]);
     git_ok(home, &repo, &["branch", "loose"]);
     git_ok(
@@ -44,6 +60,11 @@ fn agrees_with_git() {
         &["--verify", "refs/heads/main", "refs/tags/v1"],
         &["--verify", "--hash", "refs/heads/sym"],
         &["sym"],
+        &["-d"],
+        &["--dereference", "--tags"],
+        &["-d", "--hash", "v4"],
+        &["-d", "--verify", "refs/tags/v2", "refs/heads/main"],
+        &["-d", "-q", "v3"],
     ];
     for args in cases {
         let full: Vec<&str> = ["show-ref"].iter().chain(args.iter()).copied().collect();

@@ -11,18 +11,12 @@ use std::process::{Command, Output, Stdio};
 use support::*;
 
 fn unpack(program: &str, home: &Path, repo: &Path, args: &[&str], pack: &[u8]) -> Output {
-    let mut child = isolate(&mut Command::new(program), home)
+    let mut cmd = Command::new(program);
+    isolate(&mut cmd, home)
         .arg("unpack-objects")
         .args(args)
-        .current_dir(repo)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    // A program that fails early may close its input first.
-    let _ = child.stdin.take().unwrap().write_all(pack);
-    child.wait_with_output().unwrap()
+        .current_dir(repo);
+    run_with_input(&mut cmd, pack)
 }
 
 fn refstore_unpack(home: &Path, repo: &Path, args: &[&str], pack: &[u8]) -> Output {

@@ -95,20 +95,11 @@ fn a_prepared_transaction_left_at_end_of_input_is_abandoned() {
         format!("start\nupdate refs/heads/y {id}\nprepare\n"),
         format!("start\nupdate refs/heads/y {id}\n"),
     ] {
-        let mut child = isolate(&mut Command::new(env!("CARGO_BIN_EXE_refstore")), home)
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_refstore"));
+        isolate(&mut cmd, home)
             .args(["update-ref", "--stdin"])
-            .current_dir(&repo)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .unwrap();
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(input.as_bytes())
-            .unwrap();
-        let out = child.wait_with_output().unwrap();
+            .current_dir(&repo);
+        let out = run_with_input(&mut cmd, input.as_bytes());
         assert!(out.status.success());
         assert!(!repo.join(".git/refs/heads/y").exists());
         assert!(!repo.join(".git/refs/heads/y.lock").exists());

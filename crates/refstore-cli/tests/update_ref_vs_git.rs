@@ -13,7 +13,7 @@ use proptest::prelude::*;
 use proptest::strategy::ValueTree;
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use support::*;
 
 const NAMES: &[&str] = &[
@@ -92,19 +92,11 @@ fn run_stdin(
     input: &str,
 ) -> (Option<i32>, String, String) {
     let mut cmd = Command::new(program);
-    let mut child = isolate(&mut cmd, home)
+    isolate(&mut cmd, home)
         .env("GIT_COMMITTER_DATE", "1700000000 +0100")
         .args(["update-ref", "-m", "step", "--stdin"])
-        .current_dir(repo)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    use std::io::Write;
-    // git stops reading at the first bad command; a closed pipe is expected then.
-    let _ = child.stdin.take().unwrap().write_all(input.as_bytes());
-    let out = child.wait_with_output().unwrap();
+        .current_dir(repo);
+    let out = run_with_input(&mut cmd, input.as_bytes());
     (
         out.status.code(),
         String::from_utf8_lossy(&out.stdout).into_owned(),

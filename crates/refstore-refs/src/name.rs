@@ -270,6 +270,48 @@ impl RefName {
     }
 }
 
+/// The rules by which git expands a short name, most specific last:
+/// `x`, `refs/x`, `refs/tags/x`, `refs/heads/x`, `refs/remotes/x`,
+/// `refs/remotes/x/HEAD`.
+const EXPANSION_RULES: [(&[u8], &[u8]); 6] = [
+    (b"", b""),
+    (b"refs/", b""),
+    (b"refs/tags/", b""),
+    (b"refs/heads/", b""),
+    (b"refs/remotes/", b""),
+    (b"refs/remotes/", b"/HEAD"),
+];
+
+impl RefName {
+    /// The shortest name that still means this ref, as git's
+    /// `%(refname:short)` and `symbolic-ref --short` print it: the name
+    /// with a rule's prefix removed, unless expanding the short name by any
+    /// other rule gives a ref that `exists` (git's strict ambiguity check,
+    /// `core.warnAmbiguousRefs`). The full name when every rule is
+    /// ambiguous.
+    pub fn shorten_unambiguous(&self, exists: impl Fn(&[u8]) -> bool) -> Vec<u8> {
+        let name = self.as_bytes();
+        for (i, (prefix, suffix)) in EXPANSION_RULES.iter().enumerate().skip(1).rev() {
+            let Some(short) = name
+                .strip_prefix(*prefix)
+                .and_then(|rest| rest.strip_suffix(*suffix))
+                .filter(|s| !s.is_empty())
+            else {
+                continue;
+            };
+            let ambiguous = EXPANSION_RULES
+                .iter()
+                .enumerate()
+                .filter(|(j, _)| *j != i)
+                .any(|(_, (p, s))| exists(&[*p, short, *s].concat()));
+            if !ambiguous {
+                return short.to_vec();
+            }
+        }
+        name.to_vec()
+    }
+}
+
 /// Root refs are one-level names of upper-case letters and underscores
 /// (`HEAD`, `FETCH_HEAD`, `ORIG_HEAD`, ...), as git's pseudoref syntax.
 pub fn is_root_ref_syntax(name: &[u8]) -> bool {
@@ -361,5 +403,24 @@ mod tests {
     fn normalize() {
         assert_eq!(collapse_slashes(b"//refs///heads/a/"), b"refs/heads/a/");
         assert_eq!(collapse_slashes(b"/"), b"");
+    }
+
+    #[test]
+    fn shortening_avoids_names_other_rules_would_take() {
+        let refs: &[&[u8]] = &[
+            b"refs/heads/v1",
+            b"refs/tags/v1",
+            b"refs/heads/main",
+            b"refs/remotes/origin/HEAD",
+        ];
+        let exists = |n: &[u8]| refs.contains(&n);
+        let short = |n: &str| {
+            String::from_utf8(RefName::new(n).unwrap().shorten_unambiguous(exists)).unwrap()
+        };
+        assert_eq!(short("refs/heads/main"), "main");
+        assert_eq!(short("refs/heads/v1"), "heads/v1");
+        assert_eq!(short("refs/tags/v1"), "tags/v1");
+        assert_eq!(short("refs/remotes/origin/HEAD"), "origin");
+        assert_eq!(short("refs/other/x"), "other/x");
     }
 }

@@ -1,9 +1,12 @@
 //! One module per subcommand.
 
 mod check_ref_format;
+mod for_each_ref;
 mod hash_object;
 mod index_pack;
 mod init;
+mod objects;
+mod pack_refs;
 mod refs;
 mod rev_parse;
 mod show_ref;
@@ -18,12 +21,16 @@ use crate::context::{Fatal, Globals};
 pub enum Command {
     /// Check that a reference name is well formed (like `git check-ref-format`).
     CheckRefFormat(check_ref_format::Args),
+    /// List refs with a format, filtered and sorted (like `git for-each-ref`).
+    ForEachRef(for_each_ref::Args),
     /// Compute object ids, and store the objects with -w (like `git hash-object`).
     HashObject(hash_object::Args),
     /// Store a pack from standard input with its index (like `git index-pack --stdin`).
     IndexPack(index_pack::Args),
     /// Create an empty repository, or reinitialize an existing one (like `git init`).
     Init(init::Args),
+    /// Move loose refs into packed-refs (like `git pack-refs`).
+    PackRefs(pack_refs::Args),
     /// Check the ref store as a whole (like `git refs`).
     Refs(refs::Args),
     /// Show where the repository is and what format it has (like `git rev-parse`).
@@ -42,9 +49,11 @@ pub enum Command {
 pub fn run(command: Command, globals: &Globals) -> Result<u8, Fatal> {
     match command {
         Command::CheckRefFormat(args) => check_ref_format::run(args),
+        Command::ForEachRef(args) => for_each_ref::run(args, globals),
         Command::HashObject(args) => hash_object::run(args, globals),
         Command::IndexPack(args) => index_pack::run(args, globals),
         Command::Init(args) => init::run(args, globals),
+        Command::PackRefs(args) => pack_refs::run(args, globals),
         Command::Refs(args) => refs::run(args, globals),
         Command::RevParse(args) => rev_parse::run(args, globals),
         Command::ShowRef(args) => show_ref::run(args, globals),

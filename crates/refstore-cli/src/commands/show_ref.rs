@@ -26,6 +26,10 @@ pub struct Args {
     /// exit 0 if it does, 2 if it is missing, 1 on any other error.
     #[arg(long)]
     exists: bool,
+    /// Also show the object each annotated tag finally points at, as
+    /// `<name>^{}`.
+    #[arg(short = 'd', long)]
+    dereference: bool,
     /// Print only the object ids.
     #[arg(short = 's', long)]
     hash: bool,
@@ -49,6 +53,10 @@ pub fn run(args: Args, globals: &Globals) -> Result<u8, Fatal> {
         return exists(&backend, &args.patterns);
     }
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    let objects = match args.dereference && !args.quiet {
+        true => Some(super::objects::open(&repo)?),
+        false => None,
+    };
     let mut print = |id: &ObjectId, name: &[u8]| {
         if args.quiet {
             return;
@@ -59,6 +67,12 @@ pub fn run(args: Args, globals: &Globals) -> Result<u8, Fatal> {
             line.extend_from_slice(name);
         }
         line.push(b'\n');
+        if let Some(peeled) = objects.as_ref().and_then(|o| o.peel(id).ok().flatten()) {
+            line.extend_from_slice(peeled.to_hex().as_bytes());
+            line.push(b' ');
+            line.extend_from_slice(name);
+            line.extend_from_slice(b"^{}\n");
+        }
         let _ = out.write_all(&line);
     };
 

@@ -1,8 +1,9 @@
 //! Running `refstore` and `git` side by side in isolated environments.
 #![allow(dead_code)]
 
+use std::io::Write;
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::{Command, Output, Stdio};
 
 /// An environment free of the developer's configuration: HOME is `home`,
 /// no system config, fixed identities.
@@ -35,6 +36,20 @@ pub fn git(home: &Path, cwd: &Path, args: &[&str]) -> Output {
         .current_dir(cwd)
         .output()
         .expect("cannot run git: install git (scripts/install-deps does)")
+}
+
+/// Runs `cmd` (already isolated) with `input` on its standard input. A
+/// program that stops reading early (as git does at a bad command) may close
+/// the pipe first; that is not an error here.
+pub fn run_with_input(cmd: &mut Command, input: &[u8]) -> Output {
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let _ = child.stdin.take().unwrap().write_all(input);
+    child.wait_with_output().unwrap()
 }
 
 pub fn stdout(o: &Output) -> String {

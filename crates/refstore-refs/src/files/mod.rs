@@ -6,6 +6,7 @@
 //! shadows a packed ref of the same name.
 
 pub mod loose;
+pub mod pack;
 pub mod packed;
 pub mod reflog;
 pub mod transaction;

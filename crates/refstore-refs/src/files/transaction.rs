@@ -54,6 +54,9 @@ pub enum CommitError {
     Rejected(Rejected),
     /// Reading the current refs failed.
     Read(ReadError),
+    /// A lock another writer holds did not come free in time (the message
+    /// says which and what to do).
+    Locked(String),
     /// Writing failed; nothing was committed if this happened before the
     /// first rename, and every ref is old or new otherwise.
     Fs(refstore_fs::Error),
@@ -63,6 +66,7 @@ impl std::fmt::Display for CommitError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             CommitError::Rejected(r) => write!(f, "{r}"),
+            CommitError::Locked(message) => write!(f, "{message}"),
             CommitError::Read(e) => write!(f, "{e}"),
             CommitError::Fs(e) => write!(f, "{e}"),
         }
@@ -699,7 +703,7 @@ impl FilesBackend {
 
     /// Removes `dir` and its parents while they are empty, stopping at the
     /// top directories (`refs/`, `logs/refs/` and the namespaces in them).
-    fn remove_empty_dirs(&self, dir: &Path, batch: &mut FlushBatch) {
+    pub(super) fn remove_empty_dirs(&self, dir: &Path, batch: &mut FlushBatch) {
         let stops = [
             self.common_dir.join("refs"),
             self.common_dir.join("refs/heads"),

@@ -7,6 +7,11 @@
 //! create SP <ref> SP <new> LF                create SP <ref> NUL <new> NUL
 //! delete SP <ref> [SP <old>] LF              delete SP <ref> NUL [<old>] NUL
 //! verify SP <ref> [SP <old>] LF              verify SP <ref> NUL [<old>] NUL
+//! symref-update SP <ref> SP <target> [SP (ref|oid) SP <old>] LF
+//!                                            symref-update SP <ref> NUL <target> NUL [ref|oid] NUL [<old>] NUL
+//! symref-create SP <ref> SP <target> LF      symref-create SP <ref> NUL <target> NUL
+//! symref-delete SP <ref> [SP <old-target>] LF   symref-delete SP <ref> NUL [<old-target>] NUL
+//! symref-verify SP <ref> [SP <old-target>] LF   symref-verify SP <ref> NUL [<old-target>] NUL
 //! option SP no-deref LF                      option SP no-deref NUL
 //! start LF / prepare LF / commit LF / abort LF    start NUL / ...
 //! ```
@@ -101,6 +106,8 @@ impl<R: BufRead, F: Fn(&str) -> Option<ObjectId>> Parser<R, F> {
         let wanted = match word {
             b"update" => 3,
             b"create" | b"delete" | b"verify" => 2,
+            b"symref-update" => 4,
+            b"symref-create" | b"symref-delete" | b"symref-verify" => 2,
             b"option" => {
                 if rest == b"no-deref" {
                     self.no_deref_next = true;
@@ -154,6 +161,9 @@ impl<R: BufRead, F: Fn(&str) -> Option<ObjectId>> Parser<R, F> {
             let text = String::from_utf8_lossy(arg);
             value(&text).ok_or_else(|| format!("{label}: invalid <{what}>: {text}"))
         };
+        if word.starts_with(b"symref-") {
+            return symref_update(word, &label, name, &args, wanted, &|t: &str| value(t));
+        }
         let new_arg = args.get(1).copied().filter(|a| !a.is_empty());
         let old_index = if word == b"update" { 2 } else { 1 };
         let old_arg = args.get(old_index).copied().filter(|a| !a.is_empty());
@@ -223,6 +233,88 @@ impl<R: BufRead, F: Fn(&str) -> Option<ObjectId>> Parser<R, F> {
         };
         Ok(update)
     }
+}
+
+/// The `symref-*` commands: symbolic refs set, created, deleted or
+/// verified by target, always without following the ref itself.
+///
+/// ```text
+/// symref-update SP <ref> SP <new-target> [SP (ref SP <old-target> | oid SP <old-oid>)]
+/// symref-create SP <ref> SP <new-target>
+/// symref-delete SP <ref> [SP <old-target>]
+/// symref-verify SP <ref> [SP <old-target>]
+/// ```
+fn symref_update(
+    word: &[u8],
+    label: &str,
+    name: RefName,
+    args: &[&[u8]],
+    wanted: usize,
+    value: &dyn Fn(&str) -> Option<ObjectId>,
+) -> Result<Update, String> {
+    let arg = |i: usize| args.get(i).copied().filter(|a| !a.is_empty());
+    if let Some(extra) = args.get(wanted) {
+        return Err(format!(
+            "{label}: extra input: {}",
+            String::from_utf8_lossy(extra)
+        ));
+    }
+    let target = |arg: &[u8], what: &str| -> Result<Target, String> {
+        RefName::new(arg)
+            .map(Target::Symbolic)
+            .map_err(|_| format!("{label}: invalid {what}: {}", String::from_utf8_lossy(arg)))
+    };
+    let (change, expected) = match word {
+        b"symref-update" => {
+            let new = arg(1).ok_or_else(|| format!("{label}: missing <new-target>"))?;
+            let expected = match arg(2) {
+                None => Expected::Any,
+                Some(kind) => {
+                    let old = arg(3).ok_or_else(|| format!("{label}: expected old value"))?;
+                    match kind {
+                        b"ref" => Expected::Value(target(old, "ref")?),
+                        b"oid" => {
+                            let text = String::from_utf8_lossy(old);
+                            let id = value(&text)
+                                .ok_or_else(|| format!("{label}: invalid oid: {text}"))?;
+                            Expected::object(id)
+                        }
+                        other => {
+                            return Err(format!(
+                                "{label}: invalid arg '{}' for old value",
+                                String::from_utf8_lossy(other)
+                            ))
+                        }
+                    }
+                }
+            };
+            (Change::Set(target(new, "<new-target>")?), expected)
+        }
+        b"symref-create" => {
+            let new = arg(1).ok_or_else(|| format!("{label}: missing <new-target>"))?;
+            (Change::Set(target(new, "<new-target>")?), Expected::Absent)
+        }
+        b"symref-delete" => {
+            let expected = match arg(1) {
+                Some(old) => Expected::Value(target(old, "<old-target>")?),
+                None => Expected::Any,
+            };
+            (Change::Delete, expected)
+        }
+        _ => {
+            let expected = match arg(1) {
+                Some(old) => Expected::Value(target(old, "<old-target>")?),
+                None => Expected::Absent,
+            };
+            (Change::Verify, expected)
+        }
+    };
+    Ok(Update {
+        name,
+        change,
+        expected,
+        no_deref: true,
+    })
 }
 
 #[cfg(test)]

@@ -1,0 +1,290 @@
+//! `refstore for-each-ref`: list refs with a format, filtered by patterns
+//! and by the object they point at, sorted, and counted.
+
+mod format;
+
+use crate::context::{Fatal, Globals};
+use format::{Atom, Fields, Objects, Piece};
+use refstore_refs::value::Target;
+use refstore_refs::{ObjectId, RefName};
+use std::cmp::Ordering;
+use std::collections::HashSet;
+use std::io::Write;
+
+use super::update_ref::{files_backend, parse_value};
+
+/// Arguments of `for-each-ref`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The format of each line (default `%(objectname) %(objecttype)\t%(refname)`).
+    #[arg(long, value_name = "format")]
+    format: Option<String>,
+    /// Sort by this field; `-` in front reverses. The last key given sorts first.
+    #[arg(long, value_name = "key")]
+    sort: Vec<String>,
+    /// Show at most this many refs.
+    #[arg(long, value_name = "n")]
+    count: Option<String>,
+    /// Show only refs pointing at this object, directly or through an
+    /// annotated tag.
+    #[arg(long, value_name = "object")]
+    points_at: Option<String>,
+    /// Patterns: a ref matches a pattern that is its name, a leading part of
+    /// it up to a `/`, or a glob (`*` does not cross `/`).
+    patterns: Vec<String>,
+}
+
+/// One ref to show.
+struct Entry {
+    name: RefName,
+    id: ObjectId,
+    symref: Option<RefName>,
+}
+
+/// A sort key: the field and its direction.
+struct SortKey {
+    atom: Atom,
+    descending: bool,
+}
+
+fn usage_error(message: &str) -> Result<u8, Fatal> {
+    eprintln!("error: {message}");
+    eprintln!("usage: refstore for-each-ref [<options>] [<pattern>...]");
+    Ok(129)
+}
+
+/// Runs `for-each-ref`.
+pub fn run(args: Args, globals: &Globals) -> Result<u8, Fatal> {
+    let repo = globals.open_repo()?;
+    let backend = files_backend(&repo, globals)?;
+    let format_text = args
+        .format
+        .as_deref()
+        .unwrap_or("%(objectname) %(objecttype)\t%(refname)");
+    let pieces = match format::parse(format_text) {
+        Ok(pieces) => pieces,
+        Err(e) if e.usage => return usage_error(&e.message),
+        Err(e) => return Err(Fatal::new(e.message)),
+    };
+    let mut keys = Vec::new();
+    for key in args.sort.iter().rev() {
+        let (descending, field) = match key.strip_prefix('-') {
+            Some(field) => (true, field),
+            None => (false, key.as_str()),
+        };
+        let atom = format::parse_atom(field).map_err(|e| Fatal::new(e.message))?;
+        keys.push(SortKey { atom, descending });
+    }
+    let count = match args.count.as_deref().map(str::parse::<usize>) {
+        None => usize::MAX,
+        Some(Ok(n)) if n > 0 => n,
+        Some(Ok(_)) => usize::MAX,
+        Some(Err(_)) => {
+            let given = args.count.as_deref().unwrap_or_default();
+            return usage_error(&format!("invalid --count argument: `{given}'"));
+        }
+    };
+    let points_at = match &args.points_at {
+        None => None,
+        Some(object) => match parse_value(&backend, object) {
+            Some(id) => Some(id),
+            None => return usage_error(&format!("malformed object name '{object}'")),
+        },
+    };
+
+    let objects = RepoObjects {
+        odb: super::objects::open(&repo)?,
+    };
+    let listing = backend
+        .list(&listing_prefix(&args.patterns))
+        .map_err(Fatal::new)?;
+    for broken in &listing.broken {
+        eprintln!("warning: ignoring broken ref {broken}");
+    }
+    let all_names: HashSet<Vec<u8>> = listing
+        .refs
+        .iter()
+        .map(|r| r.name.as_bytes().to_vec())
+        .collect();
+    let mut entries = Vec::new();
+    for r in listing.refs {
+        if !args.patterns.is_empty() && !args.patterns.iter().any(|p| matches(p, &r.name)) {
+            continue;
+        }
+        // A symbolic ref is shown with the object it resolves to; one that
+        // resolves to nothing is skipped, as git does.
+        let (id, symref) = match r.target {
+            Target::Object(id) => (id, None),
+            Target::Symbolic(to) => {
+                match backend.resolve(&r.name).ok().flatten().and_then(|x| x.id) {
+                    Some(id) => (id, Some(to)),
+                    None => continue,
+                }
+            }
+        };
+        if let Some(want) = &points_at {
+            if id != *want && objects.tagged(&id).as_ref() != Some(want) {
+                continue;
+            }
+        }
+        entries.push(Entry {
+            name: r.name,
+            id,
+            symref,
+        });
+    }
+
+    let head = match backend.read(&RefName::new("HEAD").expect("valid")) {
+        Ok(Some(refstore_refs::value::Ref {
+            target: Target::Symbolic(t),
+            ..
+        })) => Some(t),
+        _ => None,
+    };
+    // Other refs in scope decide whether a short name is ambiguous; names
+    // outside the listed prefix are looked up in the store.
+    let shorten = |name: &RefName| {
+        name.shorten_unambiguous(|candidate| {
+            all_names.contains(candidate)
+                || RefName::new(candidate)
+                    .ok()
+                    .is_some_and(|n| backend.read(&n).ok().flatten().is_some())
+        })
+    };
+    let render = |atom: &Atom, e: &Entry| {
+        let fields = Fields {
+            name: &e.name,
+            id: &e.id,
+            symref: e.symref.as_ref(),
+            is_head: head.as_ref() == Some(&e.name),
+        };
+        format::render_atom(atom, &fields, &objects, &shorten)
+    };
+
+    if !keys.is_empty() {
+        entries.sort_by(|a, b| {
+            for key in &keys {
+                let order = render(&key.atom, a).cmp(&render(&key.atom, b));
+                let order = if key.descending {
+                    order.reverse()
+                } else {
+                    order
+                };
+                if order != Ordering::Equal {
+                    return order;
+                }
+            }
+            a.name.cmp(&b.name)
+        });
+    }
+
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    for entry in entries.iter().take(count) {
+        let mut line = Vec::new();
+        for piece in &pieces {
+            match piece {
+                Piece::Literal(text) => line.extend_from_slice(text),
+                Piece::Atom(atom) => line.extend(render(atom, entry)),
+            }
+        }
+        line.push(b'\n');
+        out.write_all(&line)
+            .map_err(|e| Fatal::new(format!("cannot write to standard output: {e}")))?;
+    }
+    out.flush()
+        .map_err(|e| Fatal::new(format!("cannot write to standard output: {e}")))?;
+    Ok(0)
+}
+
+/// git's pattern rule: the whole name, a leading part ending at a `/`, or
+/// a glob in which `*` stops at `/`.
+fn matches(pattern: &str, name: &RefName) -> bool {
+    let (p, n) = (pattern.as_bytes(), name.as_bytes());
+    if n.starts_with(p) && (n.len() == p.len() || n[p.len()] == b'/' || p.ends_with(b"/")) {
+        return true;
+    }
+    gix_glob::wildmatch(
+        p.into(),
+        n.into(),
+        gix_glob::wildmatch::Mode::NO_MATCH_SLASH_LITERAL,
+    )
+}
+
+/// The longest directory every pattern stays inside, so only that part of
+/// the store is read.
+fn listing_prefix(patterns: &[String]) -> Vec<u8> {
+    let literal_dir = |p: &str| -> Vec<u8> {
+        let bytes = p.as_bytes();
+        let glob = bytes
+            .iter()
+            .position(|b| matches!(b, b'*' | b'?' | b'[' | b'\\'))
+            .unwrap_or(bytes.len());
+        let dir_end = bytes[..glob]
+            .iter()
+            .rposition(|&b| b == b'/')
+            .map_or(0, |i| i + 1);
+        bytes[..dir_end].to_vec()
+    };
+    let mut dirs = patterns.iter().map(|p| literal_dir(p));
+    let Some(mut prefix) = dirs.next() else {
+        return b"refs/".to_vec();
+    };
+    for dir in dirs {
+        let common = prefix.iter().zip(&dir).take_while(|(a, b)| a == b).count();
+        prefix.truncate(common);
+        let dir_end = prefix.iter().rposition(|&b| b == b'/').map_or(0, |i| i + 1);
+        prefix.truncate(dir_end);
+    }
+    if prefix.starts_with(b"refs/") {
+        prefix
+    } else {
+        b"refs/".to_vec()
+    }
+}
+
+/// Object lookups through the repository's object database.
+struct RepoObjects {
+    odb: refstore_odb::Odb,
+}
+
+impl Objects for RepoObjects {
+    fn kind(&self, id: &ObjectId) -> Option<&'static str> {
+        self.odb.kind(id).ok().flatten().map(|k| k.as_str())
+    }
+
+    fn tagged(&self, id: &ObjectId) -> Option<ObjectId> {
+        self.odb.tagged(id).ok().flatten()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn patterns_match_as_git_does() {
+        let name = RefName::new("refs/heads/a/b").unwrap();
+        assert!(matches("refs/heads", &name));
+        assert!(matches("refs/heads/", &name));
+        assert!(matches("refs/heads/a/b", &name));
+        assert!(!matches("refs/hea", &name));
+        assert!(matches("refs/*/a/*", &name));
+        assert!(!matches("refs/*/b", &name));
+    }
+
+    #[test]
+    fn listing_prefix_is_the_common_directory() {
+        let p = |v: &[&str]| {
+            String::from_utf8(listing_prefix(
+                &v.iter().map(|s| s.to_string()).collect::<Vec<_>>(),
+            ))
+            .unwrap()
+        };
+        assert_eq!(p(&[]), "refs/");
+        assert_eq!(p(&["refs/heads/x"]), "refs/heads/");
+        assert_eq!(p(&["refs/heads/x", "refs/heads/y/z"]), "refs/heads/");
+        assert_eq!(p(&["refs/heads/x", "refs/tags"]), "refs/");
+        assert_eq!(p(&["refs/*/x"]), "refs/");
+        assert_eq!(p(&["x"]), "refs/");
+    }
+}

@@ -1,0 +1,35 @@
+//! `refstore pack-refs`: move loose refs into `packed-refs`.
+
+use super::update_ref::files_backend;
+use crate::context::{Fatal, Globals};
+use refstore_fs::config::Component;
+use refstore_refs::files::pack::PackOptions;
+
+/// Arguments of `pack-refs`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Pack every ref, not only tags and refs already packed.
+    #[arg(long)]
+    all: bool,
+    /// Keep the loose files of the refs that were packed.
+    #[arg(long)]
+    no_prune: bool,
+}
+
+/// Runs `pack-refs`.
+pub fn run(args: Args, globals: &Globals) -> Result<u8, Fatal> {
+    let repo = globals.open_repo()?;
+    let backend = files_backend(&repo, globals)?;
+    let objects = super::objects::open(&repo)?;
+    let options = PackOptions {
+        all: args.all,
+        prune: !args.no_prune,
+        flush: repo.settings.fsync.method_for(Component::Reference),
+        lock_timeout: repo.settings.files_ref_lock_timeout,
+        packed_refs_timeout: repo.settings.packed_refs_timeout,
+    };
+    backend
+        .pack_refs(&options, &|id| objects.peel(id).ok().flatten())
+        .map_err(Fatal::new)?;
+    Ok(0)
+}
