@@ -7,6 +7,7 @@
 #![deny(missing_docs, unsafe_code)]
 
 pub mod availability;
+pub mod backend;
 pub mod files;
 pub mod name;
 pub mod oid;
@@ -14,5 +15,6 @@ pub mod reftable;
 pub mod transaction;
 pub mod value;
 
+pub use backend::Backend;
 pub use name::{InvalidName, RefName};
 pub use oid::{ObjectFormat, ObjectId, ParseOidError};
