@@ -3,3 +3,6 @@
 #![deny(missing_docs, unsafe_code)]
 
 pub mod pkt_line;
+pub mod repository;
+
+pub use repository::Repository;
