@@ -61,6 +61,7 @@
 #![deny(missing_docs, unsafe_code)]
 
 pub mod config;
+pub mod confine;
 pub mod discover;
 pub mod flush;
 pub mod lock;

@@ -1,3 +1,8 @@
 //! Transports for the wire protocol: stdio (for ssh and `file://`) and smart
 //! HTTP, with authentication, path confinement and access logging.
 #![deny(missing_docs, unsafe_code)]
+
+pub mod auth;
+pub mod shutdown;
+
+pub use auth::Credentials;

@@ -1,0 +1,154 @@
+//! Who may push: HTTP basic credentials checked against a credentials file.
+//!
+//! The file holds one `user:secret` line per user, where the secret is
+//! either a bcrypt hash as `htpasswd -B` writes it (`$2y$...`, `$2b$...`,
+//! `$2a$...`) or, for tests and throw-away setups, the password itself.
+//! Blank lines and lines starting with `#` are ignored. Plain passwords are
+//! compared in constant time, so the time a refusal takes does not tell how
+//! much of a guess was right.
+
+use base64::Engine as _;
+use subtle::ConstantTimeEq;
+
+/// One user's stored secret.
+#[derive(Clone)]
+enum Secret {
+    Bcrypt(String),
+    Plain(Vec<u8>),
+}
+
+/// The users allowed to push.
+#[derive(Clone, Default)]
+pub struct Credentials {
+    users: Vec<(String, Secret)>,
+}
+
+impl std::fmt::Debug for Credentials {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never print secrets, not even hashes.
+        let names: Vec<&str> = self.users.iter().map(|(u, _)| u.as_str()).collect();
+        f.debug_struct("Credentials")
+            .field("users", &names)
+            .finish()
+    }
+}
+
+/// A line of a credentials file that cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("line {line}: {reason}")]
+pub struct CredentialsError {
+    /// 1-based line number.
+    pub line: usize,
+    /// What is wrong with it.
+    pub reason: &'static str,
+}
+
+impl Credentials {
+    /// Parses a credentials file.
+    pub fn parse(text: &str) -> Result<Credentials, CredentialsError> {
+        let mut users = Vec::new();
+        for (index, line) in text.lines().enumerate() {
+            let line_no = index + 1;
+            let line = line.trim_end_matches('\r');
+            if line.trim().is_empty() || line.starts_with('#') {
+                continue;
+            }
+            let Some((user, secret)) = line.split_once(':') else {
+                return Err(CredentialsError {
+                    line: line_no,
+                    reason: "expected user:password or user:<bcrypt hash>",
+                });
+            };
+            if user.is_empty() || secret.is_empty() {
+                return Err(CredentialsError {
+                    line: line_no,
+                    reason: "empty user name or secret",
+                });
+            }
+            let secret = if ["$2y$", "$2b$", "$2a$"]
+                .iter()
+                .any(|p| secret.starts_with(p))
+            {
+                Secret::Bcrypt(secret.to_owned())
+            } else if secret.starts_with('$') || secret.starts_with("{SHA}") {
+                return Err(CredentialsError {
+                    line: line_no,
+                    reason: "unsupported hash; use bcrypt (htpasswd -B) or a plain password",
+                });
+            } else {
+                Secret::Plain(secret.as_bytes().to_vec())
+            };
+            users.push((user.to_owned(), secret));
+        }
+        Ok(Credentials { users })
+    }
+
+    /// The number of users.
+    pub fn len(&self) -> usize {
+        self.users.len()
+    }
+
+    /// True if no user may push.
+    pub fn is_empty(&self) -> bool {
+        self.users.is_empty()
+    }
+
+    /// The user an `Authorization` header value authenticates, if any.
+    pub fn check_header(&self, header: &str) -> Option<&str> {
+        let (scheme, encoded) = header.trim().split_once(' ')?;
+        if !scheme.eq_ignore_ascii_case("basic") {
+            return None;
+        }
+        let decoded = base64::engine::general_purpose::STANDARD
+            .decode(encoded.trim())
+            .ok()?;
+        let decoded = String::from_utf8(decoded).ok()?;
+        let (user, password) = decoded.split_once(':')?;
+        self.check(user, password)
+    }
+
+    /// The user's name if `password` is theirs.
+    pub fn check(&self, user: &str, password: &str) -> Option<&str> {
+        let (name, secret) = self.users.iter().find(|(name, _)| name == user)?;
+        let ok = match secret {
+            Secret::Bcrypt(hash) => bcrypt::verify(password, hash).unwrap_or(false),
+            Secret::Plain(stored) => bool::from(stored.as_slice().ct_eq(password.as_bytes())),
+        };
+        ok.then_some(name.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plain_passwords_and_comments() {
+        let c = Credentials::parse("# pushers\nalice:s3cret\n\nbob:pa:ss\n").unwrap();
+        assert_eq!(c.len(), 2);
+        assert_eq!(c.check("alice", "s3cret"), Some("alice"));
+        assert_eq!(c.check("alice", "s3cre"), None);
+        assert_eq!(c.check("alice", "s3cret!"), None);
+        assert_eq!(c.check("bob", "pa:ss"), Some("bob"));
+        assert_eq!(c.check("carol", "s3cret"), None);
+        let header = format!(
+            "Basic {}",
+            base64::engine::general_purpose::STANDARD.encode("alice:s3cret")
+        );
+        assert_eq!(c.check_header(&header), Some("alice"));
+        assert_eq!(c.check_header("Bearer abc"), None);
+        assert_eq!(c.check_header("Basic !!!"), None);
+        assert!(!format!("{c:?}").contains("s3cret"));
+    }
+
+    #[test]
+    fn bad_lines_are_reported_with_their_number() {
+        assert_eq!(
+            Credentials::parse("alice:x\nnocolon\n").unwrap_err().line,
+            2
+        );
+        assert_eq!(Credentials::parse(":x\n").unwrap_err().line, 1);
+        assert!(Credentials::parse("a:{SHA}abc\n").is_err());
+        assert!(Credentials::parse("a:$apr1$xyz\n").is_err());
+    }
+}
