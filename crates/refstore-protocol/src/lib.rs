@@ -4,5 +4,7 @@
 
 pub mod pkt_line;
 pub mod repository;
+pub mod version;
 
 pub use repository::Repository;
+pub use version::ProtocolVersion;
