@@ -4,6 +4,7 @@
 
 pub mod pkt_line;
 pub mod repository;
+pub mod upload_pack;
 pub mod version;
 
 pub use repository::Repository;

@@ -67,7 +67,11 @@ mod tests {
             (Some("version2"), V0),
         ];
         for (value, expected) in cases {
-            assert_eq!(ProtocolVersion::from_git_protocol(*value), *expected, "{value:?}");
+            assert_eq!(
+                ProtocolVersion::from_git_protocol(*value),
+                *expected,
+                "{value:?}"
+            );
         }
     }
 

@@ -13,6 +13,7 @@ mod show_ref;
 mod symbolic_ref;
 mod unpack_objects;
 mod update_ref;
+mod upload_pack;
 
 use crate::context::{Fatal, Globals};
 
@@ -43,6 +44,8 @@ pub enum Command {
     UnpackObjects(unpack_objects::Args),
     /// Update, create, delete or verify refs, alone or in a transaction (like `git update-ref`).
     UpdateRef(update_ref::Args),
+    /// Serve a fetch over standard input and output (like `git upload-pack`).
+    UploadPack(upload_pack::Args),
 }
 
 /// Runs one subcommand and returns its exit code.
@@ -60,5 +63,6 @@ pub fn run(command: Command, globals: &Globals) -> Result<u8, Fatal> {
         Command::SymbolicRef(args) => symbolic_ref::run(args, globals),
         Command::UnpackObjects(args) => unpack_objects::run(args, globals),
         Command::UpdateRef(args) => update_ref::run(args, globals),
+        Command::UploadPack(args) => upload_pack::run(args, globals),
     }
 }

@@ -1,0 +1,196 @@
+//! Object access for negotiation and counting: commits parsed once and
+//! remembered (a negotiation visits the same commits round after round),
+//! trees and tags read on demand.
+//!
+//! It holds its own gix-odb handle on the repository's object directory,
+//! because gix-pack's pack writer needs one that it can clone into its
+//! pipeline; [`Graph::handle`] hands it out.
+
+use super::UploadPackError;
+use gix_hash::ObjectId;
+use gix_object::Find;
+use std::collections::HashMap;
+use std::rc::Rc;
+
+/// What negotiation and counting need of a commit.
+#[derive(Debug)]
+pub(crate) struct Commit {
+    /// Its root tree.
+    pub tree: ObjectId,
+    /// Its parents, in order.
+    pub parents: Vec<ObjectId>,
+    /// Its committer time, seconds since the epoch: walks visit newer
+    /// commits first.
+    pub time: i64,
+}
+
+/// The repository's objects, seen as a graph.
+pub(crate) struct Graph {
+    handle: gix_odb::HandleArc,
+    hash: gix_hash::Kind,
+    commits: HashMap<ObjectId, Rc<Commit>>,
+    buf: Vec<u8>,
+}
+
+impl Graph {
+    /// Opens the object database at `objects_dir`.
+    pub fn open(
+        objects_dir: &std::path::Path,
+        format: refstore_refs::ObjectFormat,
+    ) -> Result<Graph, UploadPackError> {
+        let hash = hash_kind(format);
+        let store = gix_odb::Store::at_opts(
+            objects_dir.to_owned(),
+            hash,
+            &mut std::iter::empty(),
+            gix_odb::store::init::Options::default(),
+        )
+        .map_err(|e| {
+            UploadPackError::objects(
+                &format!("cannot open the object database {}", objects_dir.display()),
+                e,
+            )
+        })?;
+        Ok(Graph {
+            handle: std::sync::Arc::new(store).to_cache_arc(),
+            hash,
+            commits: HashMap::new(),
+            buf: Vec::new(),
+        })
+    }
+
+    /// The object format's gix name.
+    pub fn hash_kind(&self) -> gix_hash::Kind {
+        self.hash
+    }
+
+    /// A handle on the object database for gix-pack.
+    pub fn handle(&self) -> gix_odb::HandleArc {
+        self.handle.clone()
+    }
+
+    /// The kind of `id`, or `None` if it is missing.
+    pub fn kind(&mut self, id: &ObjectId) -> Result<Option<gix_object::Kind>, UploadPackError> {
+        if self.commits.contains_key(id) {
+            return Ok(Some(gix_object::Kind::Commit));
+        }
+        Ok(self.read(id)?.map(|(kind, _)| kind))
+    }
+
+    /// The object's kind and content, or `None` if it is missing. The
+    /// content is valid until the next read.
+    pub fn read(
+        &mut self,
+        id: &ObjectId,
+    ) -> Result<Option<(gix_object::Kind, &[u8])>, UploadPackError> {
+        let found = self
+            .handle
+            .try_find(id, &mut self.buf)
+            .map_err(|e| UploadPackError::objects(&format!("cannot read object {id}"), e))?;
+        Ok(found.map(|data| (data.kind, data.data)))
+    }
+
+    /// The commit `id`, or `None` if it is missing or not a commit.
+    pub fn commit(&mut self, id: &ObjectId) -> Result<Option<Rc<Commit>>, UploadPackError> {
+        if let Some(commit) = self.commits.get(id) {
+            return Ok(Some(commit.clone()));
+        }
+        let hash = self.hash;
+        let Some((gix_object::Kind::Commit, data)) = self.read(id)? else {
+            return Ok(None);
+        };
+        let corrupt = |e| UploadPackError::objects(&format!("corrupt commit {id}"), e);
+        let tree = gix_object::CommitRefIter::from_bytes(data, hash)
+            .tree_id()
+            .map_err(corrupt)?;
+        let parents = gix_object::CommitRefIter::from_bytes(data, hash)
+            .parent_ids()
+            .collect();
+        let time = gix_object::CommitRefIter::from_bytes(data, hash)
+            .committer()
+            .map(|signature| signature.seconds())
+            .map_err(corrupt)?;
+        let commit = Rc::new(Commit {
+            tree,
+            parents,
+            time,
+        });
+        self.commits.insert(*id, commit.clone());
+        Ok(Some(commit))
+    }
+
+    /// The object an annotated tag points at, or `None` if `id` is not a
+    /// tag.
+    pub fn tag_target(&mut self, id: &ObjectId) -> Result<Option<ObjectId>, UploadPackError> {
+        let hash = self.hash;
+        let Some((gix_object::Kind::Tag, data)) = self.read(id)? else {
+            return Ok(None);
+        };
+        gix_object::TagRefIter::from_bytes(data, hash)
+            .target_id()
+            .map(Some)
+            .map_err(|e| UploadPackError::objects(&format!("corrupt tag {id}"), e))
+    }
+
+    /// Follows tags from `id` to the first object that is not a tag; the
+    /// tags passed on the way are given to `visit_tag`. `None` if the chain
+    /// ends at a missing object.
+    pub fn peel(
+        &mut self,
+        id: &ObjectId,
+        mut visit_tag: impl FnMut(ObjectId),
+    ) -> Result<Option<(ObjectId, gix_object::Kind)>, UploadPackError> {
+        let mut current = *id;
+        // A tag's id hashes its content, which names its target: chains
+        // cannot loop, so this ends.
+        loop {
+            match self.kind(&current)? {
+                None => return Ok(None),
+                Some(gix_object::Kind::Tag) => {
+                    visit_tag(current);
+                    match self.tag_target(&current)? {
+                        Some(target) => current = target,
+                        None => return Ok(None),
+                    }
+                }
+                Some(kind) => return Ok(Some((current, kind))),
+            }
+        }
+    }
+
+    /// The entries of tree `id` that are trees or blobs (submodule commits
+    /// belong to other repositories), as `(id, is_tree)`.
+    pub fn tree_entries(
+        &mut self,
+        id: &ObjectId,
+    ) -> Result<Vec<(ObjectId, bool)>, UploadPackError> {
+        let hash = self.hash;
+        let Some((gix_object::Kind::Tree, data)) = self.read(id)? else {
+            return Err(UploadPackError::Objects(format!(
+                "missing tree {id}: the repository is incomplete"
+            )));
+        };
+        let mut entries = Vec::new();
+        for entry in gix_object::TreeRefIter::from_bytes(data, hash) {
+            let entry =
+                entry.map_err(|e| UploadPackError::objects(&format!("corrupt tree {id}"), e))?;
+            if !entry.mode.is_commit() {
+                entries.push((entry.oid.to_owned(), entry.mode.is_tree()));
+            }
+        }
+        Ok(entries)
+    }
+}
+
+/// gix's name for an object format.
+pub(crate) fn hash_kind(format: refstore_refs::ObjectFormat) -> gix_hash::Kind {
+    match format {
+        refstore_refs::ObjectFormat::Sha1 => gix_hash::Kind::Sha1,
+        refstore_refs::ObjectFormat::Sha256 => gix_hash::Kind::Sha256,
+    }
+}
+
+/// An id in gix's type.
+pub(crate) fn to_gix(id: &refstore_refs::ObjectId) -> ObjectId {
+    ObjectId::from_bytes_or_panic(id.as_bytes())
+}

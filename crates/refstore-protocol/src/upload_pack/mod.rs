@@ -1,0 +1,121 @@
+//! upload-pack, the serving side of `git fetch`, `git clone` and
+//! `git ls-remote`, for any transport that gives it the client's bytes and
+//! a place for its answer.
+//!
+//! - Protocol v0 and v1: the ref advertisement ([`advertisement`]), then
+//!   the client's wants and capabilities, a negotiation of `have` lines
+//!   (`multi_ack`, `multi_ack_detailed` or neither) and a pack.
+//! - Protocol v2: a capability advertisement, then `ls-refs` and `fetch`
+//!   commands ([`v2`]).
+//!
+//! The pack holds what is reachable from the wants and not from the
+//! commits both sides have ([`walk`]), written by gitoxide's pack-output
+//! pipeline ([`pack_output`]) inside side-band packets.
+//!
+//! [`Options`] carries git's `--stateless-rpc` and `--advertise-refs`: over
+//! HTTP one request is answered per call, and the advertisement is its own
+//! call. Not supported: shallow clones (the `shallow` and `deepen`
+//! capabilities are not offered), partial clones (`filter`), hidden refs and
+//! namespaces.
+//!
+//! A client's invalid request gets an `ERR` packet (or a band-3 message
+//! once the pack has started) in git's wording, and the call returns the
+//! error for the transport to log and exit non-zero.
+
+mod advertisement;
+mod error;
+mod graph;
+mod negotiation;
+mod pack_output;
+mod refs;
+mod request;
+mod v0;
+mod v2;
+mod walk;
+mod wants;
+
+pub use error::UploadPackError;
+
+use crate::pkt_line::{Dialect, PacketReader, PacketWriter};
+use crate::{ProtocolVersion, Repository};
+use std::io::{BufReader, Read, Write};
+
+/// How a transport runs upload-pack.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Options {
+    /// Answer one request and return, as over HTTP: no advertisement first
+    /// (git's `--stateless-rpc`).
+    pub stateless_rpc: bool,
+    /// Only write the advertisement (git's `--advertise-refs`).
+    pub advertise_refs: bool,
+    /// The protocol version the client asked for.
+    pub version: ProtocolVersion,
+}
+
+/// Serves one fetch (or one request of it, with `stateless_rpc`) of `repo`,
+/// reading the client's packets from `input` and writing the answer to
+/// `output`.
+pub fn upload_pack(
+    repo: &Repository,
+    options: &Options,
+    input: &mut dyn Read,
+    output: &mut dyn Write,
+) -> Result<(), UploadPackError> {
+    let dialect = match options.version {
+        ProtocolVersion::V2 => Dialect::V2,
+        ProtocolVersion::V0 | ProtocolVersion::V1 => Dialect::V0,
+    };
+    let input: Box<dyn Read + '_> = Box::new(input);
+    let output: Box<dyn Write + '_> = Box::new(output);
+    let mut session = Session {
+        repo,
+        options: *options,
+        input: PacketReader::new(BufReader::new(input), dialect).fail_on_err_packets(false),
+        output: Some(PacketWriter::new(output)),
+        pack_started: false,
+    };
+    let result = match options.version {
+        ProtocolVersion::V2 => v2::serve(&mut session),
+        ProtocolVersion::V0 | ProtocolVersion::V1 => v0::serve(&mut session),
+    };
+    if let Err(err) = &result {
+        session.report(err);
+    }
+    result
+}
+
+/// One connection's state, shared by the protocol versions.
+pub(crate) struct Session<'a> {
+    repo: &'a Repository,
+    options: Options,
+    input: PacketReader<BufReader<Box<dyn Read + 'a>>>,
+    /// Taken when a raw pack (no side-band) ends the connection.
+    output: Option<PacketWriter<Box<dyn Write + 'a>>>,
+    /// Once pack data flows, errors go on band 3, not in `ERR` packets.
+    pack_started: bool,
+}
+
+impl<'a> Session<'a> {
+    /// The packet writer.
+    fn out(&mut self) -> &mut PacketWriter<Box<dyn Write + 'a>> {
+        self.output
+            .as_mut()
+            .expect("the output is taken only by the last write of a session")
+    }
+
+    /// Tells the client why its request failed, when it can still hear it.
+    fn report(&mut self, err: &UploadPackError) {
+        let tell_client = matches!(
+            err,
+            UploadPackError::Request(_) | UploadPackError::Refs(_) | UploadPackError::Objects(_)
+        ) || matches!(err, UploadPackError::Packet(e) if !matches!(e, crate::pkt_line::Error::Io(_)));
+        if !tell_client || self.pack_started {
+            return;
+        }
+        if let Some(out) = self.output.as_mut() {
+            // The connection may be gone; the error is returned either way.
+            let _ = out.write_text(&format!("ERR {}", err.client_message()));
+            let _ = out.write_flush();
+        }
+    }
+}

@@ -1,0 +1,154 @@
+//! The refs a fetch offers: `HEAD` and every ref below `refs/`, symbolic
+//! refs resolved to the object they end at, annotated tags with their
+//! peeled values. One snapshot serves the advertisement and the checks of
+//! the client's wants, so both see the same refs.
+
+use super::UploadPackError;
+use refstore_odb::{ObjectKind, Odb};
+use refstore_refs::value::Target;
+use refstore_refs::{Backend, ObjectId, RefName};
+use std::collections::HashMap;
+
+/// One ref as a client sees it.
+#[derive(Debug, Clone)]
+pub(crate) struct OfferedRef {
+    /// Its full name.
+    pub name: RefName,
+    /// The object it ends at (through symbolic refs).
+    pub id: ObjectId,
+    /// For an annotated tag, the first object that is not a tag.
+    pub peeled: Option<ObjectId>,
+    /// For a symbolic ref, the name it resolves to.
+    pub symref_target: Option<RefName>,
+}
+
+/// What `HEAD` is.
+#[derive(Debug, Clone)]
+pub(crate) enum Head {
+    /// `HEAD` names an existing ref or an object: it is offered.
+    Present(OfferedRef),
+    /// `HEAD` names a branch that does not exist yet (a new repository).
+    Unborn(RefName),
+    /// No usable `HEAD`.
+    Missing,
+}
+
+/// The refs of a repository at one moment.
+#[derive(Debug)]
+pub(crate) struct RefSnapshot {
+    /// `HEAD`.
+    pub head: Head,
+    /// The refs below `refs/`, sorted by name.
+    pub refs: Vec<OfferedRef>,
+}
+
+impl RefSnapshot {
+    /// Reads the refs of `backend`, peeling tags through `objects`.
+    pub fn read(backend: &dyn Backend, objects: &Odb) -> Result<RefSnapshot, UploadPackError> {
+        let mut peeler = Peeler::new(objects);
+        let head = read_head(backend, &mut peeler)?;
+        let listing = backend.list(b"refs/")?;
+        let mut refs = Vec::with_capacity(listing.refs.len());
+        for stored in listing.refs {
+            let (id, symref_target) = match stored.target {
+                Target::Object(id) => (id, None),
+                Target::Symbolic(_) => match backend.resolve(&stored.name)? {
+                    Some(resolved) => match resolved.id {
+                        Some(id) => (id, Some(resolved.name)),
+                        // A symbolic ref to a missing ref offers nothing.
+                        None => continue,
+                    },
+                    None => continue,
+                },
+            };
+            let peeled = match (stored.peeled, &symref_target) {
+                (Some(peeled), None) => Some(peeled),
+                _ => peeler.peel(&id)?,
+            };
+            refs.push(OfferedRef {
+                name: stored.name,
+                id,
+                peeled,
+                symref_target,
+            });
+        }
+        Ok(RefSnapshot { head, refs })
+    }
+
+    /// `HEAD` (when present) followed by the refs: the order git advertises.
+    pub fn offered(&self) -> impl Iterator<Item = &OfferedRef> {
+        let head = match &self.head {
+            Head::Present(head) => Some(head),
+            Head::Unborn(_) | Head::Missing => None,
+        };
+        head.into_iter().chain(&self.refs)
+    }
+
+    /// The branch `HEAD` points at, existing or unborn.
+    pub fn head_target(&self) -> Option<&RefName> {
+        match &self.head {
+            Head::Present(head) => head.symref_target.as_ref(),
+            Head::Unborn(target) => Some(target),
+            Head::Missing => None,
+        }
+    }
+}
+
+fn read_head(backend: &dyn Backend, peeler: &mut Peeler<'_>) -> Result<Head, UploadPackError> {
+    let name = RefName::from_trusted(&b"HEAD"[..]);
+    let Some(stored) = backend.read(&name)? else {
+        return Ok(Head::Missing);
+    };
+    let (id, symref_target) = match stored.target {
+        Target::Object(id) => (id, None),
+        Target::Symbolic(_) => match backend.resolve(&name)? {
+            Some(resolved) => match resolved.id {
+                Some(id) => (id, Some(resolved.name)),
+                None => return Ok(Head::Unborn(resolved.name)),
+            },
+            None => return Ok(Head::Missing),
+        },
+    };
+    let peeled = peeler.peel(&id)?;
+    Ok(Head::Present(OfferedRef {
+        name,
+        id,
+        peeled,
+        symref_target,
+    }))
+}
+
+/// Peels ids, remembering each answer: many refs often share a few
+/// objects, and a kind lookup costs an object read.
+struct Peeler<'a> {
+    objects: &'a Odb,
+    known: HashMap<ObjectId, Option<ObjectId>>,
+}
+
+impl<'a> Peeler<'a> {
+    fn new(objects: &'a Odb) -> Self {
+        Peeler {
+            objects,
+            known: HashMap::new(),
+        }
+    }
+
+    /// The peeled value of `id` if it is an annotated tag. A missing
+    /// object or a tag whose target is missing has none, as in git's
+    /// advertisement.
+    fn peel(&mut self, id: &ObjectId) -> Result<Option<ObjectId>, UploadPackError> {
+        if let Some(known) = self.known.get(id) {
+            return Ok(*known);
+        }
+        let kind = self
+            .objects
+            .kind(id)
+            .map_err(|e| UploadPackError::objects("cannot read an object a ref names", e))?;
+        let peeled = match kind {
+            Some(ObjectKind::Tag) => self.objects.peel(id).ok().flatten(),
+            _ => None,
+        };
+        self.known.insert(*id, peeled);
+        Ok(peeled)
+    }
+}

@@ -1,0 +1,202 @@
+//! Protocol v0 and v1: advertisement, wants, the `have` negotiation with
+//! its three acknowledgement modes, and the pack.
+//!
+//! Over HTTP (`stateless_rpc`) every round is its own request: the client
+//! repeats its wants and the haves found common so far, and the server
+//! answers one batch, then returns; the last request ends with `done`.
+
+use super::graph::{to_gix, Graph};
+use super::negotiation::{Have, Negotiation};
+use super::pack_output::{self, PackRequest};
+use super::refs::RefSnapshot;
+use super::request::{parse_id, ClientOptions, MultiAck};
+use super::{advertisement, walk, wants, Session, UploadPackError};
+use crate::pkt_line::Packet;
+use crate::ProtocolVersion;
+use gix_hash::ObjectId;
+use std::io::Write;
+
+/// Serves a v0/v1 connection (or one stateless request).
+pub(super) fn serve(session: &mut Session<'_>) -> Result<(), UploadPackError> {
+    let repo = session.repo;
+    let format = repo.object_format();
+    let snapshot = RefSnapshot::read(repo.refs.as_ref(), &repo.objects)?;
+    if !session.options.stateless_rpc || session.options.advertise_refs {
+        let version_line = session.options.version == ProtocolVersion::V1;
+        advertisement::write(session.out(), &snapshot, format, version_line)?;
+    }
+    if session.options.advertise_refs {
+        return Ok(());
+    }
+    let Some((wants, client)) = read_wants(session)? else {
+        // `git ls-remote` reads the advertisement and leaves.
+        return Ok(());
+    };
+    let mut graph = Graph::open(repo.objects.objects_dir(), format)?;
+    wants::check(&mut graph, &snapshot, &wants)?;
+    let mut negotiation = Negotiation::new(&mut graph, &wants)?;
+    if !negotiate(session, &mut graph, &mut negotiation, client.multi_ack)? {
+        return Ok(());
+    }
+    let tags = if client.include_tag {
+        annotated_tags(&snapshot)
+    } else {
+        Vec::new()
+    };
+    let contents = walk::pack_contents(&mut graph, &wants, negotiation.common(), &tags)?;
+    let request = PackRequest {
+        progress: !client.no_progress,
+        thin: client.thin_pack,
+    };
+    session.pack_started = true;
+    match client.sideband {
+        Some(mode) => {
+            pack_output::send_pack(&graph, contents.ids, request, mode, session.out())?;
+        }
+        None => {
+            let packets = session.output.take().expect("the output is still there");
+            let mut out = packets.into_inner()?;
+            pack_output::send_raw_pack(&graph, contents.ids, request, &mut out)?;
+            out.flush().map_err(|e| UploadPackError::Packet(e.into()))?;
+        }
+    }
+    Ok(())
+}
+
+/// The ids of the annotated tags among the refs, for `include-tag`.
+pub(super) fn annotated_tags(snapshot: &RefSnapshot) -> Vec<ObjectId> {
+    snapshot
+        .refs
+        .iter()
+        .filter(|r| r.peeled.is_some() && r.name.as_bytes().starts_with(b"refs/tags/"))
+        .map(|r| to_gix(&r.id))
+        .collect()
+}
+
+/// Reads the `want` lines up to their flush-pkt; `None` when the client
+/// wants nothing (it hung up or sent a flush-pkt at once).
+fn read_wants(
+    session: &mut Session<'_>,
+) -> Result<Option<(Vec<ObjectId>, ClientOptions)>, UploadPackError> {
+    let format = session.repo.object_format();
+    let mut wants = Vec::new();
+    let mut client = ClientOptions::default();
+    loop {
+        let line = match session.input.read_text()? {
+            None if wants.is_empty() => return Ok(None),
+            None => {
+                return Err(UploadPackError::request(
+                    "upload-pack: the client hung up before ending its wants with a flush-pkt",
+                ))
+            }
+            Some(Packet::Data(line)) => line,
+            Some(_) => break,
+        };
+        if let Some(rest) = line.strip_prefix(b"want ") {
+            let (id, capabilities) = parse_id(line, rest, format)?;
+            for word in capabilities.split(|&b| b == b' ').filter(|w| !w.is_empty()) {
+                client.apply_v0(word, format)?;
+            }
+            wants.push(to_gix(&id));
+        } else if line.starts_with(b"shallow ") || line.starts_with(b"deepen") {
+            return Err(UploadPackError::request(
+                "upload-pack: this server does not serve shallow clones; fetch the whole history",
+            ));
+        } else {
+            return Err(UploadPackError::request(format!(
+                "upload-pack: protocol error, expected to get object ID, not '{}'",
+                String::from_utf8_lossy(line)
+            )));
+        }
+    }
+    Ok((!wants.is_empty()).then_some((wants, client)))
+}
+
+/// Answers `have` batches until `done` (true: send the pack) or, stateless,
+/// until the end of this request's batch (false).
+fn negotiate(
+    session: &mut Session<'_>,
+    graph: &mut Graph,
+    negotiation: &mut Negotiation,
+    multi_ack: MultiAck,
+) -> Result<bool, UploadPackError> {
+    let format = session.repo.object_format();
+    let mut got_common = false;
+    let mut got_other = false;
+    let mut last_common: Option<ObjectId> = None;
+    loop {
+        let line = match session.input.read_text()? {
+            None => {
+                return Err(UploadPackError::request(
+                    "upload-pack: the client hung up during the negotiation",
+                ))
+            }
+            Some(Packet::Flush) => {
+                if let (MultiAck::Detailed, true, false, Some(last)) =
+                    (multi_ack, got_common, got_other, last_common)
+                {
+                    if negotiation.ready(graph)? {
+                        writeln!(session.out(), "ACK {last} ready")?;
+                    }
+                }
+                if !negotiation.has_common() || multi_ack != MultiAck::None {
+                    session.out().write_text("NAK")?;
+                }
+                session.out().flush_buffered()?;
+                if session.options.stateless_rpc {
+                    return Ok(false);
+                }
+                got_common = false;
+                got_other = false;
+                continue;
+            }
+            Some(Packet::Data(line)) => line.to_vec(),
+            Some(_) => {
+                return Err(UploadPackError::request(
+                    "upload-pack: protocol error, unexpected special packet",
+                ))
+            }
+        };
+        if let Some(rest) = line.strip_prefix(b"have ") {
+            let (id, _) = parse_id(&line, rest, format)?;
+            let id = to_gix(&id);
+            match negotiation.have(graph, id)? {
+                Have::Unknown => {
+                    got_other = true;
+                    if multi_ack != MultiAck::None && negotiation.ready(graph)? {
+                        let word = match multi_ack {
+                            MultiAck::Detailed => "ready",
+                            _ => "continue",
+                        };
+                        writeln!(session.out(), "ACK {id} {word}")?;
+                    }
+                }
+                Have::Common => {
+                    got_common = true;
+                    last_common = Some(id);
+                    match multi_ack {
+                        MultiAck::Detailed => writeln!(session.out(), "ACK {id} common")?,
+                        MultiAck::Continue => writeln!(session.out(), "ACK {id} continue")?,
+                        MultiAck::None if negotiation.common().len() == 1 => {
+                            writeln!(session.out(), "ACK {id}")?
+                        }
+                        MultiAck::None => {}
+                    }
+                }
+            }
+        } else if line == b"done" {
+            match last_common.or_else(|| negotiation.common().last().copied()) {
+                Some(last) if multi_ack != MultiAck::None => writeln!(session.out(), "ACK {last}")?,
+                Some(_) => {}
+                None => session.out().write_text("NAK")?,
+            }
+            session.out().flush_buffered()?;
+            return Ok(true);
+        } else {
+            return Err(UploadPackError::request(format!(
+                "upload-pack: protocol error, expected to get a have line or done, not '{}'",
+                String::from_utf8_lossy(&line)
+            )));
+        }
+    }
+}

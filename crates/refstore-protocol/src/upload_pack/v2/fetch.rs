@@ -1,0 +1,109 @@
+//! The v2 `fetch` command: wants and haves in one request; the answer is
+//! either the acknowledgments (the client sends more haves next time) or,
+//! once ready or told `done`, the pack in side-band-64k packets.
+
+use super::super::graph::{to_gix, Graph};
+use super::super::negotiation::Negotiation;
+use super::super::pack_output::{self, PackRequest};
+use super::super::refs::RefSnapshot;
+use super::super::request::{parse_id, ClientOptions};
+use super::super::{v0, walk, wants, Session, UploadPackError};
+use super::unexpected;
+use crate::pkt_line::sideband::SidebandMode;
+
+/// Answers one `fetch` request.
+pub(super) fn serve(
+    session: &mut Session<'_>,
+    arguments: &[Vec<u8>],
+) -> Result<(), UploadPackError> {
+    let repo = session.repo;
+    let format = repo.object_format();
+    let mut wanted = Vec::new();
+    let mut haves = Vec::new();
+    let mut done = false;
+    let mut client = ClientOptions::default();
+    for argument in arguments {
+        let argument = argument.as_slice();
+        if let Some(rest) = argument.strip_prefix(b"want ") {
+            wanted.push(to_gix(&parse_id(argument, rest, format)?.0));
+        } else if let Some(rest) = argument.strip_prefix(b"have ") {
+            haves.push(to_gix(&parse_id(argument, rest, format)?.0));
+        } else if argument == b"done" {
+            done = true;
+        } else if matches!(
+            argument,
+            b"thin-pack" | b"ofs-delta" | b"no-progress" | b"include-tag"
+        ) {
+            client.apply_common(argument, format)?;
+        } else if argument.starts_with(b"shallow ") || argument.starts_with(b"deepen") {
+            return Err(UploadPackError::request(
+                "upload-pack: this server does not serve shallow clones; fetch the whole history",
+            ));
+        } else {
+            return Err(unexpected("a fetch argument", argument));
+        }
+    }
+    if wanted.is_empty() {
+        return Err(UploadPackError::request(
+            "upload-pack: a fetch request must name at least one object in a want line",
+        ));
+    }
+
+    let snapshot = RefSnapshot::read(repo.refs.as_ref(), &repo.objects)?;
+    let mut graph = Graph::open(repo.objects.objects_dir(), format)?;
+    wants::check(&mut graph, &snapshot, &wanted)?;
+    let mut negotiation = Negotiation::new(&mut graph, &wanted)?;
+    for have in haves {
+        negotiation.have(&mut graph, have)?;
+    }
+    if !done && !acknowledge(session, &mut graph, &mut negotiation)? {
+        return Ok(());
+    }
+
+    session.out().write_text("packfile")?;
+    let tags = if client.include_tag {
+        v0::annotated_tags(&snapshot)
+    } else {
+        Vec::new()
+    };
+    let contents = walk::pack_contents(&mut graph, &wanted, negotiation.common(), &tags)?;
+    let request = PackRequest {
+        progress: !client.no_progress,
+        thin: client.thin_pack,
+    };
+    session.pack_started = true;
+    pack_output::send_pack(
+        &graph,
+        contents.ids,
+        request,
+        SidebandMode::SideBand64k,
+        session.out(),
+    )?;
+    Ok(())
+}
+
+/// Writes the acknowledgments section; true if the pack follows (the
+/// server is ready), false if the response ends here.
+fn acknowledge(
+    session: &mut Session<'_>,
+    graph: &mut Graph,
+    negotiation: &mut Negotiation,
+) -> Result<bool, UploadPackError> {
+    let ready = negotiation.has_common() && negotiation.ready(graph)?;
+    let out = session.out();
+    out.write_text("acknowledgments")?;
+    if negotiation.has_common() {
+        for id in negotiation.common() {
+            writeln!(out, "ACK {id}")?;
+        }
+    } else {
+        out.write_text("NAK")?;
+    }
+    if ready {
+        out.write_text("ready")?;
+        out.write_delim()?;
+    } else {
+        out.write_flush()?;
+    }
+    Ok(ready)
+}

@@ -1,0 +1,249 @@
+//! Which objects a pack must hold: everything reachable from the wants,
+//! less what the client has, judged from the common commits.
+//!
+//! Commits are walked newest first from the wants and the common commits
+//! together; a commit reached from a common one is uninteresting, and the
+//! walk stops once only uninteresting commits remain. The trees of the
+//! uninteresting parents of sent commits (the "edges") are what the client
+//! certainly has: their trees and blobs are left out. Objects the client has
+//! only through older history may still be sent, which costs bytes but
+//! never correctness: this is the trade git makes too.
+
+use super::graph::Graph;
+use super::UploadPackError;
+use gix_hash::ObjectId;
+use std::collections::{BinaryHeap, HashMap, HashSet};
+
+/// A commit's state during the walk.
+const QUEUED: u8 = 1;
+const UNINTERESTING: u8 = 2;
+const DONE: u8 = 4;
+
+/// The objects to send, in pack order: commits newest first, then tags,
+/// then trees and blobs in the order a tree walk meets them.
+#[derive(Debug, Default)]
+pub(crate) struct PackContents {
+    /// The objects, in order.
+    pub ids: Vec<ObjectId>,
+    /// The same, for membership tests.
+    pub set: HashSet<ObjectId>,
+}
+
+impl PackContents {
+    fn add(&mut self, id: ObjectId) -> bool {
+        let new = self.set.insert(id);
+        if new {
+            self.ids.push(id);
+        }
+        new
+    }
+}
+
+/// Computes what to send for `wants` when the client has `common`;
+/// `tags_to_include` lists annotated tags to send when the objects they
+/// point to are sent (`include-tag`).
+pub(crate) fn pack_contents(
+    graph: &mut Graph,
+    wants: &[ObjectId],
+    common: &[ObjectId],
+    tags_to_include: &[ObjectId],
+) -> Result<PackContents, UploadPackError> {
+    let mut tags = Vec::new();
+    let mut want_commits = Vec::new();
+    let mut want_others = Vec::new();
+    for want in wants {
+        let peeled = graph.peel(want, |tag| tags.push(tag))?;
+        match peeled {
+            Some((id, gix_object::Kind::Commit)) => want_commits.push(id),
+            Some((id, kind)) => want_others.push((id, kind == gix_object::Kind::Tree)),
+            None => return Err(UploadPackError::Objects(format!(
+                "the object {want} or an object it names is missing: the repository is incomplete"
+            ))),
+        }
+    }
+    let mut have_commits = Vec::new();
+    for have in common {
+        if let Some((id, gix_object::Kind::Commit)) = graph.peel(have, |_| {})? {
+            have_commits.push(id);
+        }
+    }
+
+    let (commits, edges) = walk_commits(graph, &want_commits, &have_commits)?;
+    let mut excluded = HashSet::new();
+    for edge in edges {
+        let tree = graph
+            .commit(&edge)?
+            .map(|commit| commit.tree)
+            .ok_or_else(|| UploadPackError::Objects(format!("missing commit {edge}")))?;
+        exclude_tree(graph, tree, &mut excluded)?;
+    }
+
+    let mut contents = PackContents::default();
+    for commit in &commits {
+        contents.add(*commit);
+    }
+    for tag in tags {
+        contents.add(tag);
+    }
+    for commit in &commits {
+        let tree = graph
+            .commit(commit)?
+            .map(|c| c.tree)
+            .expect("walked commits exist");
+        add_tree(graph, tree, &excluded, &mut contents)?;
+    }
+    for (id, is_tree) in want_others {
+        if is_tree {
+            add_tree(graph, id, &excluded, &mut contents)?;
+        } else {
+            contents.add(id);
+        }
+    }
+    include_tags(graph, tags_to_include, &mut contents)?;
+    Ok(contents)
+}
+
+/// The interesting commits, newest first, and the uninteresting parents of
+/// those.
+fn walk_commits(
+    graph: &mut Graph,
+    wants: &[ObjectId],
+    haves: &[ObjectId],
+) -> Result<(Vec<ObjectId>, HashSet<ObjectId>), UploadPackError> {
+    let mut flags: HashMap<ObjectId, u8> = HashMap::new();
+    let mut queue = BinaryHeap::new();
+    // Queued commits not (yet) known to be uninteresting: the walk ends
+    // when none remain.
+    let mut interesting_queued = 0usize;
+    for have in haves {
+        let time = commit_time(graph, have)?;
+        flags.insert(*have, QUEUED | UNINTERESTING);
+        queue.push((time, *have));
+    }
+    for want in wants {
+        if flags.contains_key(want) {
+            continue;
+        }
+        let time = commit_time(graph, want)?;
+        flags.insert(*want, QUEUED);
+        queue.push((time, *want));
+        interesting_queued += 1;
+    }
+
+    let mut commits = Vec::new();
+    while interesting_queued > 0 {
+        let Some((_, id)) = queue.pop() else { break };
+        let state = flags.get_mut(&id).expect("queued commits have flags");
+        if *state & DONE != 0 {
+            continue;
+        }
+        *state |= DONE;
+        let uninteresting = *state & UNINTERESTING != 0;
+        if !uninteresting {
+            interesting_queued -= 1;
+            commits.push(id);
+        }
+        let commit = graph
+            .commit(&id)?
+            .ok_or_else(|| UploadPackError::Objects(format!("missing commit {id}")))?;
+        for parent in &commit.parents {
+            let state = flags.entry(*parent).or_insert(0);
+            if uninteresting {
+                if *state & (QUEUED | DONE | UNINTERESTING) == QUEUED {
+                    interesting_queued -= 1;
+                }
+                *state |= UNINTERESTING;
+            }
+            if *state & QUEUED == 0 {
+                *state |= QUEUED;
+                if *state & UNINTERESTING == 0 {
+                    interesting_queued += 1;
+                }
+                let time = commit_time(graph, parent)?;
+                queue.push((time, *parent));
+            }
+        }
+    }
+
+    let mut edges = HashSet::new();
+    for id in &commits {
+        let commit = graph.commit(id)?.expect("walked commits exist");
+        for parent in &commit.parents {
+            if flags.get(parent).is_some_and(|f| f & UNINTERESTING != 0) {
+                edges.insert(*parent);
+            }
+        }
+    }
+    // A client that has a wanted commit already needs nothing of it.
+    commits.retain(|id| flags.get(id).is_some_and(|f| f & UNINTERESTING == 0));
+    Ok((commits, edges))
+}
+
+fn commit_time(graph: &mut Graph, id: &ObjectId) -> Result<i64, UploadPackError> {
+    graph
+        .commit(id)?
+        .map(|commit| commit.time)
+        .ok_or_else(|| UploadPackError::Objects(format!("missing commit {id}")))
+}
+
+/// Adds `tree` and everything below it to `excluded`.
+fn exclude_tree(
+    graph: &mut Graph,
+    tree: ObjectId,
+    excluded: &mut HashSet<ObjectId>,
+) -> Result<(), UploadPackError> {
+    let mut stack = vec![tree];
+    excluded.insert(tree);
+    while let Some(tree) = stack.pop() {
+        for (id, is_tree) in graph.tree_entries(&tree)? {
+            if excluded.insert(id) && is_tree {
+                stack.push(id);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Adds `tree` and everything below it that is not excluded or added.
+fn add_tree(
+    graph: &mut Graph,
+    tree: ObjectId,
+    excluded: &HashSet<ObjectId>,
+    contents: &mut PackContents,
+) -> Result<(), UploadPackError> {
+    if excluded.contains(&tree) || !contents.add(tree) {
+        return Ok(());
+    }
+    let mut stack = vec![tree];
+    while let Some(tree) = stack.pop() {
+        for (id, is_tree) in graph.tree_entries(&tree)? {
+            if !excluded.contains(&id) && contents.add(id) && is_tree {
+                stack.push(id);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Adds each tag of `tags` (with the tags its chain passes) whose final
+/// target is sent.
+fn include_tags(
+    graph: &mut Graph,
+    tags: &[ObjectId],
+    contents: &mut PackContents,
+) -> Result<(), UploadPackError> {
+    for tag in tags {
+        if contents.set.contains(tag) {
+            continue;
+        }
+        let mut chain = Vec::new();
+        if let Some((target, _)) = graph.peel(tag, |t| chain.push(t))? {
+            if contents.set.contains(&target) {
+                for t in chain {
+                    contents.add(t);
+                }
+            }
+        }
+    }
+    Ok(())
+}
