@@ -51,8 +51,12 @@ impl Graph {
                 e,
             )
         })?;
+        let mut handle = std::sync::Arc::new(store).to_cache_arc();
+        // The pack writer copies entries by their pack location: packs must
+        // stay mapped while it runs, even if a repack removes them.
+        handle.prevent_pack_unload();
         Ok(Graph {
-            handle: std::sync::Arc::new(store).to_cache_arc(),
+            handle,
             hash,
             commits: HashMap::new(),
             buf: Vec::new(),

@@ -3,9 +3,9 @@
 //! on band 2.
 //!
 //! Entries already stored as deltas in a pack whose base is sent too are
-//! copied as they are; everything else is sent whole, deflated afresh.
-//! With `thin-pack` a stored delta may also stay a delta against a base the
-//! client has.
+//! copied as they are; everything else is sent whole, deflated afresh. Packs
+//! are never thin: gix-pack would keep deltas against any base outside the
+//! pack, not only against objects the client is known to have.
 
 use super::graph::Graph;
 use super::UploadPackError;
@@ -21,8 +21,6 @@ use std::sync::atomic::AtomicBool;
 pub(crate) struct PackRequest {
     /// Progress messages are sent on band 2 (no `no-progress`).
     pub progress: bool,
-    /// Deltas against objects the client has are allowed (`thin-pack`).
-    pub thin: bool,
 }
 
 /// What was sent.
@@ -50,7 +48,7 @@ pub(crate) fn send_pack<W: Write>(
             let message = format!("Enumerating objects: {}, done.\n", counts.len());
             band.write_progress(message.as_bytes())?;
         }
-        encode(graph, counts, request.thin, &mut band)
+        encode(graph, counts, &mut band)
     });
     match result {
         Ok(summary) => {
@@ -75,11 +73,10 @@ pub(crate) fn send_pack<W: Write>(
 pub(crate) fn send_raw_pack(
     graph: &Graph,
     ids: Vec<ObjectId>,
-    request: PackRequest,
     out: &mut dyn Write,
 ) -> Result<PackSummary, UploadPackError> {
     let counts = count(graph, ids)?;
-    encode(graph, counts, request.thin, out)
+    encode(graph, counts, out)
 }
 
 fn failed(e: gix_error::Error) -> UploadPackError {
@@ -105,7 +102,6 @@ fn count(graph: &Graph, ids: Vec<ObjectId>) -> Result<Vec<output::Count>, Upload
 fn encode(
     graph: &Graph,
     counts: Vec<output::Count>,
-    thin: bool,
     out: &mut dyn Write,
 ) -> Result<PackSummary, UploadPackError> {
     let objects = counts.len();
@@ -120,7 +116,7 @@ fn encode(
             // The machine serves other clients: one thread per fetch.
             thread_limit: Some(1),
             mode: output::entry::iter_from_counts::Mode::PackCopyAndBaseObjects,
-            allow_thin_pack: thin,
+            allow_thin_pack: false,
             chunk_size: 64,
             version: gix_pack::data::Version::V2,
             compression: gix_zlib::Compression::DEFAULT,

@@ -25,8 +25,6 @@ pub(crate) struct ClientOptions {
     pub multi_ack: MultiAck,
     /// Pack data in side-band packets.
     pub sideband: Option<SidebandMode>,
-    /// Deltas against objects the client has are welcome.
-    pub thin_pack: bool,
     /// No progress messages.
     pub no_progress: bool,
     /// Annotated tags pointing into the pack are sent too.
@@ -63,10 +61,9 @@ impl ClientOptions {
         format: ObjectFormat,
     ) -> Result<(), UploadPackError> {
         match word {
-            b"thin-pack" => self.thin_pack = true,
-            // Every client since git 1.4 reads offset deltas, which is
-            // what the pack writer produces.
-            b"ofs-delta" => {}
+            // Packs are never thin (see `pack_output`), and every client
+            // since git 1.4 reads the offset deltas the pack writer makes.
+            b"thin-pack" | b"ofs-delta" => {}
             b"no-progress" => self.no_progress = true,
             b"include-tag" => self.include_tag = true,
             _ => {

@@ -46,7 +46,6 @@ pub(super) fn serve(session: &mut Session<'_>) -> Result<(), UploadPackError> {
     let contents = walk::pack_contents(&mut graph, &wants, negotiation.common(), &tags)?;
     let request = PackRequest {
         progress: !client.no_progress,
-        thin: client.thin_pack,
     };
     session.pack_started = true;
     match client.sideband {
@@ -56,7 +55,7 @@ pub(super) fn serve(session: &mut Session<'_>) -> Result<(), UploadPackError> {
         None => {
             let packets = session.output.take().expect("the output is still there");
             let mut out = packets.into_inner()?;
-            pack_output::send_raw_pack(&graph, contents.ids, request, &mut out)?;
+            pack_output::send_raw_pack(&graph, contents.ids, &mut out)?;
             out.flush().map_err(|e| UploadPackError::Packet(e.into()))?;
         }
     }

@@ -56,9 +56,11 @@ pub(crate) fn pack_contents(
         match peeled {
             Some((id, gix_object::Kind::Commit)) => want_commits.push(id),
             Some((id, kind)) => want_others.push((id, kind == gix_object::Kind::Tree)),
-            None => return Err(UploadPackError::Objects(format!(
+            None => {
+                return Err(UploadPackError::Objects(format!(
                 "the object {want} or an object it names is missing: the repository is incomplete"
-            ))),
+            )))
+            }
         }
     }
     let mut have_commits = Vec::new();
