@@ -115,7 +115,7 @@ impl<'a> Session<'a> {
         if let Some(out) = self.output.as_mut() {
             // The connection may be gone; the error is returned either way.
             let _ = out.write_text(&format!("ERR {}", err.client_message()));
-            let _ = out.write_flush();
+            let _ = out.flush_buffered();
         }
     }
 }
