@@ -229,7 +229,7 @@ proptest! {
     /// an error, never a panic.
     #[test]
     fn arbitrary_input_never_panics(
-        prefix in prop::sample::select(vec!["", "0014command=ls-refs\n0001", "0014command=fetch\n0001", "0032want "]),
+        prefix in prop::sample::select(vec!["", "0014command=ls-refs\n0001", "0012command=fetch\n0001", "0032want "]),
         bytes in prop::collection::vec(any::<u8>(), 0..200),
         v2 in any::<bool>(),
     ) {

@@ -6,6 +6,7 @@
 
 use crate::context::{Fatal, Globals};
 use refstore_fs::discover;
+use refstore_protocol::repository::OpenError;
 use refstore_protocol::upload_pack::{upload_pack, Options};
 use refstore_protocol::{ProtocolVersion, Repository};
 use std::fs::File;
@@ -59,7 +60,10 @@ pub fn run(args: Args, globals: &Globals) -> Result<u8, Fatal> {
     } else {
         Repository::open(globals.vfs().clone(), &dir, &[])
     }
-    .map_err(Fatal::new)?;
+    .map_err(|e| match e {
+        OpenError::NotARepository(_) => not_a_repository(),
+        other => Fatal::new(other),
+    })?;
 
     let options = Options {
         stateless_rpc: args.stateless_rpc,
