@@ -1,8 +1,9 @@
 # Serving a clone of a repository whose objects are all loose, so no
 # stored delta can be reused: `git clone --no-local` through refstore
 # upload-pack against git upload-pack (time), and the bytes each server
-# sends for the same protocol v2 fetch of the whole history (size; git
-# computes deltas, refstore sends whole objects).
+# sends for the same protocol v2 fetch of the whole history (size; both
+# compute deltas: git searching a window of similar objects, refstore
+# pairing the versions of each path).
 template=$BENCH_DIR/upload-pack-template
 if [[ ! -d $template ]]; then
     "$GIT" init -q "$template"
@@ -45,6 +46,6 @@ extra "### upload-pack: bytes sent for a full fetch of $objects loose objects
 
 | server | bytes | ratio |
 |---|---|---|
-| git upload-pack (computes deltas) | $git_bytes | 1.00 |
-| refstore upload-pack (whole objects) | $refstore_bytes | $(echo "scale=2; $refstore_bytes / $git_bytes" | bc) |
+| git upload-pack | $git_bytes | 1.00 |
+| refstore upload-pack | $refstore_bytes | $(echo "scale=2; $refstore_bytes / $git_bytes" | bc) |
 "

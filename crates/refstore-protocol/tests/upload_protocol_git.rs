@@ -469,3 +469,54 @@ fn include_tag_sends_tags_on_sent_history() {
         assert_eq!(objects.contains(&nested), include);
     }
 }
+
+#[test]
+fn versions_of_a_file_are_sent_as_deltas_git_resolves() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path();
+    git(path, &["init", "-q", "-b", "main"]);
+    let mut text = String::new();
+    for commit in 0..12 {
+        for line in 0..40 {
+            text.push_str(&format!("commit {commit}, line {line} of a growing file\n"));
+        }
+        std::fs::create_dir_all(path.join("src")).unwrap();
+        std::fs::write(path.join("src/growing.txt"), &text).unwrap();
+        git(path, &["add", "-A"]);
+        git(path, &["commit", "-q", "-m", &format!("commit {commit}")]);
+    }
+    let main = git(path, &["rev-parse", "main"]);
+    let input = packets(&[
+        Some("command=fetch"),
+        Some("0001"),
+        Some(&format!("want {main}")),
+        Some("done"),
+        None,
+    ]);
+    let pack = v2_pack(&ours(path, stateless(ProtocolVersion::V2), &input));
+    // index-pack resolves every delta and checks the ids it computes.
+    let expected: BTreeSet<String> = git(path, &["rev-list", "--objects", "main"])
+        .lines()
+        .map(|l| l.split(' ').next().unwrap().to_owned())
+        .collect();
+    assert_eq!(pack_objects(&pack), expected);
+    // Every version of the file but one is a delta, as git's verify-pack
+    // sees the pack.
+    let dir = tempfile::tempdir().unwrap();
+    git(dir.path(), &["init", "-q", "--bare"]);
+    let pack_file = dir.path().join("objects/pack/received.pack");
+    std::fs::write(&pack_file, &pack).unwrap();
+    git(dir.path(), &["index-pack", pack_file.to_str().unwrap()]);
+    let listing = git(
+        dir.path(),
+        &["verify-pack", "-v", pack_file.to_str().unwrap()],
+    );
+    let delta_blobs = listing
+        .lines()
+        .filter(|line| {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            fields.len() == 7 && fields[1] == "blob"
+        })
+        .count();
+    assert_eq!(delta_blobs, 11, "{listing}");
+}

@@ -163,11 +163,11 @@ impl Graph {
     }
 
     /// The entries of tree `id` that are trees or blobs (submodule commits
-    /// belong to other repositories), as `(id, is_tree)`.
+    /// belong to other repositories), as `(id, is_tree, name)`.
     pub fn tree_entries(
         &mut self,
         id: &ObjectId,
-    ) -> Result<Vec<(ObjectId, bool)>, UploadPackError> {
+    ) -> Result<Vec<(ObjectId, bool, Vec<u8>)>, UploadPackError> {
         let hash = self.hash;
         let Some((gix_object::Kind::Tree, data)) = self.read(id)? else {
             return Err(UploadPackError::Objects(format!(
@@ -179,7 +179,11 @@ impl Graph {
             let entry =
                 entry.map_err(|e| UploadPackError::objects(&format!("corrupt tree {id}"), e))?;
             if !entry.mode.is_commit() {
-                entries.push((entry.oid.to_owned(), entry.mode.is_tree()));
+                entries.push((
+                    entry.oid.to_owned(),
+                    entry.mode.is_tree(),
+                    entry.filename.to_vec(),
+                ));
             }
         }
         Ok(entries)

@@ -23,6 +23,8 @@
 //! error for the transport to log and exit non-zero.
 
 mod advertisement;
+mod delta;
+mod delta_search;
 mod error;
 mod graph;
 mod negotiation;

@@ -3,15 +3,18 @@
 //! on band 2.
 //!
 //! Entries already stored as deltas in a pack whose base is sent too are
-//! copied as they are; everything else is sent whole, deflated afresh. Packs
-//! are never thin: gix-pack would keep deltas against any base outside the
-//! pack, not only against objects the client is known to have.
+//! copied as they are; the others are deflated afresh, and trees and blobs
+//! among them become deltas against an earlier version of their path where
+//! that is smaller ([`DeltaSearch`]). Packs are never thin: gix-pack would
+//! keep deltas against any base outside the pack, not only against objects
+//! the client is known to have.
 
+use super::delta_search::DeltaSearch;
 use super::graph::Graph;
+use super::walk::PackContents;
 use super::UploadPackError;
 use crate::pkt_line::sideband::{SidebandMode, SidebandWriter};
 use crate::pkt_line::PacketWriter;
-use gix_hash::ObjectId;
 use gix_pack::data::output;
 use std::io::Write;
 use std::sync::atomic::AtomicBool;
@@ -32,23 +35,23 @@ pub(crate) struct PackSummary {
     pub deltas: usize,
 }
 
-/// Sends a pack of `ids` on side-band `mode` of `out`, with progress
+/// Sends a pack of `contents` on side-band `mode` of `out`, with progress
 /// unless `request` turns it off, and ends the stream with its flush-pkt. A
 /// failure is also reported to the client on band 3.
 pub(crate) fn send_pack<W: Write>(
     graph: &Graph,
-    ids: Vec<ObjectId>,
+    contents: PackContents,
     request: PackRequest,
     mode: SidebandMode,
     out: &mut PacketWriter<W>,
 ) -> Result<PackSummary, UploadPackError> {
     let mut band = SidebandWriter::new(out, mode);
-    let result = count(graph, ids).and_then(|counts| {
+    let result = count(graph, contents.ids).and_then(|counts| {
         if request.progress {
             let message = format!("Enumerating objects: {}, done.\n", counts.len());
             band.write_progress(message.as_bytes())?;
         }
-        encode(graph, counts, &mut band)
+        encode(graph, counts, &contents.paths, &mut band)
     });
     match result {
         Ok(summary) => {
@@ -68,15 +71,15 @@ pub(crate) fn send_pack<W: Write>(
     }
 }
 
-/// Sends a pack of `ids` unframed, for a client that asked for no
+/// Sends a pack of `contents` unframed, for a client that asked for no
 /// side-band: the pack is the last thing on the connection.
 pub(crate) fn send_raw_pack(
     graph: &Graph,
-    ids: Vec<ObjectId>,
+    contents: PackContents,
     out: &mut dyn Write,
 ) -> Result<PackSummary, UploadPackError> {
-    let counts = count(graph, ids)?;
-    encode(graph, counts, out)
+    let counts = count(graph, contents.ids)?;
+    encode(graph, counts, &contents.paths, out)
 }
 
 fn failed(e: gix_error::Error) -> UploadPackError {
@@ -84,7 +87,10 @@ fn failed(e: gix_error::Error) -> UploadPackError {
 }
 
 /// Looks up where each object is stored (gix-pack's count step).
-fn count(graph: &Graph, ids: Vec<ObjectId>) -> Result<Vec<output::Count>, UploadPackError> {
+fn count(
+    graph: &Graph,
+    ids: Vec<gix_hash::ObjectId>,
+) -> Result<Vec<output::Count>, UploadPackError> {
     let db = graph.handle();
     let never_interrupted = AtomicBool::new(false);
     let (counts, _) = output::count::objects_unthreaded(
@@ -98,10 +104,12 @@ fn count(graph: &Graph, ids: Vec<ObjectId>) -> Result<Vec<output::Count>, Upload
     Ok(counts)
 }
 
-/// Encodes the counted objects as a pack into `out`.
+/// Encodes the counted objects as a pack into `out`, pairing versions of
+/// one path (`paths`) as deltas.
 fn encode(
     graph: &Graph,
     counts: Vec<output::Count>,
+    paths: &std::collections::HashMap<gix_hash::ObjectId, u64>,
     out: &mut dyn Write,
 ) -> Result<PackSummary, UploadPackError> {
     let objects = counts.len();
@@ -124,13 +132,17 @@ fn encode(
     )
     .map_err(failed)?;
     let mut deltas = 0;
+    let mut search = DeltaSearch::new(graph.handle(), paths);
     let entries = gix_parallel::InOrderIter::from(entries).map(|chunk| {
-        chunk.inspect(|entries: &Vec<output::Entry>| {
-            deltas += entries
-                .iter()
-                .filter(|e| !matches!(e.kind, output::entry::Kind::Base(_)))
-                .count();
-        })
+        let mut entries: Vec<output::Entry> = chunk?;
+        search
+            .process(&mut entries)
+            .map_err(gix_error::Error::from_error)?;
+        deltas += entries
+            .iter()
+            .filter(|e| !matches!(e.kind, output::entry::Kind::Base(_)))
+            .count();
+        Ok(entries)
     });
     // Entries arrive as many small writes (a header, then data): gather
     // them into full side-band packets.

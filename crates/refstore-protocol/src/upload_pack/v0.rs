@@ -50,12 +50,12 @@ pub(super) fn serve(session: &mut Session<'_>) -> Result<(), UploadPackError> {
     session.pack_started = true;
     match client.sideband {
         Some(mode) => {
-            pack_output::send_pack(&graph, contents.ids, request, mode, session.out())?;
+            pack_output::send_pack(&graph, contents, request, mode, session.out())?;
         }
         None => {
             let packets = session.output.take().expect("the output is still there");
             let mut out = packets.into_inner()?;
-            pack_output::send_raw_pack(&graph, contents.ids, &mut out)?;
+            pack_output::send_raw_pack(&graph, contents, &mut out)?;
             out.flush().map_err(|e| UploadPackError::Packet(e.into()))?;
         }
     }

@@ -27,6 +27,9 @@ pub(crate) struct PackContents {
     pub ids: Vec<ObjectId>,
     /// The same, for membership tests.
     pub set: HashSet<ObjectId>,
+    /// For trees and blobs, a hash of the path they were first met at:
+    /// versions of one path make good delta pairs.
+    pub paths: HashMap<ObjectId, u64>,
 }
 
 impl PackContents {
@@ -197,7 +200,7 @@ fn exclude_tree(
     let mut stack = vec![tree];
     excluded.insert(tree);
     while let Some(tree) = stack.pop() {
-        for (id, is_tree) in graph.tree_entries(&tree)? {
+        for (id, is_tree, _) in graph.tree_entries(&tree)? {
             if excluded.insert(id) && is_tree {
                 stack.push(id);
             }
@@ -206,7 +209,8 @@ fn exclude_tree(
     Ok(())
 }
 
-/// Adds `tree` and everything below it that is not excluded or added.
+/// Adds `tree` and everything below it that is not excluded or added,
+/// noting the path each is met at.
 fn add_tree(
     graph: &mut Graph,
     tree: ObjectId,
@@ -216,15 +220,32 @@ fn add_tree(
     if excluded.contains(&tree) || !contents.add(tree) {
         return Ok(());
     }
-    let mut stack = vec![tree];
-    while let Some(tree) = stack.pop() {
-        for (id, is_tree) in graph.tree_entries(&tree)? {
-            if !excluded.contains(&id) && contents.add(id) && is_tree {
-                stack.push(id);
+    contents.paths.insert(tree, path_hash(b""));
+    let mut stack = vec![(tree, Vec::new())];
+    while let Some((tree, path)) = stack.pop() {
+        for (id, is_tree, name) in graph.tree_entries(&tree)? {
+            if excluded.contains(&id) || !contents.add(id) {
+                continue;
+            }
+            let mut entry_path = path.clone();
+            if !entry_path.is_empty() {
+                entry_path.push(b'/');
+            }
+            entry_path.extend_from_slice(&name);
+            contents.paths.insert(id, path_hash(&entry_path));
+            if is_tree {
+                stack.push((id, entry_path));
             }
         }
     }
     Ok(())
+}
+
+/// FNV-1a of a path.
+fn path_hash(path: &[u8]) -> u64 {
+    path.iter().fold(0xcbf2_9ce4_8422_2325, |hash, &b| {
+        (hash ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
 }
 
 /// Adds each tag of `tags` (with the tags its chain passes) whose final

@@ -73,7 +73,7 @@ pub(super) fn serve(
     session.pack_started = true;
     pack_output::send_pack(
         &graph,
-        contents.ids,
+        contents,
         request,
         SidebandMode::SideBand64k,
         session.out(),
