@@ -2,20 +2,23 @@
 //! `git ls-remote`, for any transport that gives it the client's bytes and
 //! a place for its answer.
 //!
-//! - Protocol v0 and v1: the ref advertisement ([`advertisement`]), then
+//! - Protocol v0 and v1: the ref advertisement (`advertisement.rs`), then
 //!   the client's wants and capabilities, a negotiation of `have` lines
 //!   (`multi_ack`, `multi_ack_detailed` or neither) and a pack.
 //! - Protocol v2: a capability advertisement, then `ls-refs` and `fetch`
-//!   commands ([`v2`]).
+//!   commands (`v2/`).
 //!
 //! The pack holds what is reachable from the wants and not from the
-//! commits both sides have ([`walk`]), written by gitoxide's pack-output
-//! pipeline ([`pack_output`]) inside side-band packets.
+//! commits both sides have (`walk.rs`), written by gitoxide's pack-output
+//! pipeline (`pack_output.rs`) inside side-band packets: stored deltas are
+//! reused, and other trees and blobs are sent as deltas against the previous
+//! version of their path where that is smaller (`delta_search.rs`).
 //!
 //! [`Options`] carries git's `--stateless-rpc` and `--advertise-refs`: over
 //! HTTP one request is answered per call, and the advertisement is its own
 //! call. Not supported: shallow clones (the `shallow` and `deepen`
-//! capabilities are not offered), partial clones (`filter`), hidden refs and
+//! capabilities are not offered), partial clones (`filter`), thin packs
+//! (`thin-pack` is accepted, and full packs are sent), hidden refs and
 //! namespaces.
 //!
 //! A client's invalid request gets an `ERR` packet (or a band-3 message
