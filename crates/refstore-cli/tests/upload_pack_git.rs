@@ -283,3 +283,48 @@ fn an_unknown_object_is_refused_as_git_refuses_it() {
         assert!(!err.contains("panicked"), "{err}");
     }
 }
+
+#[test]
+fn sha256_repositories_are_served() {
+    let f = Fixture::new();
+    let source = f.root.join("sha256");
+    let source_dir = source.to_str().unwrap();
+    f.git(
+        &f.root,
+        &[
+            "init",
+            "-q",
+            "--object-format=sha256",
+            "-b",
+            "main",
+            source_dir,
+        ],
+    );
+    for n in 0..3 {
+        let text: String = (0..200 * (n + 1)).map(|i| format!("line {i}\n")).collect();
+        std::fs::write(source.join("file"), text).unwrap();
+        f.git(&source, &["add", "file"]);
+        f.git(&source, &["commit", "-q", "-m", &format!("commit {n}")]);
+    }
+    f.git(&source, &["tag", "-a", "v1", "-m", "tag"]);
+    let url = format!("file://{source_dir}");
+    for version in VERSIONS {
+        let mut listings = Vec::new();
+        for refstore in [true, false] {
+            listings.push(f.remote_ok(&f.root, version, refstore, &["ls-remote", &url]));
+        }
+        assert_eq!(listings[0], listings[1], "v{version}");
+        let clone = f.root.join(format!("sha256-clone-{version}"));
+        f.remote_ok(
+            &f.root,
+            version,
+            true,
+            &["clone", "-q", &url, clone.to_str().unwrap()],
+        );
+        f.fsck(&clone);
+        assert_eq!(
+            f.git(&clone, &["rev-parse", "HEAD", "v1"]),
+            f.git(&source, &["rev-parse", "HEAD", "v1"])
+        );
+    }
+}
