@@ -15,6 +15,7 @@
 mod fsync;
 mod identity;
 mod overrides;
+mod sources;
 
 pub use fsync::{Component, FsyncSettings};
 pub use identity::Identity;
@@ -192,10 +193,10 @@ impl Config {
     /// and the command line's overrides.
     pub fn load(git_dir: Option<&Path>, cli: &[Override]) -> Result<Config, ConfigError> {
         let mut file = match git_dir {
-            Some(dir) => File::from_git_dir(dir.to_owned()).map_err(load_error)?,
+            Some(dir) => sources::repository(dir).map_err(load_error)?,
             None => {
-                let mut f = File::from_globals().map_err(load_error)?;
-                f.append(File::from_environment_overrides().map_err(load_error)?)
+                let mut f = sources::globals().map_err(load_error)?;
+                f.append(sources::environment().map_err(load_error)?)
                     .map_err(load_error)?;
                 f
             }
