@@ -56,19 +56,17 @@ impl Negotiation {
         if self.common_set.contains(&id) {
             return Ok(Have::Common);
         }
-        let Some(kind) = graph.kind(&id)? else {
+        // Haves are nearly always commits: parse them as such first, which
+        // reads each only once.
+        if let Some(commit) = graph.commit(&id)? {
+            self.they_have.insert(id);
+            self.they_have.extend(commit.parents.iter().copied());
+            self.oldest_have = Some(self.oldest_have.map_or(commit.time, |t| t.min(commit.time)));
+        } else if graph.kind(&id)?.is_none() {
             return Ok(Have::Unknown);
-        };
+        }
         self.common_set.insert(id);
         self.common.push(id);
-        if kind == gix_object::Kind::Commit {
-            if let Some(commit) = graph.commit(&id)? {
-                self.they_have.insert(id);
-                self.they_have.extend(commit.parents.iter().copied());
-                self.oldest_have =
-                    Some(self.oldest_have.map_or(commit.time, |t| t.min(commit.time)));
-            }
-        }
         Ok(Have::Common)
     }
 

@@ -45,11 +45,29 @@ pub(crate) struct RefSnapshot {
 impl RefSnapshot {
     /// Reads the refs of `backend`, peeling tags through `objects`.
     pub fn read(backend: &dyn Backend, objects: &Odb) -> Result<RefSnapshot, UploadPackError> {
+        Self::read_matching(backend, objects, &[])
+    }
+
+    /// Like [`read`](RefSnapshot::read), keeping only refs whose names
+    /// start with one of `prefixes` (all refs if there are none). Only the
+    /// matching part of the store is listed: a client fetching one branch
+    /// of a repository with a million refs costs a seek, not a scan.
+    pub fn read_matching(
+        backend: &dyn Backend,
+        objects: &Odb,
+        prefixes: &[&[u8]],
+    ) -> Result<RefSnapshot, UploadPackError> {
         let mut peeler = Peeler::new(objects);
         let head = read_head(backend, &mut peeler)?;
-        let listing = backend.list(b"refs/")?;
-        let mut refs = Vec::with_capacity(listing.refs.len());
-        for stored in listing.refs {
+        let mut stored_refs = Vec::new();
+        for prefix in listing_prefixes(prefixes) {
+            stored_refs.extend(backend.list(prefix)?.refs);
+        }
+        if prefixes.len() > 1 {
+            stored_refs.sort_by(|a, b| a.name.cmp(&b.name));
+        }
+        let mut refs = Vec::with_capacity(stored_refs.len());
+        for stored in stored_refs {
             let (id, symref_target) = match stored.target {
                 Target::Object(id) => (id, None),
                 Target::Symbolic(_) => match backend.resolve(&stored.name)? {
@@ -92,6 +110,32 @@ impl RefSnapshot {
             Head::Missing => None,
         }
     }
+}
+
+/// The prefixes to list the store by for refs matching any of `prefixes`:
+/// each below `refs/`, none covered by another, so no ref is listed twice.
+fn listing_prefixes<'p>(prefixes: &[&'p [u8]]) -> Vec<&'p [u8]> {
+    const ALL: &[u8] = b"refs/";
+    if prefixes.is_empty() {
+        return vec![ALL];
+    }
+    let mut listed: Vec<&[u8]> = prefixes
+        .iter()
+        .filter_map(|&prefix| {
+            if prefix.starts_with(ALL) {
+                Some(prefix)
+            } else if ALL.starts_with(prefix) {
+                // "r", "refs": everything below refs/ matches.
+                Some(ALL)
+            } else {
+                // "HEAD", "heads/": nothing below refs/ matches.
+                None
+            }
+        })
+        .collect();
+    listed.sort();
+    listed.dedup_by(|later, earlier| later.starts_with(earlier));
+    listed
 }
 
 fn read_head(backend: &dyn Backend, peeler: &mut Peeler<'_>) -> Result<Head, UploadPackError> {
@@ -150,5 +194,30 @@ impl<'a> Peeler<'a> {
         };
         self.known.insert(*id, peeled);
         Ok(peeled)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::listing_prefixes;
+
+    /// Requested prefixes, and the prefixes listed for them.
+    type Case<'a> = (&'a [&'a [u8]], &'a [&'a [u8]]);
+
+    #[test]
+    fn listing_prefixes_cover_each_ref_once() {
+        let cases: &[Case<'_>] = &[
+            (&[], &[b"refs/"]),
+            (&[b"HEAD"], &[]),
+            (
+                &[b"refs/heads/ma", b"refs/heads/", b"refs/tags/"],
+                &[b"refs/heads/", b"refs/tags/"],
+            ),
+            (&[b"refs/tags/v1", b"refs/tags/v1.0"], &[b"refs/tags/v1"]),
+            (&[b"ref", b"refs/heads/"], &[b"refs/"]),
+        ];
+        for (prefixes, expected) in cases {
+            assert_eq!(listing_prefixes(prefixes), *expected, "{prefixes:?}");
+        }
     }
 }

@@ -36,7 +36,7 @@ pub(super) fn serve(
     let wanted = |name: &[u8]| prefixes.is_empty() || prefixes.iter().any(|p| name.starts_with(p));
 
     let repo = session.repo;
-    let snapshot = RefSnapshot::read(repo.refs.as_ref(), &repo.objects)?;
+    let snapshot = RefSnapshot::read_matching(repo.refs.as_ref(), &repo.objects, &prefixes)?;
     let out = session.out();
     let mut line = Vec::new();
     if let (Head::Unborn(target), true) = (&snapshot.head, unborn && wanted(b"HEAD")) {
