@@ -520,3 +520,32 @@ fn versions_of_a_file_are_sent_as_deltas_git_resolves() {
         .count();
     assert_eq!(delta_blobs, 11, "{listing}");
 }
+
+#[test]
+fn v0_packs_come_raw_or_in_either_side_band() {
+    let repo = repository();
+    let path = repo.path();
+    let main = git(path, &["rev-parse", "main"]);
+    let expected: BTreeSet<String> = git(path, &["rev-list", "--objects", "main"])
+        .lines()
+        .map(|l| l.split(' ').next().unwrap().to_owned())
+        .collect();
+    for capabilities in ["", " side-band", " side-band-64k"] {
+        let want = format!("want {main}{capabilities}");
+        let input = packets(&[Some(want.as_str()), None, Some("done")]);
+        let response = ours(path, stateless(ProtocolVersion::V0), &input);
+        assert!(response.starts_with(b"0008NAK\n"), "{capabilities}");
+        let rest = &response[8..];
+        let pack = if capabilities.is_empty() {
+            rest.to_vec()
+        } else {
+            let mut packets = PacketReader::new(rest, Dialect::V0);
+            let mut pack = Vec::new();
+            SidebandReader::new(&mut packets, |_progress: &[u8]| {})
+                .read_to_end(&mut pack)
+                .unwrap();
+            pack
+        };
+        assert_eq!(pack_objects(&pack), expected, "{capabilities}");
+    }
+}
