@@ -9,6 +9,8 @@
 //!   thin pack), durable with one flush point before it is visible.
 //! - [`resolve_pack`] reads a pack stream object by object, deltas
 //!   resolved (thin packs against the repository).
+//! - [`check_connectivity`] verifies that new ref tips reach only
+//!   objects the database holds, walking only what is new.
 //! - [`object_id`] and [`check_format`] hash and validate objects as
 //!   `git hash-object` does.
 //!
@@ -35,6 +37,7 @@
 #![deny(missing_docs, unsafe_code)]
 
 mod check;
+mod connectivity;
 mod delta;
 mod error;
 mod hash;
@@ -45,6 +48,7 @@ mod pack;
 mod unpack;
 
 pub use check::{check_format, FormatError};
+pub use connectivity::{check_connectivity, Checked, ConnectivityError};
 pub use error::OdbError;
 pub use hash::{object_header, object_id};
 pub use kind::ObjectKind;
