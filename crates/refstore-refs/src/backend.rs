@@ -3,16 +3,61 @@
 //!
 //! [`open`] picks the format a repository's configuration names
 //! (`extensions.refStorage`). Format-specific work (packing loose refs,
-//! compacting tables, verifying files) stays on the concrete backends.
+//! compacting tables, verifying files) stays on the concrete backends,
+//! reached through [`Backend::as_files`] and [`Backend::as_reftable`].
 
-use crate::files::transaction::{CommitError, CommitOptions};
-use crate::files::{FilesBackend, Listing, ReadError, Resolved};
-use crate::transaction::{Outcome, Transaction};
+use crate::error::{CommitError, ReadError};
+use crate::files::transaction::CommitOptions;
+use crate::files::{FilesBackend, Listing, Resolved};
+use crate::reftable::{ReftableBackend, ReftableOptions};
+use crate::transaction::{Outcome, Rejected, Transaction};
 use crate::value::Ref;
 use crate::{ObjectFormat, RefName};
 use refstore_fs::Vfs;
+use std::borrow::Cow;
 use std::path::PathBuf;
 use std::sync::Arc;
+
+/// A transaction checked and locked by [`Backend::prepare`], not yet
+/// visible. Dropping it releases its locks, like [`abort`](Self::abort).
+pub trait PreparedTransaction {
+    /// The updates rejected so far (batch transactions only).
+    fn rejected(&self) -> &[Rejected];
+
+    /// Makes the transaction durable and visible.
+    fn commit(self: Box<Self>) -> Result<Outcome, CommitError>;
+
+    /// Releases every lock; nothing changes.
+    fn abort(self: Box<Self>) -> Result<(), CommitError>;
+}
+
+impl PreparedTransaction for crate::files::transaction::Prepared<'_> {
+    fn rejected(&self) -> &[Rejected] {
+        crate::files::transaction::Prepared::rejected(self)
+    }
+
+    fn commit(self: Box<Self>) -> Result<Outcome, CommitError> {
+        (*self).commit()
+    }
+
+    fn abort(self: Box<Self>) -> Result<(), CommitError> {
+        (*self).abort()
+    }
+}
+
+impl PreparedTransaction for crate::reftable::transaction::Prepared<'_> {
+    fn rejected(&self) -> &[Rejected] {
+        crate::reftable::transaction::Prepared::rejected(self)
+    }
+
+    fn commit(self: Box<Self>) -> Result<Outcome, CommitError> {
+        (*self).commit()
+    }
+
+    fn abort(self: Box<Self>) -> Result<(), CommitError> {
+        (*self).abort()
+    }
+}
 
 /// A ref store in one of Git's formats.
 pub trait Backend: Send + Sync + std::fmt::Debug {
@@ -34,6 +79,25 @@ pub trait Backend: Send + Sync + std::fmt::Debug {
     /// Atomic transactions fail as a whole with the first rejection; batch
     /// transactions report rejections in the outcome.
     fn commit(&self, tx: &Transaction, options: &CommitOptions) -> Result<Outcome, CommitError>;
+
+    /// Locks, checks and stages `tx` without making it visible, for callers
+    /// that decide later whether to commit (`update-ref --stdin`'s
+    /// `prepare`).
+    fn prepare<'a>(
+        &'a self,
+        tx: Cow<'a, Transaction>,
+        options: &'a CommitOptions,
+    ) -> Result<Box<dyn PreparedTransaction + 'a>, CommitError>;
+
+    /// The files backend, when this is one.
+    fn as_files(&self) -> Option<&FilesBackend> {
+        None
+    }
+
+    /// The reftable backend, when this is one.
+    fn as_reftable(&self) -> Option<&ReftableBackend> {
+        None
+    }
 }
 
 impl Backend for FilesBackend {
@@ -56,6 +120,52 @@ impl Backend for FilesBackend {
     fn commit(&self, tx: &Transaction, options: &CommitOptions) -> Result<Outcome, CommitError> {
         FilesBackend::commit(self, tx, options)
     }
+
+    fn prepare<'a>(
+        &'a self,
+        tx: Cow<'a, Transaction>,
+        options: &'a CommitOptions,
+    ) -> Result<Box<dyn PreparedTransaction + 'a>, CommitError> {
+        Ok(Box::new(FilesBackend::prepare(self, tx, options)?))
+    }
+
+    fn as_files(&self) -> Option<&FilesBackend> {
+        Some(self)
+    }
+}
+
+impl Backend for ReftableBackend {
+    fn object_format(&self) -> ObjectFormat {
+        ReftableBackend::object_format(self)
+    }
+
+    fn read(&self, name: &RefName) -> Result<Option<Ref>, ReadError> {
+        ReftableBackend::read(self, name)
+    }
+
+    fn resolve(&self, name: &RefName) -> Result<Option<Resolved>, ReadError> {
+        ReftableBackend::resolve(self, name)
+    }
+
+    fn list(&self, prefix: &[u8]) -> Result<Listing, ReadError> {
+        ReftableBackend::list(self, prefix)
+    }
+
+    fn commit(&self, tx: &Transaction, options: &CommitOptions) -> Result<Outcome, CommitError> {
+        ReftableBackend::commit(self, tx, options)
+    }
+
+    fn prepare<'a>(
+        &'a self,
+        tx: Cow<'a, Transaction>,
+        options: &'a CommitOptions,
+    ) -> Result<Box<dyn PreparedTransaction + 'a>, CommitError> {
+        Ok(Box::new(ReftableBackend::prepare(self, tx, options)?))
+    }
+
+    fn as_reftable(&self) -> Option<&ReftableBackend> {
+        Some(self)
+    }
 }
 
 /// Where a repository keeps its refs.
@@ -74,16 +184,18 @@ pub struct Location {
 /// Why a repository's ref store cannot be opened.
 #[derive(Debug)]
 pub enum OpenError {
-    /// The repository uses a format this build cannot serve.
-    Unsupported(&'static str),
+    /// The configuration names the reftable format but the stack's
+    /// directory is missing.
+    MissingStack(PathBuf),
 }
 
 impl std::fmt::Display for OpenError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            OpenError::Unsupported(format) => write!(
+            OpenError::MissingStack(dir) => write!(
                 f,
-                "this repository uses the {format} ref format, which this build of refstore cannot read or write yet"
+                "the repository uses the reftable ref format but '{}' is not a directory; restore it from a backup or set extensions.refStorage to match the refs on disk",
+                dir.display()
             ),
         }
     }
@@ -92,8 +204,20 @@ impl std::fmt::Display for OpenError {
 impl std::error::Error for OpenError {}
 
 /// Opens the ref store of the repository at `location` in the format its
-/// configuration names.
+/// configuration names, with git's default `reftable.*` settings. Use
+/// [`open_with`] to honour a repository's own settings.
 pub fn open(vfs: Arc<dyn Vfs>, location: &Location) -> Result<Arc<dyn Backend>, OpenError> {
+    let reftable = ReftableOptions::new(location.object_format);
+    open_with(vfs, location, reftable)
+}
+
+/// Opens the ref store of the repository at `location`; a reftable store
+/// writes with `reftable` (see [`ReftableOptions::from_settings`]).
+pub fn open_with(
+    vfs: Arc<dyn Vfs>,
+    location: &Location,
+    reftable: ReftableOptions,
+) -> Result<Arc<dyn Backend>, OpenError> {
     use refstore_fs::config::RefStorage;
     match location.storage {
         RefStorage::Files => Ok(Arc::new(FilesBackend::new(
@@ -102,6 +226,17 @@ pub fn open(vfs: Arc<dyn Vfs>, location: &Location) -> Result<Arc<dyn Backend>, 
             location.common_dir.clone(),
             location.object_format,
         ))),
-        RefStorage::Reftable => Err(OpenError::Unsupported("reftable")),
+        RefStorage::Reftable => {
+            let backend =
+                ReftableBackend::new(vfs, &location.common_dir, location.object_format, reftable);
+            let is_dir = backend
+                .vfs()
+                .stat(backend.dir())
+                .is_ok_and(|m| m.kind == refstore_fs::FileKind::Dir);
+            if !is_dir {
+                return Err(OpenError::MissingStack(backend.dir().to_owned()));
+            }
+            Ok(Arc::new(backend))
+        }
     }
 }

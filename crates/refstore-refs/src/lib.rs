@@ -8,6 +8,7 @@
 
 pub mod availability;
 pub mod backend;
+pub mod error;
 pub mod files;
 pub mod name;
 pub mod oid;
@@ -16,5 +17,6 @@ pub mod transaction;
 pub mod value;
 
 pub use backend::Backend;
+pub use error::{CommitError, ReadError};
 pub use name::{InvalidName, RefName};
 pub use oid::{ObjectFormat, ObjectId, ParseOidError};

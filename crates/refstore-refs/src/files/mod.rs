@@ -12,6 +12,7 @@ pub mod reflog;
 pub mod transaction;
 pub mod verify;
 
+pub use crate::error::ReadError;
 use crate::value::{Ref, Target};
 use crate::{ObjectFormat, ObjectId, RefName};
 use packed::PackedRefs;
@@ -21,52 +22,6 @@ use std::sync::Arc;
 
 /// How deep git follows symbolic refs before giving up.
 pub const SYMREF_MAX_DEPTH: usize = 5;
-
-/// An error reading refs.
-#[derive(Debug)]
-pub enum ReadError {
-    /// The filesystem failed.
-    Fs(refstore_fs::Error),
-    /// `packed-refs` is corrupt.
-    Packed {
-        /// The file.
-        path: PathBuf,
-        /// The bad line.
-        error: packed::PackedError,
-    },
-    /// A loose ref file that holds no valid value.
-    BrokenRef {
-        /// The ref's name.
-        name: RefName,
-        /// What is wrong.
-        error: loose::LooseError,
-    },
-    /// Symbolic refs nested deeper than git allows, or in a cycle.
-    SymrefTooDeep(RefName),
-}
-
-impl std::fmt::Display for ReadError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            ReadError::Fs(e) => write!(f, "{e}"),
-            ReadError::Packed { path, error } => {
-                write!(f, "corrupt packed-refs file '{}': {error}", path.display())
-            }
-            ReadError::BrokenRef { name, error } => write!(f, "broken ref {name}: {error}"),
-            ReadError::SymrefTooDeep(name) => {
-                write!(f, "symbolic ref {name} nests too deeply (or is a cycle)")
-            }
-        }
-    }
-}
-
-impl std::error::Error for ReadError {}
-
-impl From<refstore_fs::Error> for ReadError {
-    fn from(e: refstore_fs::Error) -> Self {
-        ReadError::Fs(e)
-    }
-}
 
 /// The refs of a prefix, sorted, and the loose refs that could not be read
 /// (git warns "ignoring broken ref" about those and goes on).

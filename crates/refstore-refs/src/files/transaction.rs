@@ -20,6 +20,7 @@
 use super::packed::{self, PackedRefs};
 use super::{loose, reflog, FilesBackend, ReadError};
 use crate::availability::{self, ExistingRefs};
+pub use crate::error::CommitError;
 use crate::transaction::{Change, Expected, Outcome, Rejected, Rejection, Transaction};
 use crate::value::Target;
 use crate::RefName;
@@ -45,46 +46,6 @@ pub struct CommitOptions {
     pub log_updates: LogRefUpdates,
     /// The committer signature for reflog lines.
     pub signature: String,
-}
-
-/// Why a transaction failed as a whole.
-#[derive(Debug)]
-pub enum CommitError {
-    /// An atomic transaction had an update that cannot be applied.
-    Rejected(Rejected),
-    /// Reading the current refs failed.
-    Read(ReadError),
-    /// A lock another writer holds did not come free in time (the message
-    /// says which and what to do).
-    Locked(String),
-    /// Writing failed; nothing was committed if this happened before the
-    /// first rename, and every ref is old or new otherwise.
-    Fs(refstore_fs::Error),
-}
-
-impl std::fmt::Display for CommitError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            CommitError::Rejected(r) => write!(f, "{r}"),
-            CommitError::Locked(message) => write!(f, "{message}"),
-            CommitError::Read(e) => write!(f, "{e}"),
-            CommitError::Fs(e) => write!(f, "{e}"),
-        }
-    }
-}
-
-impl std::error::Error for CommitError {}
-
-impl From<ReadError> for CommitError {
-    fn from(e: ReadError) -> Self {
-        CommitError::Read(e)
-    }
-}
-
-impl From<refstore_fs::Error> for CommitError {
-    fn from(e: refstore_fs::Error) -> Self {
-        CommitError::Fs(e)
-    }
 }
 
 /// One update after symbolic refs were followed.

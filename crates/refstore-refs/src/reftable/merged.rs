@@ -22,9 +22,19 @@ impl<'t> Merged<'t> {
 
     /// Live refs in name order.
     pub fn refs(&self) -> Result<MergedRefs<'t>> {
+        self.merge_refs(false)
+    }
+
+    /// Every key's newest ref record, tombstones included: what a table
+    /// replacing these tables must hold while older tables remain below it.
+    pub fn refs_with_tombstones(&self) -> Result<MergedRefs<'t>> {
+        self.merge_refs(true)
+    }
+
+    fn merge_refs(&self, keep_deletions: bool) -> Result<MergedRefs<'t>> {
         let iters = self.tables.iter().map(Table::refs).collect::<Result<_>>()?;
         Ok(MergedRefs {
-            inner: Merge::new(iters)?,
+            inner: Merge::new(iters, keep_deletions)?,
         })
     }
 
@@ -47,9 +57,19 @@ impl<'t> Merged<'t> {
 
     /// Live log entries: by name, newest first.
     pub fn logs(&self) -> Result<MergedLogs<'t>> {
+        self.merge_logs(false)
+    }
+
+    /// Every key's newest log record, tombstones included (see
+    /// [`refs_with_tombstones`](Self::refs_with_tombstones)).
+    pub fn logs_with_tombstones(&self) -> Result<MergedLogs<'t>> {
+        self.merge_logs(true)
+    }
+
+    fn merge_logs(&self, keep_deletions: bool) -> Result<MergedLogs<'t>> {
         let iters = self.tables.iter().map(Table::logs).collect::<Result<_>>()?;
         Ok(MergedLogs {
-            inner: Merge::new(iters)?,
+            inner: Merge::new(iters, keep_deletions)?,
         })
     }
 
@@ -121,14 +141,18 @@ struct Merge<I: Source> {
     /// key.
     heads: Vec<Option<(Vec<u8>, I::Record)>>,
     failed: bool,
+    /// Yield tombstones too (compacting part of a stack, where they must
+    /// keep hiding records of older tables).
+    keep_deletions: bool,
 }
 
 impl<I: Source> Merge<I> {
-    fn new(iters: Vec<I>) -> Result<Self> {
+    fn new(iters: Vec<I>, keep_deletions: bool) -> Result<Self> {
         let mut merge = Merge {
             heads: Vec::with_capacity(iters.len()),
             iters,
             failed: false,
+            keep_deletions,
         };
         merge.fill_heads()?;
         Ok(merge)
@@ -181,7 +205,7 @@ impl<I: Source> Merge<I> {
                     self.advance(i)?;
                 }
             }
-            if !I::is_deletion(&record) {
+            if self.keep_deletions || !I::is_deletion(&record) {
                 return Ok(Some(record));
             }
         }

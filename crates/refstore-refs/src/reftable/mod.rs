@@ -14,7 +14,9 @@
 //! - [`Merged`]: a stack of tables as one, newest wins, tombstones hide;
 //! - [`tables_list`]: the stack's table of contents and table names;
 //! - [`Stack`]: the tables of `$GIT_DIR/reftable` read and extended through
-//!   the [`refstore_fs::Vfs`], crash-atomically.
+//!   the [`refstore_fs::Vfs`], crash-atomically;
+//! - [`ReftableBackend`]: the ref store on top of the stack (reads,
+//!   [`transaction`]s as one table each, [`compaction`]).
 //!
 //! Only the stack touches storage, and only through the Vfs; everything
 //! below it works on bytes in memory.
@@ -38,8 +40,10 @@
 //! assert_eq!(main.unwrap().value, RefValue::Object(id));
 //! ```
 
+mod backend;
 mod block;
 mod block_writer;
+pub mod compaction;
 mod error;
 mod header;
 mod index_record;
@@ -49,12 +53,15 @@ mod obj_record;
 mod reader;
 mod record;
 mod ref_record;
+pub mod reflog;
 mod section_iter;
 mod stack;
 pub mod tables_list;
+pub mod transaction;
 mod varint;
 mod writer;
 
+pub use backend::{ReftableBackend, ReftableOptions};
 pub use error::{Error, Result};
 pub use header::{Header, Sections, Version, MAX_BLOCK_SIZE};
 pub use log_record::{LogEntry, LogRecord, LogValue};

@@ -88,6 +88,13 @@ impl Table {
         self.header.version.object_format()
     }
 
+    /// Bytes of the table's blocks, without header and footer: its size
+    /// for auto-compaction.
+    pub fn blocks_len(&self) -> u64 {
+        let version = self.header.version;
+        (self.data.len() - version.header_len() - version.footer_len()) as u64
+    }
+
     /// Smallest update index of the table.
     pub fn min_update_index(&self) -> u64 {
         self.header.min_update_index

@@ -11,6 +11,7 @@
 
 use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, Hasher};
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -160,12 +161,33 @@ impl Stack {
         batch: &mut FlushBatch,
         build: impl FnOnce(&Stack, u64) -> Result<Records, E>,
     ) -> Result<String, AddError<E>> {
-        let lock = LockFile::acquire(&self.vfs, self.list_path(), lock_timeout)
-            .map_err(StackError::from)?;
-        self.reload()?;
+        let lock = self.lock(lock_timeout)?;
         let update_index = self.next_update_index();
-        let Records { mut refs, mut logs } =
-            build(self, update_index).map_err(AddError::Rejected)?;
+        let records = build(self, update_index).map_err(AddError::Rejected)?;
+        Ok(self.add_locked(lock, options, update_index, records, batch)?)
+    }
+
+    /// Takes `tables.list.lock` and reads the stack again under it, so that
+    /// what is read next is what a new table will be stacked on. Dropping
+    /// the lock releases it.
+    pub fn lock(&mut self, lock_timeout: Duration) -> Result<LockFile, StackError> {
+        let lock = LockFile::acquire(&self.vfs, self.list_path(), lock_timeout)?;
+        self.reload()?;
+        Ok(lock)
+    }
+
+    /// Writes `records` as a new table of `update_index` on top of the
+    /// stack and publishes it; `lock` is the one [`lock`](Self::lock) took.
+    /// Returns the new table's name once it is durable and listed.
+    pub fn add_locked(
+        &mut self,
+        lock: LockFile,
+        options: WriteOptions,
+        update_index: u64,
+        records: Records,
+        batch: &mut FlushBatch,
+    ) -> Result<String, StackError> {
+        let Records { mut refs, mut logs } = records;
         refs.sort_by(|a, b| a.name.cmp(&b.name));
         logs.sort_by(|a, b| {
             (&a.name, u64::MAX - a.update_index).cmp(&(&b.name, u64::MAX - b.update_index))
@@ -211,26 +233,54 @@ impl Stack {
         lock_timeout: Duration,
         batch: &mut FlushBatch,
     ) -> Result<(), StackError> {
-        let lock = LockFile::acquire(&self.vfs, self.list_path(), lock_timeout)?;
-        self.reload()?;
-        if self.tables.len() < 2 {
-            return Ok(());
-        }
+        self.compact(options, lock_timeout, batch, |tables| Some(0..tables.len()))
+            .map(|_| ())
+    }
+
+    /// Replaces the tables `choose` picks (given the stack as read under
+    /// `tables.list.lock`; a range of at least two tables, oldest first)
+    /// with one table. Tombstones are kept unless the range starts at the
+    /// oldest table, since older tables below could still hold what they
+    /// hide. Returns whether anything was compacted.
+    pub fn compact(
+        &mut self,
+        options: WriteOptions,
+        lock_timeout: Duration,
+        batch: &mut FlushBatch,
+        choose: impl FnOnce(&[Table]) -> Option<Range<usize>>,
+    ) -> Result<bool, StackError> {
+        let lock = self.lock(lock_timeout)?;
+        let range = match choose(&self.tables) {
+            Some(range) if range.len() >= 2 && range.end <= self.tables.len() => range,
+            _ => return Ok(false),
+        };
         let table_error = |source| StackError::Table {
             path: self.dir.clone(),
             source,
         };
-        let min = self.tables.iter().map(Table::min_update_index).min();
-        let max = self.tables.iter().map(Table::max_update_index).max();
+        let segment = &self.tables[range.clone()];
+        let keep_tombstones = range.start > 0;
+        let min = segment.iter().map(Table::min_update_index).min();
+        let max = segment.iter().map(Table::max_update_index).max();
         let (min, max) = (min.unwrap_or(1), max.unwrap_or(1));
         let mut writer = Writer::new(options, min, max).map_err(table_error)?;
-        let merged = self.merged();
-        for record in merged.refs().map_err(table_error)? {
+        let merged = Merged::new(segment);
+        let refs = if keep_tombstones {
+            merged.refs_with_tombstones()
+        } else {
+            merged.refs()
+        };
+        for record in refs.map_err(table_error)? {
             writer
                 .add_ref(&record.map_err(table_error)?)
                 .map_err(table_error)?;
         }
-        for record in merged.logs().map_err(table_error)? {
+        let logs = if keep_tombstones {
+            merged.logs_with_tombstones()
+        } else {
+            merged.logs()
+        };
+        for record in logs.map_err(table_error)? {
             writer
                 .add_log(&record.map_err(table_error)?)
                 .map_err(table_error)?;
@@ -238,14 +288,19 @@ impl Stack {
         let bytes = writer.finish().map_err(table_error)?;
         let name = tables_list::table_name(min, max, random_suffix());
         let path = self.dir.join(&name);
-        self.publish(lock, &name, &bytes, std::slice::from_ref(&name), batch)?;
+        let mut names = self.names[..range.start].to_vec();
+        names.push(name.clone());
+        names.extend_from_slice(&self.names[range.end..]);
+        self.publish(lock, &name, &bytes, &names, batch)?;
         // Readers that listed the old tables retry when one is gone; a
         // table left behind by a crash here is merely unlisted.
-        for old in std::mem::replace(&mut self.names, vec![name]) {
+        let old: Vec<String> = self.names.splice(range.clone(), [name]).collect();
+        for old in old {
             let _ = self.vfs.unlink(&self.dir.join(old));
         }
-        self.tables = vec![Table::new(bytes).map_err(|source| StackError::Table { path, source })?];
-        Ok(())
+        let table = Table::new(bytes).map_err(|source| StackError::Table { path, source })?;
+        self.tables.splice(range, [table]);
+        Ok(true)
     }
 
     /// Writes `bytes` as the new table `name`, makes its data and directory

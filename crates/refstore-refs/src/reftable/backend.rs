@@ -1,0 +1,232 @@
+//! The reftable ref backend: the refs and reflogs of a repository kept in
+//! the stack at `$GIT_DIR/reftable`, read through the same operations as
+//! the files backend.
+//!
+//! Every ref, root refs such as `HEAD` included, lives in the stack; the
+//! `HEAD` file and `refs/heads` in the git directory are stubs that only
+//! make the directory look like a repository to older tools. A read opens
+//! the stack as `tables.list` names it at that moment, so readers never see
+//! part of a transaction. Writing is in [`transaction`](super::transaction).
+
+use super::error::Error;
+use super::ref_record::{RefRecord, RefValue};
+use super::stack::{Stack, StackError};
+use super::writer::WriteOptions;
+use super::Version;
+use crate::error::ReadError;
+use crate::files::{Listing, Resolved, SYMREF_MAX_DEPTH};
+use crate::value::{Ref, Target};
+use crate::{ObjectFormat, RefName};
+use refstore_fs::config::ReftableSettings;
+use refstore_fs::Vfs;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How the backend writes and compacts tables (git's `reftable.*` keys).
+#[derive(Debug, Clone, Copy)]
+pub struct ReftableOptions {
+    /// Block size, restart interval, object index; the version follows the
+    /// object format.
+    pub write: WriteOptions,
+    /// `reftable.lockTimeout`: how long to wait for `tables.list.lock`.
+    pub lock_timeout: Duration,
+    /// `reftable.autoCompaction`: compact after each transaction.
+    pub auto_compaction: bool,
+    /// `reftable.geometricFactor`: each table at least this many times
+    /// larger than the next newer one after auto-compaction.
+    pub geometric_factor: u32,
+}
+
+impl ReftableOptions {
+    /// Git's defaults for a repository of `format`.
+    pub fn new(format: ObjectFormat) -> Self {
+        ReftableOptions {
+            write: WriteOptions {
+                version: Version::for_format(format),
+                ..WriteOptions::default()
+            },
+            lock_timeout: Duration::from_millis(100),
+            auto_compaction: true,
+            geometric_factor: 2,
+        }
+    }
+
+    /// The options `settings` (read from configuration) give for a
+    /// repository of `format`.
+    pub fn from_settings(settings: &ReftableSettings, format: ObjectFormat) -> Self {
+        let mut options = ReftableOptions::new(format);
+        options.write.block_size = settings.block_size;
+        options.write.restart_interval = settings.restart_interval;
+        options.write.index_objects = settings.index_objects;
+        options.lock_timeout = settings.lock_timeout;
+        options.auto_compaction = settings.auto_compaction;
+        options.geometric_factor = settings.geometric_factor.max(2);
+        options
+    }
+}
+
+/// A reftable-format ref store.
+#[derive(Debug, Clone)]
+pub struct ReftableBackend {
+    pub(super) vfs: Arc<dyn Vfs>,
+    pub(super) dir: PathBuf,
+    pub(super) format: ObjectFormat,
+    pub(super) options: ReftableOptions,
+}
+
+impl ReftableBackend {
+    /// The store of the repository whose common directory is `common_dir`.
+    pub fn new(
+        vfs: Arc<dyn Vfs>,
+        common_dir: &Path,
+        format: ObjectFormat,
+        options: ReftableOptions,
+    ) -> Self {
+        ReftableBackend {
+            vfs,
+            dir: common_dir.join("reftable"),
+            format,
+            options,
+        }
+    }
+
+    /// The repository's object format.
+    pub fn object_format(&self) -> ObjectFormat {
+        self.format
+    }
+
+    /// The stack's directory (`$GIT_DIR/reftable`).
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The writing options in use.
+    pub fn options(&self) -> &ReftableOptions {
+        &self.options
+    }
+
+    /// The filesystem the store uses.
+    pub fn vfs(&self) -> &Arc<dyn Vfs> {
+        &self.vfs
+    }
+
+    /// The stack as `tables.list` names it now.
+    pub fn stack(&self) -> Result<Stack, StackError> {
+        Stack::open(self.vfs.clone(), self.dir.clone())
+    }
+
+    /// The stored value of `name` without following symbolic refs.
+    pub fn read(&self, name: &RefName) -> Result<Option<Ref>, ReadError> {
+        read_in(&self.stack()?, name)
+    }
+
+    /// Follows symbolic refs from `name` to an object id, as git does (at
+    /// most [`SYMREF_MAX_DEPTH`] levels). `None` if `name` does not exist.
+    pub fn resolve(&self, name: &RefName) -> Result<Option<Resolved>, ReadError> {
+        resolve_in(&self.stack()?, name)
+    }
+
+    /// Every ref below `refs/` whose name starts with `prefix`, sorted, with
+    /// the peeled values the tables record.
+    pub fn list(&self, prefix: &[u8]) -> Result<Listing, ReadError> {
+        let stack = self.stack()?;
+        let mut listing = Listing::default();
+        let mut refs = stack
+            .merged()
+            .seek_refs(prefix)
+            .map_err(|e| table_error(&stack, e))?;
+        for record in &mut refs {
+            let record = record.map_err(|e| table_error(&stack, e))?;
+            if !record.name.starts_with(prefix) {
+                break;
+            }
+            if record.name.starts_with(b"refs/") {
+                listing.refs.push(to_ref(&stack, record)?);
+            }
+        }
+        Ok(listing)
+    }
+}
+
+/// A damaged record or table found while reading the stack as a whole.
+pub(super) fn table_error(stack: &Stack, error: Error) -> ReadError {
+    ReadError::Reftable {
+        path: stack.dir().to_owned(),
+        error,
+    }
+}
+
+/// `name` as `stack` holds it.
+pub(super) fn read_in(stack: &Stack, name: &RefName) -> Result<Option<Ref>, ReadError> {
+    match stack
+        .merged()
+        .ref_record(name.as_bytes())
+        .map_err(|e| table_error(stack, e))?
+    {
+        Some(record) => Ok(Some(to_ref(stack, record)?)),
+        None => Ok(None),
+    }
+}
+
+/// Follows `name` through symbolic refs in `stack`.
+pub(super) fn resolve_in(stack: &Stack, name: &RefName) -> Result<Option<Resolved>, ReadError> {
+    let mut current = name.clone();
+    for depth in 0..=SYMREF_MAX_DEPTH {
+        match read_in(stack, &current)? {
+            None if depth == 0 => return Ok(None),
+            None => {
+                return Ok(Some(Resolved {
+                    name: current,
+                    id: None,
+                }))
+            }
+            Some(Ref {
+                target: Target::Object(id),
+                ..
+            }) => {
+                return Ok(Some(Resolved {
+                    name: current,
+                    id: Some(id),
+                }))
+            }
+            Some(Ref {
+                target: Target::Symbolic(next),
+                ..
+            }) => current = next,
+        }
+    }
+    Err(ReadError::SymrefTooDeep(name.clone()))
+}
+
+/// A live record as a [`Ref`]; a record that names no valid ref (or
+/// points at one) means the table is damaged.
+fn to_ref(stack: &Stack, record: RefRecord) -> Result<Ref, ReadError> {
+    let bad_name = |what: &str, name: &[u8]| {
+        table_error(
+            stack,
+            Error::corrupt(
+                0,
+                format!(
+                    "{what} '{}' is not a valid ref name",
+                    String::from_utf8_lossy(name)
+                ),
+            ),
+        )
+    };
+    let name = RefName::new(&record.name).map_err(|_| bad_name("ref", &record.name))?;
+    let (target, peeled) = match record.value {
+        RefValue::Object(id) => (Target::Object(id), None),
+        RefValue::Peeled { target, peeled } => (Target::Object(target), Some(peeled)),
+        RefValue::Symbolic(to) => (
+            Target::Symbolic(RefName::new(&to).map_err(|_| bad_name("symbolic ref target", &to))?),
+            None,
+        ),
+        RefValue::Deletion => unreachable!("merged reads never yield tombstones"),
+    };
+    Ok(Ref {
+        name,
+        target,
+        peeled,
+    })
+}
