@@ -97,6 +97,11 @@ impl Globals {
         &self.vfs
     }
 
+    /// The `-c name=value` settings.
+    pub fn config_overrides(&self) -> &[Override] {
+        &self.overrides
+    }
+
     /// The working directory after `-C`.
     pub fn cwd(&self) -> &Path {
         &self.cwd
