@@ -3,6 +3,7 @@
 #![deny(missing_docs, unsafe_code)]
 
 pub mod pkt_line;
+pub mod receive_pack;
 pub mod repository;
 pub mod upload_pack;
 pub mod version;
