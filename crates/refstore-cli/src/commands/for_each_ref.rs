@@ -11,7 +11,7 @@ use std::cmp::Ordering;
 use std::collections::HashSet;
 use std::io::Write;
 
-use super::update_ref::{files_backend, parse_value};
+use super::update_ref::{parse_value, ref_store};
 
 /// Arguments of `for-each-ref`.
 #[derive(Debug, clap::Args)]
@@ -56,7 +56,8 @@ fn usage_error(message: &str) -> Result<u8, Fatal> {
 /// Runs `for-each-ref`.
 pub fn run(args: Args, globals: &Globals) -> Result<u8, Fatal> {
     let repo = globals.open_repo()?;
-    let backend = files_backend(&repo, globals)?;
+    let store = ref_store(&repo, globals)?;
+    let backend = &*store;
     let format_text = args
         .format
         .as_deref()
@@ -86,7 +87,7 @@ pub fn run(args: Args, globals: &Globals) -> Result<u8, Fatal> {
     };
     let points_at = match &args.points_at {
         None => None,
-        Some(object) => match parse_value(&backend, object) {
+        Some(object) => match parse_value(backend, object) {
             Some(id) => Some(id),
             None => return usage_error(&format!("malformed object name '{object}'")),
         },

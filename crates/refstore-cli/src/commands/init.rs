@@ -1,4 +1,10 @@
-//! `refstore init`: an empty repository that git opens, in the files format.
+//! `refstore init`: an empty repository that git opens, in the files or the
+//! reftable format.
+//!
+//! A reftable repository is laid out as git 2.45+ lays it out: the refs live
+//! in `reftable/` (HEAD included), while `HEAD` and `refs/heads` are stubs
+//! that make older tools see a repository they cannot use rather than an
+//! empty one.
 
 use crate::context::{Fatal, Globals};
 use refstore_fs::config::{Component, FsyncSettings, RefStorage};
@@ -6,6 +12,10 @@ use refstore_fs::discover::{absolute, is_git_directory};
 use refstore_fs::flush::FlushBatch;
 use refstore_fs::lock::{commit_all, LockFile};
 use refstore_refs::name::{check, CheckOptions};
+use refstore_refs::reftable::{ReftableBackend, ReftableOptions};
+use refstore_refs::transaction::{Change, Expected, Transaction, Update};
+use refstore_refs::value::Target;
+use refstore_refs::{ObjectFormat, RefName};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -36,6 +46,40 @@ const DESCRIPTION: &[u8] =
 const EXCLUDE: &[u8] = b"# Patterns listed here are ignored in this repository only,\n\
 # in addition to .gitignore files (see gitignore(5)).\n";
 
+/// What `refs/heads` holds in a reftable repository, where it is a file.
+const REFS_HEADS_STUB: &[u8] = b"this repository uses the reftable format\n";
+
+/// Writes the first table of a new reftable stack: HEAD pointing at the
+/// initial branch, without a reflog entry.
+fn point_head(
+    vfs: &std::sync::Arc<dyn refstore_fs::Vfs>,
+    git_dir: &Path,
+    format: ObjectFormat,
+    branch: &str,
+    flush: refstore_fs::flush::FlushMethod,
+) -> Result<(), Fatal> {
+    let store = ReftableBackend::new(vfs.clone(), git_dir, format, ReftableOptions::new(format));
+    let target = RefName::new(format!("refs/heads/{branch}")).map_err(Fatal::new)?;
+    let tx = Transaction {
+        updates: vec![Update {
+            name: RefName::new("HEAD").expect("valid"),
+            change: Change::Set(Target::Symbolic(target)),
+            expected: Expected::Any,
+            no_deref: true,
+        }],
+        ..Transaction::default()
+    };
+    let options = refstore_refs::files::transaction::CommitOptions {
+        flush,
+        lock_timeout: Duration::from_millis(100),
+        packed_refs_timeout: Duration::ZERO,
+        log_updates: refstore_fs::config::LogRefUpdates::Never,
+        signature: String::new(),
+    };
+    store.commit(&tx, &options).map_err(Fatal::new)?;
+    Ok(())
+}
+
 /// Creates the repository, or reports that it exists already.
 pub fn run(args: Args, globals: &Globals) -> Result<u8, Fatal> {
     let config = globals.config_outside_repository()?;
@@ -44,11 +88,6 @@ pub fn run(args: Args, globals: &Globals) -> Result<u8, Fatal> {
         Some(name) => RefStorage::from_name(name)
             .ok_or_else(|| Fatal::new(format!("unknown ref storage format '{name}'")))?,
     };
-    if ref_storage == RefStorage::Reftable {
-        return Err(Fatal::new(
-            "the reftable ref format is not supported by this build of refstore yet; use --ref-format=files",
-        ));
-    }
     let object_format = args.object_format.as_deref().unwrap_or("sha1");
     if !matches!(object_format, "sha1" | "sha256") {
         return Err(Fatal::new(format!(
@@ -97,15 +136,29 @@ pub fn run(args: Args, globals: &Globals) -> Result<u8, Fatal> {
     );
     let fail = |e: &dyn std::fmt::Display| Fatal::new(e.to_string());
 
-    for dir in [
-        "",
-        "objects/info",
-        "objects/pack",
-        "refs/heads",
-        "refs/tags",
-        "info",
-        "hooks",
-    ] {
+    let reftable = ref_storage == RefStorage::Reftable;
+    let dirs: &[&str] = if reftable {
+        &[
+            "",
+            "objects/info",
+            "objects/pack",
+            "refs",
+            "reftable",
+            "info",
+            "hooks",
+        ]
+    } else {
+        &[
+            "",
+            "objects/info",
+            "objects/pack",
+            "refs/heads",
+            "refs/tags",
+            "info",
+            "hooks",
+        ]
+    };
+    for dir in dirs {
         batch
             .create_dir_all(&git_dir.join(dir))
             .map_err(|e| fail(&e))?;
@@ -117,21 +170,34 @@ pub fn run(args: Args, globals: &Globals) -> Result<u8, Fatal> {
     } else {
         let mut config_text = format!(
             "[core]\n\trepositoryformatversion = {}\n\tfilemode = true\n\tbare = {}\n",
-            u8::from(object_format != "sha1"),
+            u8::from(object_format != "sha1" || reftable),
             args.bare
         );
         if !args.bare {
             config_text.push_str("\tlogallrefupdates = true\n");
         }
-        if object_format != "sha1" {
-            config_text.push_str(&format!("[extensions]\n\tobjectformat = {object_format}\n"));
+        if object_format != "sha1" || reftable {
+            config_text.push_str("[extensions]\n");
         }
-        let files: [(&str, Vec<u8>); 4] = [
+        if object_format != "sha1" {
+            config_text.push_str(&format!("\tobjectformat = {object_format}\n"));
+        }
+        if reftable {
+            config_text.push_str("\trefstorage = reftable\n");
+        }
+        let head = match reftable {
+            true => "ref: refs/heads/.invalid\n".to_owned(),
+            false => format!("ref: refs/heads/{branch}\n"),
+        };
+        let mut files: Vec<(&str, Vec<u8>)> = vec![
             ("config", config_text.into_bytes()),
-            ("HEAD", format!("ref: refs/heads/{branch}\n").into_bytes()),
+            ("HEAD", head.into_bytes()),
             ("description", DESCRIPTION.to_vec()),
             ("info/exclude", EXCLUDE.to_vec()),
         ];
+        if reftable {
+            files.push(("refs/heads", REFS_HEADS_STUB.to_vec()));
+        }
         let mut locks = Vec::new();
         for (name, content) in files {
             let path = git_dir.join(name);
@@ -145,6 +211,16 @@ pub fn run(args: Args, globals: &Globals) -> Result<u8, Fatal> {
         commit_all(locks, &mut batch).map_err(|e| fail(&e))?;
     }
     batch.flush_dirs().map_err(|e| fail(&e))?;
+    if reftable && !reinit {
+        let format = ObjectFormat::from_name(object_format).expect("checked above");
+        point_head(
+            vfs,
+            &git_dir,
+            format,
+            &branch,
+            fsync.method_for(Component::Reference),
+        )?;
+    }
 
     if !args.quiet {
         let what = if reinit {

@@ -1,6 +1,7 @@
-//! `refstore pack-refs`: move loose refs into `packed-refs`.
+//! `refstore pack-refs`: move loose refs into `packed-refs`; in a reftable
+//! repository, compact the stack into one table.
 
-use super::update_ref::files_backend;
+use super::update_ref::ref_store;
 use crate::context::{Fatal, Globals};
 use refstore_fs::config::Component;
 use refstore_refs::files::pack::PackOptions;
@@ -19,12 +20,18 @@ pub struct Args {
 /// Runs `pack-refs`.
 pub fn run(args: Args, globals: &Globals) -> Result<u8, Fatal> {
     let repo = globals.open_repo()?;
-    let backend = files_backend(&repo, globals)?;
+    let store = ref_store(&repo, globals)?;
+    let flush = repo.settings.fsync.method_for(Component::Reference);
+    let Some(backend) = store.as_files() else {
+        let reftable = store.as_reftable().expect("a store is files or reftable");
+        reftable.compact_all(flush).map_err(Fatal::new)?;
+        return Ok(0);
+    };
     let objects = super::objects::open(&repo)?;
     let options = PackOptions {
         all: args.all,
         prune: !args.no_prune,
-        flush: repo.settings.fsync.method_for(Component::Reference),
+        flush,
         lock_timeout: repo.settings.files_ref_lock_timeout,
         packed_refs_timeout: repo.settings.packed_refs_timeout,
     };

@@ -1,6 +1,6 @@
 //! `refstore refs`: operations on the ref store as a whole.
 
-use super::update_ref::files_backend;
+use super::update_ref::ref_store;
 use crate::context::{Fatal, Globals};
 use refstore_refs::files::verify::Severity;
 
@@ -15,7 +15,8 @@ pub struct Args {
 #[derive(Debug, clap::Subcommand)]
 enum RefsCommand {
     /// Check the ref store for damage: unreadable loose refs, bad
-    /// packed-refs lines, directory/file conflicts (like `git refs verify`).
+    /// packed-refs lines, directory/file conflicts, damaged reftables (like
+    /// `git refs verify`).
     Verify(VerifyArgs),
 }
 
@@ -41,11 +42,16 @@ pub fn run(args: Args, globals: &Globals) -> Result<u8, Fatal> {
 /// error (or, with `--strict`, a warning).
 fn verify(args: VerifyArgs, globals: &Globals) -> Result<u8, Fatal> {
     let repo = globals.open_repo()?;
-    let backend = files_backend(&repo, globals)?;
+    let store = ref_store(&repo, globals)?;
     if args.verbose {
         eprintln!("Checking references consistency");
     }
-    let findings = backend.verify().map_err(Fatal::new)?;
+    let findings = match (store.as_files(), store.as_reftable()) {
+        (Some(files), _) => files.verify(),
+        (None, Some(reftable)) => reftable.verify(),
+        (None, None) => unreachable!("a store is files or reftable"),
+    }
+    .map_err(Fatal::new)?;
     let mut failed = false;
     for finding in &findings {
         eprintln!("{finding}");

@@ -1,9 +1,10 @@
 //! `refstore show-ref`: list refs, or check that refs exist.
 
-use super::update_ref::files_backend;
+use super::update_ref::ref_store;
 use crate::context::{Fatal, Globals};
-use refstore_refs::files::{FilesBackend, ReadError};
+use refstore_refs::backend::Backend;
 use refstore_refs::value::Target;
+use refstore_refs::ReadError;
 use refstore_refs::{ObjectId, RefName};
 use std::io::Write;
 
@@ -43,14 +44,15 @@ pub struct Args {
 /// Runs `show-ref`: exit 0 if something matched, 1 if nothing did.
 pub fn run(args: Args, globals: &Globals) -> Result<u8, Fatal> {
     let repo = globals.open_repo()?;
-    let backend = files_backend(&repo, globals)?;
+    let store = ref_store(&repo, globals)?;
+    let backend = &*store;
     if args.exists {
         if args.verify {
             return Err(Fatal::new(
                 "options '--verify' and '--exists' cannot be used together",
             ));
         }
-        return exists(&backend, &args.patterns);
+        return exists(backend, &args.patterns);
     }
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     let objects = match args.dereference && !args.quiet {
@@ -82,7 +84,7 @@ pub fn run(args: Args, globals: &Globals) -> Result<u8, Fatal> {
             let resolved = RefName::new(pattern)
                 .ok()
                 .filter(|n| n.as_bytes().starts_with(b"refs/") || n.as_bytes() == b"HEAD")
-                .and_then(|n| resolve(&backend, &n).map(|id| (n, id)));
+                .and_then(|n| resolve(backend, &n).map(|id| (n, id)));
             match resolved {
                 Some((name, id)) => {
                     found = true;
@@ -97,7 +99,7 @@ pub fn run(args: Args, globals: &Globals) -> Result<u8, Fatal> {
 
     let mut found = false;
     if args.head {
-        if let Some(id) = resolve(&backend, &RefName::new("HEAD").expect("valid")) {
+        if let Some(id) = resolve(backend, &RefName::new("HEAD").expect("valid")) {
             found = true;
             print(&id, b"HEAD");
         }
@@ -125,7 +127,7 @@ pub fn run(args: Args, globals: &Globals) -> Result<u8, Fatal> {
         }
         let id = match &r.target {
             Target::Object(id) => Some(*id),
-            Target::Symbolic(_) => resolve(&backend, &r.name),
+            Target::Symbolic(_) => resolve(backend, &r.name),
         };
         if let Some(id) = id {
             found = true;
@@ -137,7 +139,7 @@ pub fn run(args: Args, globals: &Globals) -> Result<u8, Fatal> {
 
 /// `--exists`: the ref itself, loose or packed, symbolic (even dangling) or
 /// not; no abbreviation is expanded.
-fn exists(backend: &FilesBackend, refs: &[String]) -> Result<u8, Fatal> {
+fn exists(backend: &dyn Backend, refs: &[String]) -> Result<u8, Fatal> {
     let [name] = refs else {
         return Err(Fatal::new("--exists requires exactly one reference"));
     };
@@ -163,7 +165,7 @@ fn exists(backend: &FilesBackend, refs: &[String]) -> Result<u8, Fatal> {
     }
 }
 
-fn resolve(backend: &FilesBackend, name: &RefName) -> Option<ObjectId> {
+fn resolve(backend: &dyn Backend, name: &RefName) -> Option<ObjectId> {
     backend.resolve(name).ok().flatten().and_then(|r| r.id)
 }
 

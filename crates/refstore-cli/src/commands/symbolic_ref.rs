@@ -1,11 +1,12 @@
 //! `refstore symbolic-ref`: read, set or delete a symbolic ref.
 
-use super::update_ref::{commit_options, files_backend};
+use super::update_ref::{commit_options, ref_store};
 use crate::context::{Fatal, Globals};
-use refstore_refs::files::transaction::CommitError;
+use refstore_refs::backend::Backend;
 use refstore_refs::name::{check, CheckOptions};
 use refstore_refs::transaction::{Change, Expected, Transaction, Update};
 use refstore_refs::value::Target;
+use refstore_refs::CommitError;
 use refstore_refs::RefName;
 
 /// Arguments of `symbolic-ref`.
@@ -32,7 +33,8 @@ pub struct Args {
 /// Runs `symbolic-ref`.
 pub fn run(args: Args, globals: &Globals) -> Result<u8, Fatal> {
     let repo = globals.open_repo()?;
-    let backend = files_backend(&repo, globals)?;
+    let store = ref_store(&repo, globals)?;
+    let backend = &*store;
     let name = RefName::new(&args.name);
     let current = match &name {
         Ok(n) => backend.read(n).map_err(Fatal::new)?,
@@ -76,7 +78,7 @@ pub fn run(args: Args, globals: &Globals) -> Result<u8, Fatal> {
             message: args.message.clone(),
             ..Transaction::default()
         };
-        return commit(&backend, &tx, &repo);
+        return commit(backend, &tx, &repo);
     }
 
     if args.delete {
@@ -102,7 +104,7 @@ pub fn run(args: Args, globals: &Globals) -> Result<u8, Fatal> {
             message: args.message.clone(),
             ..Transaction::default()
         };
-        return commit(&backend, &tx, &repo);
+        return commit(backend, &tx, &repo);
     }
 
     match symbolic_target {
@@ -124,7 +126,7 @@ pub fn run(args: Args, globals: &Globals) -> Result<u8, Fatal> {
 }
 
 fn commit(
-    backend: &refstore_refs::files::FilesBackend,
+    backend: &dyn Backend,
     tx: &Transaction,
     repo: &crate::context::Repo,
 ) -> Result<u8, Fatal> {

@@ -3,14 +3,17 @@
 mod stdin;
 
 use crate::context::{Fatal, Globals, Repo};
-use refstore_fs::config::{Component, RefStorage};
-use refstore_refs::files::transaction::{CommitError, CommitOptions, Prepared};
-use refstore_refs::files::FilesBackend;
+use refstore_fs::config::Component;
+use refstore_refs::backend::{self, Backend, Location, PreparedTransaction};
+use refstore_refs::files::transaction::CommitOptions;
+use refstore_refs::reftable::ReftableOptions;
 use refstore_refs::transaction::{Change, Expected, Transaction, Update};
 use refstore_refs::value::Target;
+use refstore_refs::CommitError;
 use refstore_refs::{ObjectFormat, ObjectId, RefName};
 use std::borrow::Cow;
 use std::io::Write;
+use std::sync::Arc;
 
 /// Arguments of `update-ref`.
 #[derive(Debug, clap::Args)]
@@ -46,7 +49,7 @@ pub struct Args {
 
 /// Parses an object id argument: a full hex id, or a ref name resolved the
 /// way git's `get_oid` resolves names (`HEAD`, `main`, `refs/heads/main`).
-pub(crate) fn parse_value(backend: &FilesBackend, arg: &str) -> Option<ObjectId> {
+pub(crate) fn parse_value(backend: &dyn Backend, arg: &str) -> Option<ObjectId> {
     let format = backend.object_format();
     if arg.len() == format.hex_len() {
         if let Ok(id) = ObjectId::from_hex_in(arg.to_ascii_lowercase().as_bytes(), format) {
@@ -67,20 +70,18 @@ pub(crate) fn parse_value(backend: &FilesBackend, arg: &str) -> Option<ObjectId>
         .find_map(|name| backend.resolve(&name).ok().flatten().and_then(|r| r.id))
 }
 
-/// The files backend of an opened repository.
-pub(crate) fn files_backend(repo: &Repo, globals: &Globals) -> Result<FilesBackend, Fatal> {
-    if repo.settings.ref_storage == RefStorage::Reftable {
-        return Err(Fatal::new(
-            "this repository uses the reftable ref format, which this build of refstore cannot write yet",
-        ));
-    }
+/// The ref store of an opened repository, in the format its configuration
+/// names (`extensions.refStorage`), with its `reftable.*` settings.
+pub(crate) fn ref_store(repo: &Repo, globals: &Globals) -> Result<Arc<dyn Backend>, Fatal> {
     let format = ObjectFormat::from_name(repo.settings.object_format).expect("validated by config");
-    Ok(FilesBackend::new(
-        globals.vfs().clone(),
-        repo.location.git_dir.clone(),
-        repo.location.common_dir.clone(),
-        format,
-    ))
+    let location = Location {
+        git_dir: repo.location.git_dir.clone(),
+        common_dir: repo.location.common_dir.clone(),
+        object_format: format,
+        storage: repo.settings.ref_storage,
+    };
+    let reftable = ReftableOptions::from_settings(&repo.settings.reftable, format);
+    backend::open_with(globals.vfs().clone(), &location, reftable).map_err(Fatal::new)
 }
 
 pub(crate) fn commit_options(repo: &Repo) -> Result<CommitOptions, Fatal> {
@@ -109,7 +110,8 @@ fn usage() -> Result<u8, Fatal> {
 /// Runs `update-ref`.
 pub fn run(args: Args, globals: &Globals) -> Result<u8, Fatal> {
     let repo = globals.open_repo()?;
-    let backend = files_backend(&repo, globals)?;
+    let store = ref_store(&repo, globals)?;
+    let backend = &*store;
     let options = commit_options(&repo)?;
     let mut tx = Transaction {
         message: args.message.clone(),
@@ -121,7 +123,7 @@ pub fn run(args: Args, globals: &Globals) -> Result<u8, Fatal> {
         if !args.args.is_empty() || args.delete {
             return usage();
         }
-        return run_stdin(&args, &backend, &options, tx);
+        return run_stdin(&args, backend, &options, tx);
     }
     if args.nul || args.batch_updates {
         return usage();
@@ -129,17 +131,17 @@ pub fn run(args: Args, globals: &Globals) -> Result<u8, Fatal> {
     let (name, change, expected) = match (args.delete, args.args.as_slice()) {
         (true, [name]) => (name, Change::Delete, Expected::Any),
         (true, [name, old]) => {
-            let old = parse_value(&backend, old)
+            let old = parse_value(backend, old)
                 .ok_or_else(|| Fatal::new(format!("{old}: not a valid SHA1")))?;
             (name, Change::Delete, Expected::object(old))
         }
         (false, [name, new, rest @ ..]) if rest.len() <= 1 => {
-            let new = parse_value(&backend, new)
+            let new = parse_value(backend, new)
                 .ok_or_else(|| Fatal::new(format!("{new}: not a valid SHA1")))?;
             let expected = match rest.first() {
                 None => Expected::Any,
                 Some(old) => Expected::object(
-                    parse_value(&backend, old)
+                    parse_value(backend, old)
                         .ok_or_else(|| Fatal::new(format!("{old}: not a valid SHA1")))?,
                 ),
             };
@@ -180,7 +182,7 @@ enum State<'a> {
     /// `start` was given; the end of input aborts.
     Started(Transaction),
     /// Locked and checked; only `commit` or `abort` may follow.
-    Prepared(Box<Prepared<'a>>),
+    Prepared(Box<dyn PreparedTransaction + 'a>),
     /// Committed or aborted; only `start` may follow.
     Closed,
 }
@@ -204,7 +206,7 @@ fn report_rejected(outcome_rejected: &[refstore_refs::transaction::Rejected]) {
 /// following git's transaction states.
 fn run_stdin(
     args: &Args,
-    backend: &FilesBackend,
+    backend: &dyn Backend,
     options: &CommitOptions,
     template: Transaction,
 ) -> Result<u8, Fatal> {
@@ -248,25 +250,25 @@ fn run_stdin(
                     .prepare(Cow::Owned(tx), options)
                     .map_err(|e| fail("prepare", e))?;
                 acknowledge("prepare")?;
-                State::Prepared(Box::new(prepared))
+                State::Prepared(prepared)
             }
             (stdin::Command::Commit, State::Open(tx) | State::Started(tx)) => {
                 let outcome = backend
                     .prepare(Cow::Owned(tx), options)
-                    .and_then(Prepared::commit)
+                    .and_then(|p| p.commit())
                     .map_err(|e| fail("commit", e))?;
                 report_rejected(&outcome.rejected);
                 acknowledge("commit")?;
                 State::Closed
             }
             (stdin::Command::Commit, State::Prepared(p)) => {
-                let outcome = (*p).commit().map_err(|e| fail("commit", e))?;
+                let outcome = p.commit().map_err(|e| fail("commit", e))?;
                 report_rejected(&outcome.rejected);
                 acknowledge("commit")?;
                 State::Closed
             }
             (stdin::Command::Abort, State::Prepared(p)) => {
-                (*p).abort().map_err(|e| fail("abort", e))?;
+                p.abort().map_err(|e| fail("abort", e))?;
                 acknowledge("abort")?;
                 State::Closed
             }
@@ -287,7 +289,7 @@ fn run_stdin(
             Err(CommitError::Rejected(r)) => return Err(Fatal::new(r)),
             Err(e) => return Err(Fatal::new(e)),
         },
-        State::Prepared(p) => (*p).abort().map_err(Fatal::new)?,
+        State::Prepared(p) => p.abort().map_err(Fatal::new)?,
         State::Started(_) | State::Closed => {}
     }
     Ok(0)

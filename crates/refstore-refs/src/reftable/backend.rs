@@ -18,6 +18,7 @@ use crate::files::{Listing, Resolved, SYMREF_MAX_DEPTH};
 use crate::value::{Ref, Target};
 use crate::{ObjectFormat, RefName};
 use refstore_fs::config::ReftableSettings;
+use refstore_fs::flush::{FlushBatch, FlushMethod};
 use refstore_fs::Vfs;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -125,6 +126,15 @@ impl ReftableBackend {
     /// most [`SYMREF_MAX_DEPTH`] levels). `None` if `name` does not exist.
     pub fn resolve(&self, name: &RefName) -> Result<Option<Resolved>, ReadError> {
         resolve_in(&self.stack()?, name)
+    }
+
+    /// Replaces every table of the stack with one (what `pack-refs` does to
+    /// a reftable repository): one data and one directory flush point
+    /// before the new table is listed, the old tables removed afterwards.
+    pub fn compact_all(&self, flush: FlushMethod) -> Result<(), StackError> {
+        let mut stack = self.stack()?;
+        let mut batch = FlushBatch::new(self.vfs.clone(), flush, &self.dir);
+        stack.compact_all(self.options.write, self.options.lock_timeout, &mut batch)
     }
 
     /// Every ref below `refs/` whose name starts with `prefix`, sorted, with

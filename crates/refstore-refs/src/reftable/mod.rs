@@ -59,6 +59,7 @@ mod stack;
 pub mod tables_list;
 pub mod transaction;
 mod varint;
+mod verify;
 mod writer;
 
 pub use backend::{ReftableBackend, ReftableOptions};
