@@ -7,6 +7,7 @@ mod index_pack;
 mod init;
 mod objects;
 mod pack_refs;
+mod receive_pack;
 mod refs;
 mod rev_parse;
 mod show_ref;
@@ -32,6 +33,8 @@ pub enum Command {
     Init(init::Args),
     /// Move loose refs into packed-refs (like `git pack-refs`).
     PackRefs(pack_refs::Args),
+    /// Serve a push over standard input and output (like `git receive-pack`).
+    ReceivePack(receive_pack::Args),
     /// Check the ref store as a whole (like `git refs`).
     Refs(refs::Args),
     /// Show where the repository is and what format it has (like `git rev-parse`).
@@ -57,6 +60,7 @@ pub fn run(command: Command, globals: &Globals) -> Result<u8, Fatal> {
         Command::IndexPack(args) => index_pack::run(args, globals),
         Command::Init(args) => init::run(args, globals),
         Command::PackRefs(args) => pack_refs::run(args, globals),
+        Command::ReceivePack(args) => receive_pack::run(args, globals),
         Command::Refs(args) => refs::run(args, globals),
         Command::RevParse(args) => rev_parse::run(args, globals),
         Command::ShowRef(args) => show_ref::run(args, globals),
