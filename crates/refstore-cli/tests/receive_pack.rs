@@ -114,7 +114,11 @@ impl Setup {
 fn new_branch_fast_forward_and_follow_tags() {
     let s = Setup::new(true);
     let pushed = s.push(&["main"]);
-    assert!(pushed.summary.contains("[new branch]"), "{}", pushed.summary);
+    assert!(
+        pushed.summary.contains("[new branch]"),
+        "{}",
+        pushed.summary
+    );
     s.commit("second");
     s.git(&["tag", "-a", "-m", "release", "v1"]);
     s.git(&["tag", "light"]);
@@ -141,12 +145,18 @@ fn non_fast_forward_refused_by_the_client_or_the_server() {
     // Refused by git's client before anything is sent.
     let refused = s.push(&["main"]);
     assert_ne!(refused.code, Some(0));
-    assert!(refused.summary.contains("non-fast-forward"), "{}", refused.summary);
+    assert!(
+        refused.summary.contains("non-fast-forward"),
+        "{}",
+        refused.summary
+    );
     // Forced, and the server refuses.
     s.config("receive.denyNonFastForwards", "true");
     let denied = s.push(&["--force", "main"]);
     assert!(
-        denied.summary.contains("[remote rejected] (non-fast-forward)"),
+        denied
+            .summary
+            .contains("[remote rejected] (non-fast-forward)"),
         "{}",
         denied.summary
     );
@@ -154,7 +164,11 @@ fn non_fast_forward_refused_by_the_client_or_the_server() {
     s.config("receive.denyNonFastForwards", "false");
     let forced = s.push(&["--force", "main"]);
     assert_eq!(forced.code, Some(0), "{}", forced.summary);
-    assert!(forced.summary.contains("(forced update)"), "{}", forced.summary);
+    assert!(
+        forced.summary.contains("(forced update)"),
+        "{}",
+        forced.summary
+    );
 }
 
 #[test]
@@ -162,7 +176,11 @@ fn delete_and_deny_deletes() {
     let s = Setup::new(true);
     s.push(&["main", "main:refs/heads/topic", "main:refs/heads/other"]);
     let deleted = s.push(&["--delete", "topic"]);
-    assert!(!deleted.refs.contains("refs/heads/topic"), "{}", deleted.refs);
+    assert!(
+        !deleted.refs.contains("refs/heads/topic"),
+        "{}",
+        deleted.refs
+    );
     s.config("receive.denyDeletes", "true");
     let denied = s.push(&["--delete", "other"]);
     assert!(
@@ -191,7 +209,11 @@ fn atomic_push_with_one_refused_ref_changes_nothing() {
         "main:refs/tags/t",
     ]);
     assert!(!atomic.refs.contains("refs/heads/new"), "{}", atomic.refs);
-    assert!(atomic.summary.contains("(atomic push failure)"), "{}", atomic.summary);
+    assert!(
+        atomic.summary.contains("(atomic push failure)"),
+        "{}",
+        atomic.summary
+    );
     // Without --atomic the other refs are committed.
     let batch = s.push(&["--force", "main", "main:refs/heads/new", "main:refs/tags/t"]);
     assert!(batch.refs.contains("refs/heads/new"), "{}", batch.refs);
@@ -203,7 +225,9 @@ fn checked_out_branch_of_a_non_bare_repository() {
     let s = Setup::new(false);
     let refused = s.push(&["main"]);
     assert!(
-        refused.summary.contains("(branch is currently checked out)"),
+        refused
+            .summary
+            .contains("(branch is currently checked out)"),
         "{}",
         refused.summary
     );

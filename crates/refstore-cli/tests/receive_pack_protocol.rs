@@ -1,0 +1,323 @@
+//! `refstore receive-pack` fed raw requests, next to `git receive-pack`
+//! fed the same bytes: malformed pkt-lines, invalid ids, funny ref names
+//! and truncated packs get an error or an `ng`/`unpack` report, and leave
+//! every ref as it was; thin packs of REF_DELTA entries are completed
+//! without duplicate objects.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use support::{git_ok, isolate, run_with_input, stderr};
+
+/// Two bare repositories with the same history: `ours` served by
+/// refstore, `theirs` by git; and `src`, where it was made.
+struct Setup {
+    _tmp: tempfile::TempDir,
+    home: PathBuf,
+    src: PathBuf,
+    ours: PathBuf,
+    theirs: PathBuf,
+}
+
+impl Setup {
+    fn new() -> Setup {
+        let tmp = tempfile::tempdir().unwrap();
+        let home = tmp.path().to_owned();
+        let src = home.join("src");
+        git_ok(&home, &home, &["init", "-q", "-b", "main", "src"]);
+        let big: String = (0..200).map(|i| format!("line {i} of a file\n")).collect();
+        std::fs::write(src.join("file"), &big).unwrap();
+        git_ok(&home, &src, &["add", "file"]);
+        git_ok(&home, &src, &["commit", "-q", "-m", "first"]);
+        for target in ["ours", "theirs"] {
+            git_ok(&home, &home, &["clone", "-q", "--bare", "src", target]);
+        }
+        // A second commit, only in src, changing one line of the file so
+        // that git stores it as a delta.
+        std::fs::write(src.join("file"), big.replace("line 7 ", "line seven ")).unwrap();
+        git_ok(&home, &src, &["commit", "-q", "-a", "-m", "second"]);
+        Setup {
+            ours: home.join("ours"),
+            theirs: home.join("theirs"),
+            _tmp: tmp,
+            home,
+            src,
+        }
+    }
+
+    fn rev(&self, rev: &str) -> String {
+        git_ok(&self.home, &self.src, &["rev-parse", rev])
+            .trim()
+            .to_owned()
+    }
+
+    /// A pack made by `git pack-objects` from `revs` (one per line).
+    fn pack(&self, revs: &str, extra: &[&str]) -> Vec<u8> {
+        let mut cmd = Command::new("git");
+        isolate(&mut cmd, &self.home);
+        cmd.current_dir(&self.src)
+            .args(["pack-objects", "--stdout", "--revs", "-q"])
+            .args(extra);
+        let out = run_with_input(&mut cmd, revs.as_bytes());
+        assert!(out.status.success(), "{}", stderr(&out));
+        out.stdout
+    }
+
+    fn serve(&self, ours: bool, input: &[u8]) -> Output {
+        let mut cmd = if ours {
+            let mut cmd = Command::new(env!("CARGO_BIN_EXE_refstore"));
+            cmd.args(["receive-pack", "ours"]);
+            cmd
+        } else {
+            let mut cmd = Command::new("git");
+            cmd.args(["receive-pack", "theirs"]);
+            cmd
+        };
+        isolate(&mut cmd, &self.home);
+        cmd.current_dir(&self.home);
+        run_with_input(&mut cmd, input)
+    }
+
+    fn refs(&self, repo: &Path) -> String {
+        git_ok(&self.home, repo, &["for-each-ref"])
+    }
+
+    /// Serves `input` with both and returns (ours, theirs), requiring that
+    /// their refs are alike afterwards.
+    fn both(&self, input: &[u8]) -> (Output, Output) {
+        let ours = self.serve(true, input);
+        let theirs = self.serve(false, input);
+        assert_eq!(self.refs(&self.ours), self.refs(&self.theirs));
+        (ours, theirs)
+    }
+}
+
+fn pkt(line: &str) -> Vec<u8> {
+    let mut out = format!("{:04x}", line.len() + 4).into_bytes();
+    out.extend_from_slice(line.as_bytes());
+    out
+}
+
+/// The report: the pkt-lines after the advertisement's flush-pkt.
+fn report(out: &Output) -> Vec<String> {
+    let mut bytes = &out.stdout[..];
+    let mut lines = Vec::new();
+    let mut flushes = 0;
+    while bytes.len() >= 4 {
+        let len = usize::from_str_radix(std::str::from_utf8(&bytes[..4]).unwrap(), 16).unwrap();
+        if len == 0 {
+            flushes += 1;
+            bytes = &bytes[4..];
+            continue;
+        }
+        if flushes == 1 {
+            lines.push(
+                String::from_utf8_lossy(&bytes[4..len])
+                    .trim_end()
+                    .to_owned(),
+            );
+        }
+        bytes = &bytes[len..];
+    }
+    lines
+}
+
+const ZERO: &str = "0000000000000000000000000000000000000000";
+
+#[test]
+fn malformed_requests_are_refused_before_anything_is_stored() {
+    let s = Setup::new();
+    let before = s.refs(&s.ours);
+    let main = s.rev("main~1");
+    let new = s.rev("main");
+    let bad_requests: Vec<Vec<u8>> = vec![
+        b"00zz".to_vec(),
+        [pkt(&format!("{main} {new}")), b"0000".to_vec()].concat(),
+        [
+            pkt(&format!("{} {new} refs/heads/main", &main[..39])),
+            b"0000".to_vec(),
+        ]
+        .concat(),
+        [
+            pkt(&format!("{main} {new}X refs/heads/main")),
+            b"0000".to_vec(),
+        ]
+        .concat(),
+    ];
+    for input in bad_requests {
+        let (ours, theirs) = s.both(&input);
+        assert_ne!(theirs.status.code(), Some(0));
+        assert_eq!(ours.status.code(), Some(128), "{}", stderr(&ours));
+        assert!(stderr(&ours).starts_with("fatal: "), "{}", stderr(&ours));
+        if stderr(&theirs).contains("expected old/new/ref") {
+            assert!(
+                stderr(&ours).contains("expected old/new/ref"),
+                "{}",
+                stderr(&ours)
+            );
+        }
+        assert_eq!(s.refs(&s.ours), before);
+    }
+}
+
+#[test]
+fn funny_ref_names_are_reported_per_ref() {
+    let s = Setup::new();
+    let first = s.rev("main~1");
+    let input = [
+        pkt(&format!("{ZERO} {first} refs/foo\0report-status")),
+        pkt(&format!("{ZERO} {first} refs/heads/a..b")),
+        pkt(&format!("{ZERO} {first} refs/heads/fine")),
+        b"0000".to_vec(),
+        s.pack(&format!("{first}\n"), &["--thin"]),
+    ]
+    .concat();
+    let (ours, theirs) = s.both(&input);
+    assert_eq!(report(&ours), report(&theirs));
+    assert_eq!(
+        report(&ours),
+        [
+            "unpack ok",
+            "ng refs/foo funny refname",
+            "ng refs/heads/a..b funny refname",
+            "ok refs/heads/fine"
+        ]
+    );
+}
+
+#[test]
+fn a_truncated_pack_changes_nothing() {
+    let s = Setup::new();
+    let (old, new) = (s.rev("main~1"), s.rev("main"));
+    let pack = s.pack(&format!("{new}\n^{old}\n"), &["--thin"]);
+    let input = [
+        pkt(&format!("{old} {new} refs/heads/main\0report-status")),
+        b"0000".to_vec(),
+        pack[..pack.len() - 30].to_vec(),
+    ]
+    .concat();
+    let before = s.refs(&s.ours);
+    let packs_before = std::fs::read_dir(s.ours.join("objects/pack"))
+        .unwrap()
+        .count();
+    let (ours, theirs) = s.both(&input);
+    let (ours, theirs) = (report(&ours), report(&theirs));
+    assert!(
+        ours[0].starts_with("unpack ") && ours[0] != "unpack ok",
+        "{ours:?}"
+    );
+    assert_eq!(ours[1..], theirs[1..]);
+    assert_eq!(ours[1], "ng refs/heads/main unpacker error");
+    assert_eq!(s.refs(&s.ours), before);
+    let packs_after = std::fs::read_dir(s.ours.join("objects/pack"))
+        .unwrap()
+        .count();
+    assert_eq!(
+        packs_after, packs_before,
+        "temporary files were left behind"
+    );
+}
+
+/// Ids in a pack index, in order.
+fn index_ids(s: &Setup, repo: &Path) -> Vec<String> {
+    let mut ids = Vec::new();
+    for entry in std::fs::read_dir(repo.join("objects/pack")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "idx") {
+            let mut cmd = Command::new("git");
+            isolate(&mut cmd, &s.home);
+            cmd.current_dir(repo).arg("show-index");
+            let out = run_with_input(&mut cmd, &std::fs::read(&path).unwrap());
+            let listing = String::from_utf8(out.stdout).unwrap();
+            ids.extend(
+                listing
+                    .lines()
+                    .map(|l| l.split(' ').nth(1).unwrap().to_owned()),
+            );
+        }
+    }
+    ids
+}
+
+#[test]
+fn ref_delta_packs_thin_or_not_are_stored_without_duplicates() {
+    for thin in [true, false] {
+        let s = Setup::new();
+        let (old, new) = (s.rev("main~1"), s.rev("main"));
+        // Without --delta-base-offset deltas name their base by id
+        // (REF_DELTA); a thin pack's base is in the repository only, a
+        // full pack's base is in the pack and in the repository.
+        let revs = if thin {
+            format!("{new}\n^{old}\n")
+        } else {
+            format!("{new}\n")
+        };
+        let extra: &[&str] = if thin { &["--thin"] } else { &[] };
+        let input = [
+            pkt(&format!("{old} {new} refs/heads/main\0report-status")),
+            b"0000".to_vec(),
+            s.pack(&revs, extra),
+        ]
+        .concat();
+        let (ours, theirs) = s.both(&input);
+        assert_eq!(report(&ours), ["unpack ok", "ok refs/heads/main"]);
+        assert_eq!(report(&ours), report(&theirs));
+        let fsck = support::git(&s.home, &s.ours, &["fsck", "--strict"]);
+        assert!(fsck.status.success(), "{}", stderr(&fsck));
+        let mut ids = index_ids(&s, &s.ours);
+        let count = ids.len();
+        ids.sort();
+        ids.dedup();
+        assert_eq!(
+            ids.len(),
+            count,
+            "duplicate objects in the packs (thin: {thin})"
+        );
+    }
+}
+
+#[test]
+fn deletes_need_no_pack() {
+    let s = Setup::new();
+    let first = s.rev("main~1");
+    git_ok(&s.home, &s.ours, &["update-ref", "refs/heads/gone", &first]);
+    git_ok(
+        &s.home,
+        &s.theirs,
+        &["update-ref", "refs/heads/gone", &first],
+    );
+    let input = [
+        pkt(&format!(
+            "{first} {ZERO} refs/heads/gone\0report-status-v2 atomic"
+        )),
+        b"0000".to_vec(),
+    ]
+    .concat();
+    let (ours, theirs) = s.both(&input);
+    assert_eq!(report(&ours), ["unpack ok", "ok refs/heads/gone"]);
+    assert_eq!(report(&ours), report(&theirs));
+}
+
+#[test]
+fn a_stale_old_value_fails_that_ref_only() {
+    let s = Setup::new();
+    let (first, second) = (s.rev("main~1"), s.rev("main"));
+    let input = [
+        pkt(&format!("{second} {first} refs/heads/main\0report-status")),
+        pkt(&format!("{ZERO} {first} refs/heads/new")),
+        b"0000".to_vec(),
+        s.pack(&format!("{first}\n"), &["--thin"]),
+    ]
+    .concat();
+    let (ours, theirs) = s.both(&input);
+    assert_eq!(report(&ours), report(&theirs));
+    assert_eq!(
+        report(&ours),
+        [
+            "unpack ok",
+            "ng refs/heads/main failed to update ref",
+            "ok refs/heads/new"
+        ]
+    );
+}
