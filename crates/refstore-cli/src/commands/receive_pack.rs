@@ -26,7 +26,8 @@ pub struct Args {
 /// Runs `receive-pack`.
 pub fn run(args: Args, globals: &Globals) -> Result<u8, Fatal> {
     let dir = globals.cwd().join(&args.dir);
-    let repo = Repository::open(globals.vfs().clone(), &dir, &[]).map_err(|e| match e {
+    let overrides = globals.config_overrides();
+    let repo = Repository::open(globals.vfs().clone(), &dir, overrides).map_err(|e| match e {
         OpenError::NotARepository(_) => Fatal::new(format!(
             "'{}' does not appear to be a git repository",
             args.dir.display()
