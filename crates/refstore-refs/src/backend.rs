@@ -11,10 +11,11 @@ use crate::files::transaction::CommitOptions;
 use crate::files::{FilesBackend, Listing, Resolved};
 use crate::reftable::{ReftableBackend, ReftableOptions};
 use crate::transaction::{Outcome, Rejected, Transaction};
-use crate::value::Ref;
+use crate::value::{Ref, RefView};
 use crate::{ObjectFormat, RefName};
 use refstore_fs::Vfs;
 use std::borrow::Cow;
+use std::ops::ControlFlow;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -74,6 +75,24 @@ pub trait Backend: Send + Sync + std::fmt::Debug {
     /// Every ref below `refs/` whose name starts with `prefix`, sorted by
     /// name, with peeled values where the store keeps them.
     fn list(&self, prefix: &[u8]) -> Result<Listing, ReadError>;
+
+    /// Shows `visitor` the refs [`list`](Self::list) would return, in the
+    /// same order, without building them: names borrow the store's
+    /// buffers, and [`RefView::peeled`] says whether the store knows the
+    /// peeled value. Visiting stops when `visitor` breaks. A store may
+    /// report damage after some refs were visited.
+    fn visit(
+        &self,
+        prefix: &[u8],
+        visitor: &mut dyn FnMut(RefView<'_>) -> ControlFlow<()>,
+    ) -> Result<(), ReadError> {
+        for r in &self.list(prefix)?.refs {
+            if visitor(RefView::of(r)).is_break() {
+                break;
+            }
+        }
+        Ok(())
+    }
 
     /// Applies `tx` with one data flush point and one directory flush point.
     /// Atomic transactions fail as a whole with the first rejection; batch

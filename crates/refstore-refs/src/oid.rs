@@ -103,21 +103,36 @@ impl ObjectId {
     /// Parses a full hex id of the given format. Upper-case hex is rejected,
     /// as git does for ids stored in refs.
     pub fn from_hex_in(hex: &[u8], format: ObjectFormat) -> Result<Self, ParseOidError> {
+        Self::decode(hex, format, &LOWER_HEX)
+    }
+
+    /// Parses a full hex id of the given format in either case, as git
+    /// reads ids from ref files (`packed-refs`, loose refs).
+    pub fn from_hex_any_case(hex: &[u8], format: ObjectFormat) -> Result<Self, ParseOidError> {
+        Self::decode(hex, format, &ANY_CASE_HEX)
+    }
+
+    /// Decodes with `table` (digit values, [`NOT_HEX`] elsewhere). Invalid
+    /// digits are collected with a bitwise or and tested once at the end,
+    /// so the loop has no branch per character: ids are parsed by the
+    /// million when a large `packed-refs` is read.
+    fn decode(hex: &[u8], format: ObjectFormat, table: &[u8; 256]) -> Result<Self, ParseOidError> {
         if hex.len() != format.hex_len() {
             return Err(ParseOidError::Length(
                 String::from_utf8_lossy(hex).into_owned(),
             ));
         }
         let mut bytes = [0; 32];
-        for (i, pair) in hex.chunks_exact(2).enumerate() {
-            match (hex_value(pair[0]), hex_value(pair[1])) {
-                (Some(h), Some(l)) => bytes[i] = (h << 4) | l,
-                _ => {
-                    return Err(ParseOidError::NotHex(
-                        String::from_utf8_lossy(hex).into_owned(),
-                    ))
-                }
-            }
+        let mut invalid = 0u8;
+        for (byte, pair) in bytes.iter_mut().zip(hex.chunks_exact(2)) {
+            let (high, low) = (table[pair[0] as usize], table[pair[1] as usize]);
+            invalid |= high | low;
+            *byte = (high << 4) | (low & 0x0f);
+        }
+        if invalid & NOT_HEX != 0 {
+            return Err(ParseOidError::NotHex(
+                String::from_utf8_lossy(hex).into_owned(),
+            ));
         }
         Ok(ObjectId { format, bytes })
     }
@@ -148,13 +163,20 @@ impl ObjectId {
         self.bytes.iter().all(|&b| b == 0)
     }
 
-    /// Writes the lower-case hex form into `out`.
+    /// Appends the lower-case hex form to `out`.
     pub fn write_hex(&self, out: &mut Vec<u8>) {
-        const DIGITS: &[u8; 16] = b"0123456789abcdef";
-        for &b in self.as_bytes() {
-            out.push(DIGITS[(b >> 4) as usize]);
-            out.push(DIGITS[(b & 15) as usize]);
+        let mut buf = [0; 64];
+        out.extend_from_slice(self.encode_hex(&mut buf));
+    }
+
+    /// The lower-case hex form, written into `buf` (large enough for either
+    /// format) without allocating.
+    pub fn encode_hex<'b>(&self, buf: &'b mut [u8; 64]) -> &'b [u8] {
+        let raw = self.as_bytes();
+        for (pair, &b) in buf.chunks_exact_mut(2).zip(raw) {
+            pair.copy_from_slice(&HEX_PAIRS[b as usize]);
         }
+        &buf[..raw.len() * 2]
     }
 
     /// The lower-case hex form.
@@ -165,13 +187,41 @@ impl ObjectId {
     }
 }
 
-fn hex_value(c: u8) -> Option<u8> {
-    match c {
-        b'0'..=b'9' => Some(c - b'0'),
-        b'a'..=b'f' => Some(c - b'a' + 10),
-        _ => None,
+/// Marks a byte that is not a hex digit in the decoding tables; digit
+/// values only use the low four bits.
+const NOT_HEX: u8 = 0xf0;
+
+/// Digit values of `0-9a-f`.
+const LOWER_HEX: [u8; 256] = decoding_table(false);
+
+/// Digit values of `0-9a-fA-F`.
+const ANY_CASE_HEX: [u8; 256] = decoding_table(true);
+
+const fn decoding_table(upper: bool) -> [u8; 256] {
+    let mut table = [NOT_HEX; 256];
+    let mut i = 0;
+    while i < 16 {
+        let lower = b"0123456789abcdef"[i];
+        table[lower as usize] = i as u8;
+        if upper {
+            table[lower.to_ascii_uppercase() as usize] = i as u8;
+        }
+        i += 1;
     }
+    table
 }
+
+/// The two hex digits of every byte value.
+const HEX_PAIRS: [[u8; 2]; 256] = {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut table = [[0; 2]; 256];
+    let mut b = 0;
+    while b < 256 {
+        table[b] = [DIGITS[b >> 4], DIGITS[b & 15]];
+        b += 1;
+    }
+    table
+};
 
 impl fmt::Display for ObjectId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -225,6 +275,33 @@ mod tests {
             Err(ParseOidError::NotHex(_))
         ));
         assert!(ObjectId::from_hex_in(&[b'0'; 64], ObjectFormat::Sha1).is_err());
+    }
+
+    #[test]
+    fn every_byte_value_round_trips_and_case_rules_hold() {
+        let raw: Vec<u8> = (0..=255u8).collect();
+        for chunk in raw.chunks(20) {
+            let mut bytes = chunk.to_vec();
+            bytes.resize(20, 0xa5);
+            let id = ObjectId::from_raw(&bytes).unwrap();
+            let hex = id.to_hex();
+            let expected: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+            assert_eq!(hex, expected);
+            assert_eq!(ObjectId::from_hex(hex.as_bytes()), Ok(id));
+            let upper = hex.to_uppercase();
+            assert_eq!(
+                ObjectId::from_hex_any_case(upper.as_bytes(), ObjectFormat::Sha1),
+                Ok(id)
+            );
+            if upper != hex {
+                assert!(ObjectId::from_hex(upper.as_bytes()).is_err());
+            }
+        }
+        for bad in [b'g', b'G', b'/', b':', b'@', b'`', 0x80, 0xff, 0] {
+            let mut hex = [b'0'; 40];
+            hex[17] = bad;
+            assert!(ObjectId::from_hex_any_case(&hex, ObjectFormat::Sha1).is_err());
+        }
     }
 
     #[test]

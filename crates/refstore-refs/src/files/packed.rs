@@ -50,7 +50,7 @@ pub struct PackedRefs {
 }
 
 fn parse_id(hex: &[u8], format: ObjectFormat) -> Option<ObjectId> {
-    ObjectId::from_hex_in(&hex.to_ascii_lowercase(), format).ok()
+    ObjectId::from_hex_any_case(hex, format).ok()
 }
 
 impl PackedRefs {
