@@ -277,3 +277,30 @@ fn not_a_repository() {
         "fatal: 'missing' does not appear to be a git repository\n"
     );
 }
+
+#[test]
+fn sha256_repositories() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path();
+    git_ok(
+        home,
+        home,
+        &["init", "-q", "--object-format=sha256", "-b", "main", "src"],
+    );
+    let src = home.join("src");
+    std::fs::write(src.join("file"), "content\n").unwrap();
+    git_ok(home, &src, &["add", "file"]);
+    git_ok(home, &src, &["commit", "-q", "-m", "first"]);
+    git_ok(
+        home,
+        home,
+        &["init", "-q", "--bare", "--object-format=sha256", "ours"],
+    );
+    let ours = home.join("ours");
+    let url = format!("file://{}", ours.display());
+    let receive_pack = format!("--receive-pack={}", refstore_receive_pack());
+    git_ok(home, &src, &["push", "-q", &receive_pack, &url, "main"]);
+    let head = git_ok(home, &src, &["rev-parse", "main"]);
+    assert_eq!(git_ok(home, &ours, &["rev-parse", "main"]), head);
+    git_ok(home, &ours, &["fsck"]);
+}

@@ -321,3 +321,89 @@ fn a_stale_old_value_fails_that_ref_only() {
         ]
     );
 }
+
+#[test]
+fn an_atomic_push_with_a_stale_old_value_changes_nothing() {
+    let s = Setup::new();
+    let (first, second) = (s.rev("main~1"), s.rev("main"));
+    let input = [
+        pkt(&format!(
+            "{second} {first} refs/heads/main\0report-status atomic"
+        )),
+        pkt(&format!("{ZERO} {first} refs/heads/new")),
+        b"0000".to_vec(),
+        s.pack(&format!("{first}\n"), &["--thin"]),
+    ]
+    .concat();
+    let (ours, theirs) = s.both(&input);
+    assert_eq!(report(&ours), report(&theirs));
+    assert_eq!(
+        report(&ours),
+        [
+            "unpack ok",
+            "ng refs/heads/main atomic transaction failed",
+            "ng refs/heads/new atomic transaction failed"
+        ]
+    );
+}
+
+/// The advertisement's lines, with the capabilities (which name the
+/// agent) cut off the first.
+fn advertised(out: &Output) -> Vec<String> {
+    let mut bytes = &out.stdout[..];
+    let mut lines = Vec::new();
+    while bytes.len() >= 4 {
+        let len = usize::from_str_radix(std::str::from_utf8(&bytes[..4]).unwrap(), 16).unwrap();
+        if len == 0 {
+            break;
+        }
+        let line = String::from_utf8_lossy(&bytes[4..len]).into_owned();
+        lines.push(line.split('\0').next().unwrap().trim_end().to_owned());
+        bytes = &bytes[len..];
+    }
+    lines
+}
+
+#[test]
+fn the_advertisement_lists_what_git_lists() {
+    let s = Setup::new();
+    for repo in [&s.ours, &s.theirs] {
+        git_ok(&s.home, repo, &["tag", "-a", "-m", "t", "v1", "main"]);
+        git_ok(
+            &s.home,
+            repo,
+            &[
+                "symbolic-ref",
+                "refs/remotes/origin/HEAD",
+                "refs/heads/main",
+            ],
+        );
+    }
+    let (ours, theirs) = s.both(b"0000");
+    assert_eq!(advertised(&ours), advertised(&theirs));
+    assert_eq!(advertised(&ours).len(), 3, "{:?}", advertised(&ours));
+    let caps = String::from_utf8_lossy(&ours.stdout).into_owned();
+    for cap in [
+        "report-status",
+        "report-status-v2",
+        "delete-refs",
+        "side-band-64k",
+        "quiet",
+        "atomic",
+        "ofs-delta",
+        "push-options",
+        "object-format=sha1",
+        "agent=refstore/",
+    ] {
+        assert!(caps.contains(cap), "{cap} missing: {caps}");
+    }
+
+    let tmp = tempfile::tempdir().unwrap();
+    git_ok(tmp.path(), tmp.path(), &["init", "-q", "--bare", "empty"]);
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_refstore"));
+    isolate(&mut cmd, tmp.path());
+    cmd.current_dir(tmp.path())
+        .args(["receive-pack", "--advertise-refs", "empty"]);
+    let empty = cmd.output().unwrap();
+    assert_eq!(advertised(&empty), [format!("{ZERO} capabilities^{{}}")]);
+}

@@ -79,17 +79,7 @@ pub fn receive_pack(
     };
     let unpack = match unpack {
         Ok(pack) => {
-            let connected = ingest::check_connected(repo, &request.commands, &mut messages)?;
-            for (result, missing) in results.iter_mut().zip(connected) {
-                *result = missing.map(str::to_owned);
-            }
-            let applied = update::apply(
-                repo,
-                &request.commands,
-                request.capabilities.atomic,
-                &mut results,
-                &mut messages,
-            );
+            let applied = connect_and_apply(repo, &request, &mut results, &mut messages);
             // The refs are written (or refused): the pack no longer needs
             // protection from gc, whatever happened.
             if let Some(pack) = &pack {
@@ -117,6 +107,27 @@ pub fn receive_pack(
             results: &results,
             messages: &messages,
         },
+    )
+}
+
+/// Checks the connectivity of the new tips, then applies the commands
+/// that passed, recording each command's outcome in `results`.
+fn connect_and_apply(
+    repo: &Repository,
+    request: &commands::Request,
+    results: &mut [Option<String>],
+    messages: &mut Vec<String>,
+) -> Result<(), ReceivePackError> {
+    let connected = ingest::check_connected(repo, &request.commands, messages)?;
+    for (result, missing) in results.iter_mut().zip(connected) {
+        *result = missing.map(str::to_owned);
+    }
+    update::apply(
+        repo,
+        &request.commands,
+        request.capabilities.atomic,
+        results,
+        messages,
     )
 }
 
