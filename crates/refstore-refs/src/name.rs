@@ -264,10 +264,16 @@ impl RefName {
     /// `refs/` or a root ref (upper case letters and `_`, like `HEAD`).
     pub fn new(name: impl AsRef<[u8]>) -> Result<Self, InvalidName> {
         let name = name.as_ref();
-        let invalid = |reason| InvalidName {
+        Self::validate(name).map_err(|reason| InvalidName {
             name: name.to_vec(),
             reason,
-        };
+        })?;
+        Ok(RefName(name.into()))
+    }
+
+    /// Checks `name` as [`new`](Self::new) does, without building a name:
+    /// stores check every name they read, most of them only to show it.
+    pub fn validate(name: &[u8]) -> Result<(), NameError> {
         let one_level = !name.contains(&b'/');
         check(
             name,
@@ -275,12 +281,11 @@ impl RefName {
                 allow_onelevel: one_level,
                 refspec_pattern: false,
             },
-        )
-        .map_err(invalid)?;
+        )?;
         if one_level && !is_root_ref_syntax(name) {
-            return Err(invalid(NameError::OneLevel));
+            return Err(NameError::OneLevel);
         }
-        Ok(RefName(name.into()))
+        Ok(())
     }
 
     /// Wraps bytes already known to be a valid name (read back from a ref

@@ -9,14 +9,22 @@
 //! The file is parsed in one pass into a sorted table of records that keep
 //! their names in the file's own buffer, so a million refs cost one
 //! allocation for the text and one for the table; lookups are binary
-//! searches.
+//! searches. A file that says it is `sorted` can also be read in place by
+//! [`Scan`], which seeks by binary search over the text and parses only the
+//! lines it visits: the cheapest way to show every ref once.
 
-use crate::value::{Ref, Target};
+use crate::value::{Peeled, Ref, Target};
 use crate::{ObjectFormat, ObjectId, RefName};
 use std::ops::Range;
 
+mod scan;
+pub use scan::{PackedView, Scan};
+
 /// The header git writes (and refstore too).
 pub const HEADER: &[u8] = b"# pack-refs with: peeled fully-peeled sorted \n";
+
+/// Why a file that claims the `sorted` trait is refused.
+const NOT_SORTED: &str = "the file says it is sorted but is not";
 
 /// A line of `packed-refs` that is not valid.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -45,8 +53,65 @@ struct Record {
 pub struct PackedRefs {
     text: Vec<u8>,
     records: Vec<Record>,
-    /// The `fully-peeled` trait: every tag has its peeled line.
-    fully_peeled: bool,
+    traits: Traits,
+}
+
+/// What the header line says about the file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Traits {
+    /// `fully-peeled`: every annotated tag has its `^` line.
+    pub fully_peeled: bool,
+    /// `peeled`: every annotated tag below `refs/tags/` has its `^` line.
+    pub tags_peeled: bool,
+    /// `sorted`: the refs are in byte order.
+    pub sorted: bool,
+}
+
+impl Traits {
+    const PREFIX: &'static [u8] = b"# pack-refs with:";
+
+    /// The traits of `text` and where its first ref line starts.
+    pub fn of(text: &[u8]) -> (Traits, usize) {
+        if !text.starts_with(Self::PREFIX) {
+            return (Traits::default(), 0);
+        }
+        let end = memchr_newline(text).map_or(text.len(), |i| i + 1);
+        let words = &text[Self::PREFIX.len()..end];
+        let has = |t: &[u8]| {
+            words
+                .split(|&b| b == b' ' || b == b'\n')
+                .any(|w| w == t)
+        };
+        let traits = Traits {
+            fully_peeled: has(b"fully-peeled"),
+            tags_peeled: has(b"peeled"),
+            sorted: has(b"sorted"),
+        };
+        (traits, end)
+    }
+
+    /// What a ref line tells about its peeled value, given its `^` line.
+    fn peeled(&self, name: &[u8], peeled: Option<ObjectId>) -> Peeled {
+        match peeled {
+            Some(id) => Peeled::Tag(id),
+            None if self.fully_peeled || (self.tags_peeled && name.starts_with(b"refs/tags/")) => {
+                Peeled::NotATag
+            }
+            None => Peeled::Unknown,
+        }
+    }
+}
+
+/// Parses `<hex id> <name>` (the name starts after the id and a space),
+/// checking both; returns the id.
+fn parse_ref_line(line: &[u8], format: ObjectFormat) -> Result<ObjectId, &'static str> {
+    let hex_len = format.hex_len();
+    if line.len() < hex_len + 2 || line[hex_len] != b' ' {
+        return Err("not '<object id> <refname>'");
+    }
+    let id = parse_id(&line[..hex_len], format).ok_or("bad object id")?;
+    RefName::validate(&line[hex_len + 1..]).map_err(|_| "invalid reference name")?;
+    Ok(id)
 }
 
 fn parse_id(hex: &[u8], format: ObjectFormat) -> Option<ObjectId> {
@@ -59,18 +124,21 @@ impl PackedRefs {
         PackedRefs {
             text: Vec::new(),
             records: Vec::new(),
-            fully_peeled: true,
+            traits: Traits {
+                fully_peeled: true,
+                tags_peeled: true,
+                sorted: true,
+            },
         }
     }
 
     /// Parses the file's content.
     pub fn parse(text: Vec<u8>, format: ObjectFormat) -> Result<Self, PackedError> {
         let mut records: Vec<Record> = Vec::new();
-        let mut fully_peeled = false;
-        let mut sorted = false;
+        let (traits, body) = Traits::of(&text);
         let hex_len = format.hex_len();
-        let mut start = 0;
-        let mut line_no = 0;
+        let mut start = body;
+        let mut line_no = usize::from(body > 0);
         while start < text.len() {
             line_no += 1;
             let end = memchr_newline(&text[start..]).map_or(text.len(), |i| start + i);
@@ -79,28 +147,16 @@ impl PackedRefs {
                 line: line_no,
                 reason,
             };
-            if line_no == 1 && line.starts_with(b"# pack-refs with:") {
-                let traits = &line[b"# pack-refs with:".len()..];
-                let has = |t: &[u8]| traits.split(|&b| b == b' ').any(|w| w == t);
-                fully_peeled = has(b"fully-peeled");
-                sorted = has(b"sorted");
-            } else if let Some(hex) = line.strip_prefix(b"^") {
+            if let Some(hex) = line.strip_prefix(b"^") {
                 let last = records.last_mut().ok_or(bad("peeled line without a ref"))?;
                 if last.peeled.is_some() {
                     return Err(bad("two peeled lines for one ref"));
                 }
                 last.peeled = Some(parse_id(hex, format).ok_or(bad("bad peeled object id"))?);
             } else {
-                if line.len() < hex_len + 2 || line[hex_len] != b' ' {
-                    return Err(bad("not '<object id> <refname>'"));
-                }
-                let id = parse_id(&line[..hex_len], format).ok_or(bad("bad object id"))?;
-                let name = start + hex_len + 1..end;
-                if RefName::new(&text[name.clone()]).is_err() {
-                    return Err(bad("invalid reference name"));
-                }
+                let id = parse_ref_line(line, format).map_err(bad)?;
                 records.push(Record {
-                    name,
+                    name: start + hex_len + 1..end,
                     id,
                     peeled: None,
                 });
@@ -110,17 +166,17 @@ impl PackedRefs {
         let mut packed = PackedRefs {
             text,
             records,
-            fully_peeled,
+            traits,
         };
         let in_order = packed
             .records
             .windows(2)
             .all(|w| packed.text[w[0].name.clone()] < packed.text[w[1].name.clone()]);
         if !in_order {
-            if sorted {
+            if traits.sorted {
                 return Err(PackedError {
                     line: 0,
-                    reason: "the file says it is sorted but is not",
+                    reason: NOT_SORTED,
                 });
             }
             let text = &packed.text;
@@ -143,7 +199,19 @@ impl PackedRefs {
 
     /// True if the file records peeled values for every annotated tag.
     pub fn is_fully_peeled(&self) -> bool {
-        self.fully_peeled
+        self.traits.fully_peeled
+    }
+
+    /// The ref at position `i` in sorted order, borrowed.
+    pub fn view(&self, i: usize) -> Option<PackedView<'_>> {
+        self.records.get(i).map(|r| {
+            let name = self.name_of(r);
+            PackedView {
+                name,
+                id: r.id,
+                peeled: self.traits.peeled(name, r.peeled),
+            }
+        })
     }
 
     fn name_of(&self, r: &Record) -> &[u8] {

@@ -11,6 +11,7 @@
 use super::error::Error;
 use super::ref_record::{RefRecord, RefValue};
 use super::stack::{Stack, StackError};
+use super::tables_list;
 use super::writer::WriteOptions;
 use super::Version;
 use crate::error::ReadError;
@@ -21,7 +22,7 @@ use refstore_fs::config::ReftableSettings;
 use refstore_fs::flush::{FlushBatch, FlushMethod};
 use refstore_fs::Vfs;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// How the backend writes and compacts tables (git's `reftable.*` keys).
@@ -74,6 +75,10 @@ pub struct ReftableBackend {
     pub(super) dir: PathBuf,
     pub(super) format: ObjectFormat,
     pub(super) options: ReftableOptions,
+    /// The stack as last read, reused while `tables.list` names the same
+    /// tables (table names never repeat, so the same names mean the same
+    /// bytes): a lookup then costs one read of `tables.list`.
+    snapshot: Arc<Mutex<Option<Arc<Stack>>>>,
 }
 
 impl ReftableBackend {
@@ -89,6 +94,7 @@ impl ReftableBackend {
             dir: common_dir.join("reftable"),
             format,
             options,
+            snapshot: Arc::default(),
         }
     }
 
@@ -112,20 +118,40 @@ impl ReftableBackend {
         &self.vfs
     }
 
-    /// The stack as `tables.list` names it now.
+    /// The stack as `tables.list` names it now, read afresh.
     pub fn stack(&self) -> Result<Stack, StackError> {
         Stack::open(self.vfs.clone(), self.dir.clone())
     }
 
+    /// The stack as `tables.list` names it now, for reading: the previous
+    /// snapshot if it lists the same tables.
+    pub fn snapshot(&self) -> Result<Arc<Stack>, StackError> {
+        let list_path = self.dir.join("tables.list");
+        let names = match self.vfs.read(&list_path) {
+            Ok(content) => tables_list::parse(&content).ok(),
+            Err(e) if e.is_not_found() => Some(Vec::new()),
+            Err(e) => return Err(e.into()),
+        };
+        let mut cached = self.snapshot.lock().unwrap_or_else(|e| e.into_inner());
+        if let (Some(names), Some(stack)) = (&names, cached.as_ref()) {
+            if stack.names() == names.as_slice() {
+                return Ok(stack.clone());
+            }
+        }
+        let stack = Arc::new(self.stack()?);
+        *cached = Some(stack.clone());
+        Ok(stack)
+    }
+
     /// The stored value of `name` without following symbolic refs.
     pub fn read(&self, name: &RefName) -> Result<Option<Ref>, ReadError> {
-        read_in(&self.stack()?, name)
+        read_in(&*self.snapshot()?, name)
     }
 
     /// Follows symbolic refs from `name` to an object id, as git does (at
     /// most [`SYMREF_MAX_DEPTH`] levels). `None` if `name` does not exist.
     pub fn resolve(&self, name: &RefName) -> Result<Option<Resolved>, ReadError> {
-        resolve_in(&self.stack()?, name)
+        resolve_in(&*self.snapshot()?, name)
     }
 
     /// Replaces every table of the stack with one (what `pack-refs` does to
@@ -140,7 +166,7 @@ impl ReftableBackend {
     /// Every ref below `refs/` whose name starts with `prefix`, sorted, with
     /// the peeled values the tables record.
     pub fn list(&self, prefix: &[u8]) -> Result<Listing, ReadError> {
-        let stack = self.stack()?;
+        let stack = self.snapshot()?;
         let mut listing = Listing::default();
         let mut refs = stack
             .merged()

@@ -291,7 +291,14 @@ impl Stack {
         let mut names = self.names[..range.start].to_vec();
         names.push(name.clone());
         names.extend_from_slice(&self.names[range.end..]);
+        // Tables unlisted while the lock is held are left by crashed
+        // writers: every writer (git's and JGit's too) gives a table its
+        // `.ref` name only under the lock, just before listing it.
+        let stale = self.unlisted_tables()?;
         self.publish(lock, &name, &bytes, &names, batch)?;
+        for stale in stale {
+            let _ = self.vfs.unlink(&self.dir.join(stale));
+        }
         // Readers that listed the old tables retry when one is gone; a
         // table left behind by a crash here is merely unlisted.
         let old: Vec<String> = self.names.splice(range.clone(), [name]).collect();
@@ -301,6 +308,19 @@ impl Stack {
         let table = Table::new(bytes).map_err(|source| StackError::Table { path, source })?;
         self.tables.splice(range, [table]);
         Ok(true)
+    }
+
+    /// The `.ref` files of the directory that `tables.list` does not name.
+    fn unlisted_tables(&self) -> Result<Vec<std::ffi::OsString>, StackError> {
+        let entries = self.vfs.read_dir(&self.dir)?;
+        Ok(entries
+            .into_iter()
+            .map(|e| e.name)
+            .filter(|name| {
+                let name = name.to_string_lossy();
+                name.ends_with(".ref") && !self.names.iter().any(|listed| *listed == name)
+            })
+            .collect())
     }
 
     /// Writes `bytes` as the new table `name`, makes its data and directory
