@@ -407,3 +407,32 @@ fn the_advertisement_lists_what_git_lists() {
     let empty = cmd.output().unwrap();
     assert_eq!(advertised(&empty), [format!("{ZERO} capabilities^{{}}")]);
 }
+
+#[test]
+fn stateless_rpc_answers_without_an_advertisement() {
+    let s = Setup::new();
+    let first = s.rev("main~1");
+    git_ok(&s.home, &s.ours, &["update-ref", "refs/heads/gone", &first]);
+    let input = [
+        pkt(&format!("{first} {ZERO} refs/heads/gone\0report-status")),
+        b"0000".to_vec(),
+    ]
+    .concat();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_refstore"));
+    isolate(&mut cmd, &s.home);
+    cmd.current_dir(&s.home)
+        .args(["receive-pack", "--stateless-rpc", "ours"]);
+    let out = run_with_input(&mut cmd, &input);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let expected = [
+        pkt("unpack ok\n"),
+        pkt("ok refs/heads/gone\n"),
+        b"0000".to_vec(),
+    ]
+    .concat();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&expected)
+    );
+    assert!(!s.refs(&s.ours).contains("refs/heads/gone"));
+}

@@ -80,9 +80,12 @@ pub fn check_connectivity(
     for tip in new_tips {
         walk.follow_tip(*tip, &mut new_commits)?;
     }
-    let known_commits = known_tips
-        .iter()
-        .filter_map(|tip| peel_to_commit(odb, *tip))
+    // Many refs often share a value (CI refs at one commit): each is
+    // peeled once.
+    let distinct_known: HashSet<ObjectId> = known_tips.iter().copied().collect();
+    let known_commits = distinct_known
+        .into_iter()
+        .filter_map(|tip| peel_to_commit(odb, tip))
         .collect::<Vec<_>>();
     let commits = walk.new_commits(&new_commits, &known_commits)?;
     walk.checked.new_commits = commits.len();
