@@ -436,3 +436,44 @@ fn stateless_rpc_answers_without_an_advertisement() {
     );
     assert!(!s.refs(&s.ours).contains("refs/heads/gone"));
 }
+
+#[test]
+fn a_pack_missing_objects_is_refused_per_ref() {
+    let s = Setup::new();
+    let (old, new) = (s.rev("main~1"), s.rev("main"));
+    let blob = s.rev("main:file");
+    let listed = git_ok(
+        &s.home,
+        &s.src,
+        &["rev-list", "--objects", &new, &format!("^{old}")],
+    );
+    let objects: String = listed
+        .lines()
+        .map(|l| l.split(' ').next().unwrap())
+        .filter(|id| *id != blob)
+        .map(|id| format!("{id}\n"))
+        .collect();
+    let mut cmd = Command::new("git");
+    isolate(&mut cmd, &s.home);
+    cmd.current_dir(&s.src)
+        .args(["pack-objects", "--stdout", "-q"]);
+    let pack = run_with_input(&mut cmd, objects.as_bytes()).stdout;
+    let input = [
+        pkt(&format!("{old} {new} refs/heads/main\0report-status")),
+        pkt(&format!("{ZERO} {old} refs/heads/fine")),
+        b"0000".to_vec(),
+        pack,
+    ]
+    .concat();
+    let (ours, theirs) = s.both(&input);
+    assert_eq!(report(&ours), report(&theirs));
+    assert_eq!(
+        report(&ours),
+        [
+            "unpack ok",
+            "ng refs/heads/main missing necessary objects",
+            "ok refs/heads/fine"
+        ]
+    );
+    assert!(stderr(&ours).contains(&blob), "{}", stderr(&ours));
+}

@@ -9,6 +9,7 @@ use refstore_fs::config::Component;
 use refstore_odb::{check_connectivity, store_pack, PackOptions, StoredPack};
 use refstore_refs::value::Target;
 use refstore_refs::ObjectId;
+use std::collections::HashMap;
 use std::io::{BufRead, Cursor, Read};
 
 /// The size of a pack header: `PACK`, version, object count.
@@ -75,14 +76,21 @@ pub(crate) fn check_connected(
         return Ok(results);
     }
     // Something is missing: find out which commands it concerns, so the
-    // others can still be applied.
+    // others can still be applied. Commands with the same new value share
+    // one check.
+    let mut verdicts: HashMap<ObjectId, Option<String>> = HashMap::new();
     for (command, result) in commands.iter().zip(&mut results) {
         if command.is_delete() {
             continue;
         }
-        if let Err(e) = check_connectivity(&repo.objects, &[command.new], &known) {
+        let verdict = verdicts.entry(command.new).or_insert_with(|| {
+            check_connectivity(&repo.objects, &[command.new], &known)
+                .err()
+                .map(|e| e.to_string())
+        });
+        if let Some(error) = verdict {
             messages.push(format!(
-                "error: {}: {e}",
+                "error: {}: {error}",
                 String::from_utf8_lossy(&command.name)
             ));
             *result = Some("missing necessary objects");
