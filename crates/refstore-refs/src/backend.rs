@@ -136,6 +136,14 @@ impl Backend for FilesBackend {
         FilesBackend::list(self, prefix)
     }
 
+    fn visit(
+        &self,
+        prefix: &[u8],
+        visitor: &mut dyn FnMut(RefView<'_>) -> ControlFlow<()>,
+    ) -> Result<(), ReadError> {
+        FilesBackend::visit(self, prefix, visitor)
+    }
+
     fn commit(&self, tx: &Transaction, options: &CommitOptions) -> Result<Outcome, CommitError> {
         FilesBackend::commit(self, tx, options)
     }

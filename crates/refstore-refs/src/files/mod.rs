@@ -13,10 +13,11 @@ pub mod transaction;
 pub mod verify;
 
 pub use crate::error::ReadError;
-use crate::value::{Ref, Target};
+use crate::value::{Peeled, Ref, RefView, Target, TargetView};
 use crate::{ObjectFormat, ObjectId, RefName};
-use packed::PackedRefs;
+use packed::{PackedError, PackedRefs, PackedView};
 use refstore_fs::{FileKind, Vfs};
+use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -262,6 +263,96 @@ impl FilesBackend {
         Ok(listing)
     }
 
+    /// Shows `visitor` the refs [`list`](Self::list) returns, in order,
+    /// without building them: a sorted `packed-refs` is read once and
+    /// scanned in place from the prefix on (see [`packed::Scan`]), merged
+    /// with the loose refs, which shadow packed ones. Broken loose refs are
+    /// skipped, as [`Listing::broken`] sets them apart.
+    pub fn visit(
+        &self,
+        prefix: &[u8],
+        visitor: &mut dyn FnMut(RefView<'_>) -> ControlFlow<()>,
+    ) -> Result<(), ReadError> {
+        let mut loose_names = Vec::new();
+        self.walk(
+            &self.common_dir.join("refs"),
+            b"refs/",
+            prefix,
+            &mut loose_names,
+        )?;
+        loose_names.sort();
+        let path = self.packed_path();
+        let text = match self.vfs.read(&path) {
+            Ok(text) => text,
+            Err(e) if e.is_not_found() => Vec::new(),
+            Err(e) => return Err(e.into()),
+        };
+        let parsed;
+        let mut packed: Box<dyn Iterator<Item = Result<PackedView<'_>, PackedError>>> =
+            match packed::Scan::new(&text, self.format, prefix) {
+                Some(scan) => Box::new(scan),
+                None => {
+                    parsed = PackedRefs::parse(text.clone(), self.format).map_err(|error| {
+                        ReadError::Packed {
+                            path: path.clone(),
+                            error,
+                        }
+                    })?;
+                    let start = parsed.seek(prefix);
+                    Box::new(
+                        (start..)
+                            .map_while(|i| parsed.view(i))
+                            .take_while(|view| view.name.starts_with(prefix))
+                            .map(Ok),
+                    )
+                }
+            };
+        let mut next_packed = || {
+            packed
+                .next()
+                .transpose()
+                .map_err(|error| ReadError::Packed {
+                    path: path.clone(),
+                    error,
+                })
+        };
+        let mut pending = next_packed()?;
+        for name in &loose_names {
+            while let Some(view) = pending.filter(|view| view.name < name.as_bytes()) {
+                if show_packed(visitor, view).is_break() {
+                    return Ok(());
+                }
+                pending = next_packed()?;
+            }
+            if pending.is_some_and(|view| view.name == name.as_bytes()) {
+                pending = next_packed()?;
+            }
+            let target = match self.read_loose(name) {
+                Ok(Some(target)) => target,
+                Ok(None) | Err(ReadError::BrokenRef { .. }) => continue,
+                Err(e) => return Err(e),
+            };
+            let view = RefView {
+                name: name.as_bytes(),
+                target: match &target {
+                    Target::Object(id) => TargetView::Object(*id),
+                    Target::Symbolic(to) => TargetView::Symbolic(to),
+                },
+                peeled: Peeled::Unknown,
+            };
+            if visitor(view).is_break() {
+                return Ok(());
+            }
+        }
+        while let Some(view) = pending {
+            if show_packed(visitor, view).is_break() {
+                return Ok(());
+            }
+            pending = next_packed()?;
+        }
+        Ok(())
+    }
+
     /// Collects the names of loose refs below `dir` (named `name_prefix`)
     /// that could start with `prefix`.
     fn walk(
@@ -301,6 +392,17 @@ impl FilesBackend {
         }
         Ok(())
     }
+}
+
+fn show_packed(
+    visitor: &mut dyn FnMut(RefView<'_>) -> ControlFlow<()>,
+    view: PackedView<'_>,
+) -> ControlFlow<()> {
+    visitor(RefView {
+        name: view.name,
+        target: TargetView::Object(view.id),
+        peeled: view.peeled,
+    })
 }
 
 /// Converting ref-name bytes to a path component: ref names are bytes, and on

@@ -77,11 +77,7 @@ impl Traits {
         }
         let end = memchr_newline(text).map_or(text.len(), |i| i + 1);
         let words = &text[Self::PREFIX.len()..end];
-        let has = |t: &[u8]| {
-            words
-                .split(|&b| b == b' ' || b == b'\n')
-                .any(|w| w == t)
-        };
+        let has = |t: &[u8]| words.split(|&b| b == b' ' || b == b'\n').any(|w| w == t);
         let traits = Traits {
             fully_peeled: has(b"fully-peeled"),
             tags_peeled: has(b"peeled"),
