@@ -2,7 +2,9 @@
 
 use super::update_ref::ref_store;
 use crate::context::{Fatal, Globals};
+use refstore_fs::config::{Component, RefStorage};
 use refstore_refs::files::verify::Severity;
+use refstore_refs::reftable::{migrate, ReftableOptions};
 
 /// Arguments of `refs`.
 #[derive(Debug, clap::Args)]
@@ -18,6 +20,20 @@ enum RefsCommand {
     /// packed-refs lines, directory/file conflicts, damaged reftables (like
     /// `git refs verify`).
     Verify(VerifyArgs),
+    /// Move the refs and reflogs into another ref format (files to
+    /// reftable).
+    Migrate(MigrateArgs),
+}
+
+/// Arguments of `refs migrate`.
+#[derive(Debug, clap::Args)]
+struct MigrateArgs {
+    /// The format to migrate to.
+    #[arg(long = "ref-format", value_name = "format")]
+    ref_format: String,
+    /// Count what would be migrated without changing anything.
+    #[arg(long)]
+    dry_run: bool,
 }
 
 /// Arguments of `refs verify`.
@@ -35,7 +51,51 @@ struct VerifyArgs {
 pub fn run(args: Args, globals: &Globals) -> Result<u8, Fatal> {
     match args.command {
         RefsCommand::Verify(args) => verify(args, globals),
+        RefsCommand::Migrate(args) => migrate(args, globals),
     }
+}
+
+/// Migrates the refs of a files-format repository into a reftable stack.
+fn migrate(args: MigrateArgs, globals: &Globals) -> Result<u8, Fatal> {
+    let target = RefStorage::from_name(&args.ref_format)
+        .ok_or_else(|| Fatal::new(format!("unknown ref storage format '{}'", args.ref_format)))?;
+    let repo = globals.open_repo()?;
+    if repo.settings.ref_storage == target {
+        return Err(Fatal::new(format!(
+            "repository already uses '{}' format",
+            target.name()
+        )));
+    }
+    if target == RefStorage::Files {
+        return Err(Fatal::new(
+            "migrating from the reftable format to the files format is not supported; JGit's convertRefStorage can do it",
+        ));
+    }
+    if repo.location.git_dir != repo.location.common_dir {
+        return Err(Fatal::new(
+            "migrating repositories with worktrees is not supported",
+        ));
+    }
+    let store = ref_store(&repo, globals)?;
+    let files = store
+        .as_files()
+        .expect("the repository uses the files format");
+    let format = files.object_format();
+    let options = ReftableOptions::from_settings(&repo.settings.reftable, format);
+    let flush = repo.settings.fsync.method_for(Component::Reference);
+    let migrated =
+        migrate::files_to_reftable(files, &repo.location.git_dir, &options, flush, args.dry_run)
+            .map_err(Fatal::new)?;
+    let verb = if args.dry_run {
+        "would migrate"
+    } else {
+        "migrated"
+    };
+    eprintln!(
+        "{verb} {} refs and {} reflog entries to the reftable format",
+        migrated.refs, migrated.log_entries
+    );
+    Ok(0)
 }
 
 /// Prints one line per finding on standard error; exits 1 if any is an

@@ -49,6 +49,7 @@ mod header;
 mod index_record;
 mod log_record;
 mod merged;
+pub mod migrate;
 mod obj_record;
 mod reader;
 mod record;

@@ -1,0 +1,287 @@
+//! Moving a repository's refs from the files format into a reftable stack
+//! (`refs migrate --ref-format=reftable`), reflogs included, with a
+//! crash-safe switch.
+//!
+//! 1. Every ref (HEAD, loose and packed refs, peeled values) and every
+//!    reflog entry is read and written as ONE table into a new `reftable/`
+//!    directory, durable before it is listed.
+//! 2. The switch: `config` is replaced (through `config.lock`) by one that
+//!    names the reftable format. Before this rename the repository is in
+//!    the files format and the new stack is ignored (a later migration
+//!    removes it and starts over); after it, the stack holds every ref.
+//! 3. The files-format refs are removed and the stubs git writes take
+//!    their place (`HEAD` naming `refs/heads/.invalid`, `refs/heads` a file).
+
+use super::backend::ReftableOptions;
+use super::log_record::{LogEntry, LogRecord, LogValue};
+use super::ref_record::{RefRecord, RefValue};
+use super::stack::{Records, Stack, StackError};
+use crate::files::FilesBackend;
+use crate::value::Target;
+use crate::{ObjectFormat, ObjectId, RefName};
+use refstore_fs::flush::{FlushBatch, FlushMethod};
+use refstore_fs::lock::LockFile;
+use refstore_fs::FileKind;
+use std::path::Path;
+use std::time::Duration;
+
+/// What a migration moved (or would move, in a dry run).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Migrated {
+    /// Refs, HEAD included.
+    pub refs: usize,
+    /// Reflog entries.
+    pub log_entries: usize,
+}
+
+/// Why a migration stopped; the repository is unchanged unless the
+/// message says otherwise.
+#[derive(Debug, thiserror::Error)]
+pub enum MigrateError {
+    /// Reading the refs failed.
+    #[error("cannot read the refs to migrate: {0}")]
+    Read(#[from] crate::error::ReadError),
+    /// Some loose refs hold no valid value.
+    #[error("cannot migrate broken refs ({}); fix or delete them first", .0.join(", "))]
+    Broken(Vec<String>),
+    /// A reflog line cannot be parsed.
+    #[error("reflog '{path}' line {line} is malformed; repair or delete the reflog first")]
+    BadReflog {
+        /// The reflog file.
+        path: String,
+        /// Its line number, from 1.
+        line: usize,
+    },
+    /// Writing the stack failed before the switch: nothing changed.
+    #[error(
+        "cannot write the new reftable stack (the repository still uses the files format): {0}"
+    )]
+    Stack(#[from] StackError),
+    /// The filesystem failed.
+    #[error("{0}")]
+    Fs(#[from] refstore_fs::Error),
+    /// `config.lock` is held.
+    #[error("cannot switch the repository's ref format: {0}")]
+    Locked(String),
+}
+
+/// Migrates the refs of `files` (a repository whose git directory and
+/// common directory are `git_dir`) into a reftable stack. With `dry_run`
+/// only counts what would move.
+pub fn files_to_reftable(
+    files: &FilesBackend,
+    git_dir: &Path,
+    options: &ReftableOptions,
+    flush: FlushMethod,
+    dry_run: bool,
+) -> Result<Migrated, MigrateError> {
+    let vfs = files.vfs().clone();
+    let format = files.object_format();
+    let listing = files.list(b"")?;
+    if !listing.broken.is_empty() {
+        return Err(MigrateError::Broken(
+            listing.broken.iter().map(ToString::to_string).collect(),
+        ));
+    }
+    let head = RefName::new("HEAD").expect("valid");
+    let mut refs: Vec<crate::value::Ref> = files.read(&head)?.into_iter().collect();
+    refs.extend(listing.refs);
+
+    // Each ref's reflog entries get update indexes 1, 2, ... oldest first;
+    // the refs themselves the last index, so every log key is unique.
+    let mut logs = Vec::new();
+    for r in &refs {
+        let path = git_dir.join("logs").join(path_of(&r.name));
+        let text = match vfs.read(&path) {
+            Ok(text) => text,
+            Err(e) if e.is_not_found() => continue,
+            Err(e) => return Err(e.into()),
+        };
+        for (i, line) in text
+            .split(|&b| b == b'\n')
+            .filter(|l| !l.is_empty())
+            .enumerate()
+        {
+            let entry = parse_line(line, format).ok_or_else(|| MigrateError::BadReflog {
+                path: path.display().to_string(),
+                line: i + 1,
+            })?;
+            logs.push(LogRecord {
+                name: r.name.as_bytes().to_vec(),
+                update_index: i as u64 + 1,
+                value: LogValue::Update(entry),
+            });
+        }
+    }
+    let migrated = Migrated {
+        refs: refs.len(),
+        log_entries: logs.len(),
+    };
+    if dry_run {
+        return Ok(migrated);
+    }
+    let last = logs.iter().map(|l| l.update_index).max().unwrap_or(1);
+    let records = Records {
+        refs: refs
+            .into_iter()
+            .map(|r| RefRecord {
+                name: r.name.as_bytes().to_vec(),
+                update_index: last,
+                value: match (r.target, r.peeled) {
+                    (Target::Object(target), Some(peeled)) => RefValue::Peeled { target, peeled },
+                    (Target::Object(id), None) => RefValue::Object(id),
+                    (Target::Symbolic(to), _) => RefValue::Symbolic(to.as_bytes().to_vec()),
+                },
+            })
+            .collect(),
+        logs,
+    };
+
+    // 1. The new stack, from scratch: a stack left by an interrupted
+    // migration was never switched to, so it holds nothing of value.
+    let dir = git_dir.join("reftable");
+    remove_tree(&vfs, &dir)?;
+    let mut batch = FlushBatch::new(vfs.clone(), flush, git_dir);
+    batch.create_dir_all(&dir)?;
+    batch.dir_changed(git_dir);
+    let mut stack = Stack::open(vfs.clone(), &dir)?;
+    let lock = stack.lock(options.lock_timeout)?;
+    stack.add_locked(lock, options.write, last, records, &mut batch)?;
+
+    // 2. The switch.
+    let config_path = git_dir.join("config");
+    let config = vfs.read(&config_path)?;
+    let mut lock = LockFile::acquire(&vfs, &config_path, Duration::from_millis(100))
+        .map_err(|e| MigrateError::Locked(e.to_string()))?;
+    lock.write_all(&config_for_reftable(&config))?;
+    lock.stage(&mut batch)?;
+    batch.flush_files()?;
+    lock.commit(&mut batch)?;
+    batch.flush_dirs()?;
+
+    // 3. The files-format refs go; git's stubs take their place.
+    for gone in ["packed-refs", "logs/HEAD"] {
+        let _ = vfs.unlink(&git_dir.join(gone));
+    }
+    remove_tree(&vfs, &git_dir.join("logs/refs"))?;
+    remove_tree(&vfs, &git_dir.join("refs"))?;
+    vfs.mkdir(&git_dir.join("refs"))?;
+    let stubs: [(&str, &[u8]); 2] = [
+        ("refs/heads", b"this repository uses the reftable format\n"),
+        ("HEAD", b"ref: refs/heads/.invalid\n"),
+    ];
+    for (name, content) in stubs {
+        let mut lock = LockFile::acquire(&vfs, git_dir.join(name), Duration::ZERO)
+            .map_err(|e| MigrateError::Locked(e.to_string()))?;
+        lock.write_all(content)?;
+        lock.stage(&mut batch)?;
+        batch.flush_files()?;
+        lock.commit(&mut batch)?;
+    }
+    batch.dir_changed(&git_dir.join("refs"));
+    batch.flush_dirs()?;
+    Ok(migrated)
+}
+
+/// `config` with `core.repositoryFormatVersion = 1` and
+/// `extensions.refStorage = reftable`, everything else kept.
+fn config_for_reftable(config: &[u8]) -> Vec<u8> {
+    let text = String::from_utf8_lossy(config);
+    let mut out = String::with_capacity(text.len() + 40);
+    for line in text.lines() {
+        let key = line
+            .trim_start()
+            .split(['=', ' ', '\t'])
+            .next()
+            .unwrap_or("");
+        if key.eq_ignore_ascii_case("repositoryformatversion") {
+            out.push_str("\trepositoryformatversion = 1\n");
+        } else if !key.eq_ignore_ascii_case("refstorage") {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    out.push_str("[extensions]\n\trefstorage = reftable\n");
+    out.into_bytes()
+}
+
+/// Removes `dir` and everything below it; a missing `dir` is fine.
+fn remove_tree(vfs: &std::sync::Arc<dyn refstore_fs::Vfs>, dir: &Path) -> Result<(), MigrateError> {
+    let entries = match vfs.read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) if e.is_not_found() => return Ok(()),
+        Err(e) => return Err(e.into()),
+    };
+    for entry in entries {
+        let path = dir.join(&entry.name);
+        match entry.kind {
+            FileKind::Dir => remove_tree(vfs, &path)?,
+            _ => vfs.unlink(&path)?,
+        }
+    }
+    vfs.rmdir(dir)?;
+    Ok(())
+}
+
+fn path_of(name: &RefName) -> &Path {
+    Path::new(<std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(name.as_bytes()))
+}
+
+/// One files-format reflog line:
+/// `<old> <new> <name> <<email>> <seconds> <tz>[\t<message>]`.
+fn parse_line(line: &[u8], format: ObjectFormat) -> Option<LogEntry> {
+    let hex = format.hex_len();
+    let old_id = ObjectId::from_hex_in(line.get(..hex)?, format).ok()?;
+    let new_id = ObjectId::from_hex_in(line.get(hex + 1..2 * hex + 1)?, format).ok()?;
+    let rest = line.get(2 * hex + 2..)?;
+    let (who, message) = match rest.iter().position(|&b| b == b'\t') {
+        Some(tab) => (&rest[..tab], &rest[tab + 1..]),
+        None => (rest, &b""[..]),
+    };
+    let open = who.iter().position(|&b| b == b'<')?;
+    let close = who.iter().rposition(|&b| b == b'>')?;
+    let name = who[..open].strip_suffix(b" ").unwrap_or(&who[..open]);
+    let when = std::str::from_utf8(who.get(close + 1..)?).ok()?;
+    let mut fields = when.split_whitespace();
+    let time = fields.next()?.parse().ok()?;
+    let tz: i16 = fields.next()?.parse().ok()?;
+    let tz_offset = tz.signum() * (tz.abs() / 100 * 60 + tz.abs() % 100);
+    let mut message = message.to_vec();
+    if !message.is_empty() {
+        message.push(b'\n');
+    }
+    Some(LogEntry {
+        old_id,
+        new_id,
+        committer_name: name.to_vec(),
+        email: who.get(open + 1..close)?.to_vec(),
+        time,
+        tz_offset,
+        message,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reflog_lines_and_config() {
+        let line = format!(
+            "{} {} C O Mitter <c@example.com> 1700000000 -0130\tcommit: one",
+            "0".repeat(40),
+            "1".repeat(40)
+        );
+        let entry = parse_line(line.as_bytes(), ObjectFormat::Sha1).unwrap();
+        assert_eq!(entry.committer_name, b"C O Mitter");
+        assert_eq!(entry.email, b"c@example.com");
+        assert_eq!((entry.time, entry.tz_offset), (1_700_000_000, -90));
+        assert_eq!(entry.message, b"commit: one\n");
+        assert!(parse_line(b"garbage", ObjectFormat::Sha1).is_none());
+        let config = b"[core]\n\trepositoryformatversion = 0\n\tbare = true\n";
+        assert_eq!(
+            String::from_utf8(config_for_reftable(config)).unwrap(),
+            "[core]\n\trepositoryformatversion = 1\n\tbare = true\n[extensions]\n\trefstorage = reftable\n"
+        );
+    }
+}
