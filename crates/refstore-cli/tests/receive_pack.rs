@@ -306,3 +306,23 @@ fn sha256_repositories() {
     assert_eq!(git_ok(home, &ours, &["rev-parse", "main"]), head);
     git_ok(home, &ours, &["fsck"]);
 }
+
+#[test]
+fn reflogs_say_push() {
+    let s = Setup::new(true);
+    s.config("core.logAllRefUpdates", "true");
+    s.push(&["main"]);
+    s.commit("second");
+    s.push(&["main"]);
+    let reflog = |repo: &Path| {
+        git_ok(
+            &s.home,
+            repo,
+            &["log", "-g", "--format=%gs %H %gn <%ge>", "refs/heads/main"],
+        )
+    };
+    let ours = reflog(&s.ours);
+    assert_eq!(ours, reflog(&s.theirs));
+    assert_eq!(ours.lines().count(), 2);
+    assert!(ours.lines().all(|l| l.starts_with("push ")), "{ours}");
+}
