@@ -3,6 +3,8 @@
 #![deny(missing_docs, unsafe_code)]
 
 pub mod auth;
+pub mod http;
 pub mod shutdown;
 
 pub use auth::Credentials;
+pub use http::{ServeOptions, Server};

@@ -1,0 +1,72 @@
+//! `refstore serve`: smart HTTP for every repository below a directory.
+
+use crate::context::{Fatal, Globals};
+use refstore_server::{Credentials, ServeOptions, Server};
+use std::path::PathBuf;
+
+/// Arguments of `serve`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Address to listen on (`host:port`; port 0 picks a free port).
+    #[arg(long, value_name = "addr", default_value = "127.0.0.1:8080")]
+    listen: String,
+    /// Serve the repositories below this directory.
+    #[arg(long, value_name = "dir")]
+    root: PathBuf,
+    /// Accept pushes from users listed in --credentials.
+    #[arg(long)]
+    allow_push: bool,
+    /// `user:password` or `user:<bcrypt hash>` lines (`htpasswd -B` writes
+    /// the latter).
+    #[arg(long, value_name = "file")]
+    credentials: Option<PathBuf>,
+    /// Requests handled at once.
+    #[arg(long, value_name = "n", default_value_t = 16)]
+    workers: usize,
+    /// Print the address the server listens on to standard output once it
+    /// is ready (useful with port 0).
+    #[arg(long)]
+    print_address: bool,
+}
+
+/// Runs `serve` until SIGTERM or SIGINT.
+pub fn run(args: Args, globals: &Globals) -> Result<u8, Fatal> {
+    init_logging();
+    let mut options = ServeOptions::new(globals.cwd().join(&args.root));
+    options.workers = args.workers;
+    options.allow_push = args.allow_push;
+    options.config_overrides = globals.config_overrides().to_vec();
+    if let Some(path) = &args.credentials {
+        let path = globals.cwd().join(path);
+        let bytes = globals.vfs().read(&path).map_err(Fatal::new)?;
+        let text = String::from_utf8(bytes)
+            .map_err(|_| Fatal::new(format!("credentials '{}' are not UTF-8", path.display())))?;
+        options.credentials = Credentials::parse(&text)
+            .map_err(|e| Fatal::new(format!("credentials '{}': {e}", path.display())))?;
+    }
+    if args.allow_push && options.credentials.is_empty() {
+        return Err(Fatal::new(
+            "--allow-push needs --credentials <file> with at least one user: pushes are always authenticated",
+        ));
+    }
+    let shutdown = refstore_server::shutdown::on_signals()
+        .map_err(|e| Fatal::new(format!("cannot handle signals: {e}")))?;
+    let server = Server::bind(&args.listen, options, globals.vfs().clone()).map_err(Fatal::new)?;
+    if args.print_address {
+        println!("{}", server.local_addr());
+    }
+    server.run(&shutdown);
+    Ok(0)
+}
+
+/// Access-log and diagnostic lines on standard error; `RUST_LOG` filters
+/// them (default: info).
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .try_init();
+}

@@ -1,0 +1,385 @@
+//! `refstore serve` with the machine's real git over http://127.0.0.1:
+//! clone, fetch, ls-remote (protocol v0 and v2), pushes that need
+//! credentials, paths outside the root and non-repositories refused, and a
+//! graceful stop on SIGTERM, for files and reftable repositories. The
+//! services are the code of `upload-pack` and `receive-pack`, which their
+//! own tests compare with git's.
+
+mod support;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use support::*;
+
+/// A running `refstore serve`, stopped with SIGTERM when dropped.
+struct Served {
+    child: Child,
+    addr: String,
+}
+
+impl Served {
+    fn start(home: &Path, root: &Path, extra: &[&str]) -> Served {
+        let mut child = isolate(&mut Command::new(env!("CARGO_BIN_EXE_refstore")), home)
+            .args([
+                "serve",
+                "--listen",
+                "127.0.0.1:0",
+                "--print-address",
+                "--workers",
+                "4",
+            ])
+            .arg("--root")
+            .arg(root)
+            .args(extra)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        assert!(!line.is_empty(), "serve printed no address");
+        Served {
+            child,
+            addr: line.trim().to_owned(),
+        }
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("http://{}/{path}", self.addr)
+    }
+
+    fn url_as(&self, user: &str, password: &str, path: &str) -> String {
+        format!("http://{user}:{password}@{}/{path}", self.addr)
+    }
+
+    /// A raw HTTP/1.0 request; returns the status code and the whole answer.
+    fn raw(&self, request_line: &str) -> (u16, String) {
+        let mut stream = TcpStream::connect(&self.addr).unwrap();
+        write!(stream, "{request_line} HTTP/1.0\r\nHost: x\r\n\r\n").unwrap();
+        let mut answer = String::new();
+        let _ = stream.read_to_string(&mut answer);
+        let status = answer
+            .split_whitespace()
+            .nth(1)
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(0);
+        (status, answer)
+    }
+
+    /// Stops the server with SIGTERM; returns its exit code and log.
+    fn stop(mut self) -> (Option<i32>, String) {
+        let pid = self.child.id().to_string();
+        assert!(Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap()
+            .success());
+        let mut log = String::new();
+        self.child
+            .stderr
+            .take()
+            .unwrap()
+            .read_to_string(&mut log)
+            .unwrap();
+        let status = self.child.wait().unwrap();
+        std::mem::forget(self);
+        (status.code(), log)
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// git with prompts off, so a refused push fails instead of asking.
+fn git_net(home: &Path, cwd: &Path, args: &[&str]) -> std::process::Output {
+    isolate(&mut Command::new("git"), home)
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .env_remove("GIT_ASKPASS")
+        .env_remove("SSH_ASKPASS")
+        .args(args)
+        .current_dir(cwd)
+        .output()
+        .unwrap()
+}
+
+fn refs_of(home: &Path, git_dir: &Path) -> String {
+    git_ok(
+        home,
+        git_dir,
+        &["for-each-ref", "--format=%(objectname) %(refname)"],
+    )
+}
+
+/// A work repository with two branches and an annotated tag, and a bare
+/// copy of it below `root`.
+fn setup(home: &Path, root: &Path) -> (PathBuf, PathBuf) {
+    let work = home.join("work");
+    git_ok(home, home, &["init", "-q", "-b", "main", "work"]);
+    for (i, name) in ["a", "b", "c"].iter().enumerate() {
+        std::fs::write(work.join(name), format!("{i}\n")).unwrap();
+        git_ok(home, &work, &["add", name]);
+        git_ok(home, &work, &["commit", "-q", "-m", name]);
+    }
+    git_ok(home, &work, &["branch", "topic", "HEAD~1"]);
+    git_ok(home, &work, &["tag", "-a", "-m", "release", "v1", "HEAD~2"]);
+    std::fs::create_dir_all(root.join("team")).unwrap();
+    let served = root.join("team/proj.git");
+    git_ok(
+        home,
+        home,
+        &[
+            "clone",
+            "-q",
+            "--bare",
+            work.to_str().unwrap(),
+            served.to_str().unwrap(),
+        ],
+    );
+    (work, served)
+}
+
+#[test]
+fn clone_fetch_and_ls_remote_over_http() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path();
+    let root = home.join("root");
+    let (work, served) = setup(home, &root);
+    let server = Served::start(home, &root, &[]);
+
+    for version in ["0", "2"] {
+        let protocol = format!("protocol.version={version}");
+        let clone = home.join(format!("clone-v{version}"));
+        let o = git_net(
+            home,
+            home,
+            &[
+                "-c",
+                &protocol,
+                "clone",
+                "-q",
+                &server.url("team/proj.git"),
+                clone.to_str().unwrap(),
+            ],
+        );
+        assert!(o.status.success(), "clone v{version}: {}", stderr(&o));
+        git_ok(home, &clone, &["fsck", "--no-progress"]);
+        assert_eq!(
+            git_ok(
+                home,
+                &clone,
+                &["rev-parse", "HEAD", "origin/topic", "v1^{}"]
+            ),
+            git_ok(home, &served, &["rev-parse", "HEAD", "topic", "v1^{}"])
+        );
+
+        let ours = git_net(
+            home,
+            home,
+            &[
+                "-c",
+                &protocol,
+                "ls-remote",
+                "--symref",
+                &server.url("team/proj.git"),
+            ],
+        );
+        let theirs = git_net(
+            home,
+            home,
+            &[
+                "-c",
+                &protocol,
+                "ls-remote",
+                "--symref",
+                served.to_str().unwrap(),
+            ],
+        );
+        assert!(ours.status.success(), "{}", stderr(&ours));
+        assert_eq!(stdout(&ours), stdout(&theirs), "ls-remote v{version}");
+
+        // An incremental fetch brings a new commit.
+        std::fs::write(work.join("d"), format!("v{version}\n")).unwrap();
+        git_ok(home, &work, &["add", "d"]);
+        git_ok(home, &work, &["commit", "-q", "-m", "more"]);
+        git_ok(
+            home,
+            &work,
+            &["push", "-q", served.to_str().unwrap(), "main"],
+        );
+        let o = git_net(home, &clone, &["-c", &protocol, "fetch", "-q", "origin"]);
+        assert!(o.status.success(), "fetch v{version}: {}", stderr(&o));
+        assert_eq!(
+            git_ok(home, &clone, &["rev-parse", "origin/main"]),
+            git_ok(home, &served, &["rev-parse", "main"])
+        );
+    }
+
+    // Paths outside the root, non-repositories and non-smart endpoints.
+    std::fs::create_dir_all(home.join("secret.git")).unwrap();
+    git_ok(home, home, &["init", "-q", "--bare", "secret.git"]);
+    std::os::unix::fs::symlink(home.join("secret.git"), root.join("link.git")).unwrap();
+    for path in [
+        "/../secret.git/info/refs?service=git-upload-pack",
+        "/team/../../secret.git/info/refs?service=git-upload-pack",
+        "/%2e%2e/secret.git/info/refs?service=git-upload-pack",
+        "/link.git/info/refs?service=git-upload-pack",
+        "/team/nothing.git/info/refs?service=git-upload-pack",
+        "/team/proj.git/HEAD",
+    ] {
+        let (status, _) = server.raw(&format!("GET {path}"));
+        assert_eq!(status, 404, "{path}");
+    }
+    let (status, _) = server.raw("GET /team/proj.git/info/refs?service=git-upload-pack");
+    assert_eq!(status, 200);
+    let (status, _) = server.raw("GET /team/proj.git/info/refs?service=git-evil");
+    assert_eq!(status, 403);
+
+    let (code, log) = server.stop();
+    assert_eq!(code, Some(0), "{log}");
+    assert!(
+        log.contains("refstore::access"),
+        "no access log lines: {log}"
+    );
+    assert!(log.contains("status=404"), "{log}");
+}
+
+#[test]
+fn pushes_need_allow_push_and_credentials() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path();
+    let root = home.join("root");
+    let (work, served) = setup(home, &root);
+    let credentials = home.join("users");
+    let mut lines = String::from("bob:plain-pw\n");
+    // A bcrypt hash written by Apache's htpasswd, an independent tool.
+    let htpasswd = Command::new("htpasswd")
+        .args(["-nbB", "alice", "s3cret"])
+        .output()
+        .expect("cannot run htpasswd: install apache2-utils (scripts/install-deps does)");
+    assert!(htpasswd.status.success());
+    lines.push_str(stdout(&htpasswd).trim());
+    lines.push('\n');
+    std::fs::write(&credentials, lines).unwrap();
+    let before = refs_of(home, &served);
+
+    // Read-only server: pushes are refused whoever asks.
+    let read_only = Served::start(home, &root, &[]);
+    let o = git_net(
+        home,
+        &work,
+        &[
+            "push",
+            &read_only.url_as("bob", "plain-pw", "team/proj.git"),
+            "main:refs/heads/new",
+        ],
+    );
+    assert!(!o.status.success());
+    assert_eq!(refs_of(home, &served), before);
+    drop(read_only);
+
+    let server = Served::start(
+        home,
+        &root,
+        &[
+            "--allow-push",
+            "--credentials",
+            credentials.to_str().unwrap(),
+        ],
+    );
+    // No credentials, wrong ones: refused, nothing changes.
+    for url in [
+        server.url("team/proj.git"),
+        server.url_as("bob", "wrong", "team/proj.git"),
+        server.url_as("mallory", "plain-pw", "team/proj.git"),
+    ] {
+        let o = git_net(home, &work, &["push", &url, "main:refs/heads/new"]);
+        assert!(!o.status.success(), "push to {url} succeeded");
+        // Without a user git asks for one (and may not); with a wrong one
+        // the server's 401 ends the push.
+        let err = stderr(&o);
+        assert!(
+            err.contains("Authentication failed") || err.contains("could not read Username"),
+            "{err}"
+        );
+        assert_eq!(refs_of(home, &served), before);
+    }
+
+    // With credentials: a new branch, then its deletion.
+    let bob = server.url_as("bob", "plain-pw", "team/proj.git");
+    let o = git_net(home, &work, &["push", &bob, "main:refs/heads/new"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(
+        git_ok(home, &served, &["rev-parse", "new"]),
+        git_ok(home, &work, &["rev-parse", "main"])
+    );
+    let alice = server.url_as("alice", "s3cret", "team/proj.git");
+    let o = git_net(home, &work, &["push", &alice, ":refs/heads/new"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(refs_of(home, &served), before);
+    git_ok(home, &served, &["fsck", "--no-progress"]);
+
+    // A reftable repository is served the same way: push into it, clone
+    // it back (the machine's git cannot read reftable itself).
+    let init = refstore(
+        home,
+        &root,
+        &[
+            "init",
+            "-q",
+            "--bare",
+            "--ref-format=reftable",
+            "team/rt.git",
+        ],
+    );
+    assert!(init.status.success(), "{}", stderr(&init));
+    let rt = server.url_as("bob", "plain-pw", "team/rt.git");
+    let o = git_net(home, &work, &["push", &rt, "main", "topic", "v1"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let listed = refstore(home, &root.join("team/rt.git"), &["for-each-ref"]);
+    assert_eq!(
+        stdout(&listed),
+        git_ok(
+            home,
+            &work,
+            &[
+                "for-each-ref",
+                "refs/heads/main",
+                "refs/heads/topic",
+                "refs/tags/v1"
+            ]
+        )
+    );
+    let clone = home.join("rt-clone");
+    let o = git_net(
+        home,
+        home,
+        &[
+            "clone",
+            "-q",
+            &server.url("team/rt.git"),
+            clone.to_str().unwrap(),
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(
+        git_ok(home, &clone, &["rev-parse", "origin/topic", "v1"]),
+        git_ok(home, &work, &["rev-parse", "topic", "v1"])
+    );
+    git_ok(home, &clone, &["fsck", "--no-progress"]);
+
+    let (code, log) = server.stop();
+    assert_eq!(code, Some(0));
+    assert!(
+        !log.contains("plain-pw") && !log.contains("s3cret"),
+        "a secret is in the log"
+    );
+    assert!(log.contains("user=bob"), "{log}");
+    assert!(log.contains("status=401"), "{log}");
+}
