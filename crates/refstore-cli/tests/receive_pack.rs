@@ -326,3 +326,17 @@ fn reflogs_say_push() {
     assert_eq!(ours.lines().count(), 2);
     assert!(ours.lines().all(|l| l.starts_with("push ")), "{ours}");
 }
+
+/// git's clients ask for protocol v1 or v2 through `GIT_PROTOCOL`; pushes
+/// have no v2, and a v0 answer serves both.
+#[test]
+fn clients_asking_for_newer_protocols() {
+    let s = Setup::new(true);
+    s.push(&["main"]);
+    for version in ["1", "2"] {
+        s.commit(&format!("for v{version}"));
+        s.git(&["config", "protocol.version", version]);
+        let pushed = s.push(&["main"]);
+        assert_eq!(pushed.code, Some(0), "v{version}: {}", pushed.summary);
+    }
+}
