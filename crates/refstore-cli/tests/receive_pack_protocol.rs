@@ -477,3 +477,50 @@ fn a_pack_missing_objects_is_refused_per_ref() {
     );
     assert!(stderr(&ours).contains(&blob), "{}", stderr(&ours));
 }
+
+/// All or nothing, as `git push --atomic` documents it. (git 2.39's own
+/// receive-pack commits the complete refs here: a command that failed the
+/// connectivity check is skipped rather than failing the transaction.)
+#[test]
+fn a_pack_missing_objects_fails_an_atomic_push() {
+    let s = Setup::new();
+    let (old, new) = (s.rev("main~1"), s.rev("main"));
+    let blob = s.rev("main:file");
+    let listed = git_ok(
+        &s.home,
+        &s.src,
+        &["rev-list", "--objects", &new, &format!("^{old}")],
+    );
+    let objects: String = listed
+        .lines()
+        .map(|l| l.split(' ').next().unwrap())
+        .filter(|id| *id != blob)
+        .map(|id| format!("{id}\n"))
+        .collect();
+    let mut cmd = Command::new("git");
+    isolate(&mut cmd, &s.home);
+    cmd.current_dir(&s.src)
+        .args(["pack-objects", "--stdout", "-q"]);
+    let pack = run_with_input(&mut cmd, objects.as_bytes()).stdout;
+    let input = [
+        pkt(&format!(
+            "{old} {new} refs/heads/main\0report-status atomic"
+        )),
+        pkt(&format!("{ZERO} {old} refs/heads/fine")),
+        b"0000".to_vec(),
+        pack,
+    ]
+    .concat();
+    let before = s.refs(&s.ours);
+    let ours = s.serve(true, &input);
+    assert_eq!(s.refs(&s.ours), before);
+    assert_eq!(
+        report(&ours),
+        [
+            "unpack ok",
+            "ng refs/heads/main missing necessary objects",
+            "ng refs/heads/fine atomic push failure"
+        ]
+    );
+    assert!(stderr(&ours).contains(&blob), "{}", stderr(&ours));
+}

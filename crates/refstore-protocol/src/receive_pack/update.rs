@@ -4,9 +4,12 @@
 //! accepted command in ONE [`Transaction`], so a push costs one data flush
 //! point and one directory flush point however many refs it updates.
 //!
-//! With `atomic` the push is all-or-nothing: one refused command refuses
-//! them all (`atomic push failure`), and a transaction that fails fails
-//! them all (`atomic transaction failed`). Otherwise the transaction is a
+//! With `atomic` the push is all-or-nothing, as `git push --atomic`
+//! documents: one refused command (by a policy, or for missing objects)
+//! refuses them all (`atomic push failure`), and a transaction that fails
+//! fails them all (`atomic transaction failed`). git 2.39's receive-pack
+//! differs in one case: it still commits the other refs when a command
+//! lacks objects. Otherwise the transaction is a
 //! batch: a command whose ref cannot be updated is reported
 //! (`failed to update ref`) and the others are committed.
 
