@@ -119,9 +119,14 @@ impl ExistingRefs for Existing<'_> {
         }
     }
 
+    /// The first live name `>= from` that starts with `from`, which is all
+    /// the check asks ("is any ref below this directory?"). Tombstones are
+    /// walked only within that range: after many deletions the stack holds
+    /// long runs of them, and skipping past the range would cost a scan of
+    /// every tombstone per name.
     fn seek(&mut self, from: &[u8]) -> Option<Vec<u8>> {
         if self.cursor.is_none() {
-            match self.stack.merged().refs() {
+            match self.stack.merged().refs_with_tombstones() {
                 Ok(cursor) => self.cursor = Some(cursor),
                 Err(e) => return self.failed(e, None),
             }
@@ -130,9 +135,13 @@ impl ExistingRefs for Existing<'_> {
         if let Err(e) = cursor.seek(from) {
             return self.failed(e, None);
         }
-        match cursor.next()? {
-            Ok(record) => Some(record.name),
-            Err(e) => self.failed(e, None),
+        loop {
+            match cursor.next()? {
+                Ok(record) if !record.name.starts_with(from) => return None,
+                Ok(record) if record.value == RefValue::Deletion => continue,
+                Ok(record) => return Some(record.name),
+                Err(e) => return self.failed(e, None),
+            }
         }
     }
 }
