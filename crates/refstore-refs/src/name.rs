@@ -146,13 +146,25 @@ const BYTE_CLASSES: [u8; 256] = {
 /// the first rule broken; the two agree on validity (a test compares
 /// them on random names).
 fn is_plainly_valid(name: &[u8], allow_onelevel: bool) -> bool {
+    is_plainly_valid_from(name, 0, allow_onelevel)
+}
+
+/// [`is_plainly_valid`] for a name whose first `known` bytes are also the
+/// start of a name that passed: every rule looks only at a byte, the one
+/// before it and its component, so the pass can start at `known`, with
+/// the state those bytes leave.
+fn is_plainly_valid_from(name: &[u8], known: usize, allow_onelevel: bool) -> bool {
     if name.is_empty() || name == b"@" {
         return false;
     }
-    let mut component_start = 0;
-    let mut components = 1;
-    let mut previous = b'/';
-    for (i, &b) in name.iter().enumerate() {
+    let known = known.min(name.len());
+    let (mut component_start, mut components) = match name[..known].iter().rposition(|&b| b == b'/')
+    {
+        Some(slash) => (slash + 1, 2),
+        None => (0, 1),
+    };
+    let mut previous = if known == 0 { b'/' } else { name[known - 1] };
+    for (i, &b) in name.iter().enumerate().skip(known) {
         match BYTE_CLASSES[b as usize] {
             ORDINARY => {}
             SLASH => {
@@ -274,6 +286,19 @@ impl RefName {
     /// Checks `name` as [`new`](Self::new) does, without building a name:
     /// stores check every name they read, most of them only to show it.
     pub fn validate(name: &[u8]) -> Result<(), NameError> {
+        Self::validate_continuing(name, 0)
+    }
+
+    /// [`validate`](Self::validate) for a name whose first `known` bytes
+    /// are also the start of a name that passed it: only the rest is
+    /// checked. Sorted names share long prefixes, so a store reading many
+    /// in order checks each mostly once.
+    pub fn validate_continuing(name: &[u8], known: usize) -> Result<(), NameError> {
+        // Names with one level are rare and have their own rule: the full
+        // check handles them.
+        if is_plainly_valid_from(name, known, false) {
+            return Ok(());
+        }
         let one_level = !name.contains(&b'/');
         check(
             name,
@@ -478,6 +503,36 @@ mod tests {
                 explain(&name, options).is_ok(),
                 "{:?}",
                 String::from_utf8_lossy(&name)
+            );
+        });
+    }
+
+    /// Continuing from the bytes shared with a valid name gives the same
+    /// answer as checking the whole name.
+    #[test]
+    fn continuing_check_agrees_with_the_full_one() {
+        use proptest::prelude::*;
+        // Valid names are built from pieces that rarely break a rule; the
+        // second name keeps a random part of the first and goes on with
+        // any pieces.
+        let tame: Vec<&[u8]> = vec![b"a", b"b", b"/a", b"/b", b".a", b"@", b"-", b"x.loc"];
+        let wild: Vec<&[u8]> = vec![
+            b"a", b"/", b".", b"@", b"{", b"~", b".lock", b"k", b"/.", b"..", b"HEAD",
+        ];
+        let first = proptest::collection::vec(proptest::sample::select(tame), 0..8)
+            .prop_map(|parts| [&b"refs/"[..], &parts.concat()].concat());
+        let rest = proptest::collection::vec(proptest::sample::select(wild), 0..5)
+            .prop_map(|parts| parts.concat());
+        proptest!(|(first in first, keep in 0usize..40, rest in rest)| {
+            prop_assume!(RefName::validate(&first).is_ok());
+            let second = [&first[..keep.min(first.len())], &rest[..]].concat();
+            let known = first.iter().zip(&second).take_while(|(a, b)| a == b).count();
+            prop_assert_eq!(
+                RefName::validate_continuing(&second, known).is_ok(),
+                RefName::validate(&second).is_ok(),
+                "{:?} after {:?}",
+                String::from_utf8_lossy(&second),
+                String::from_utf8_lossy(&first)
             );
         });
     }

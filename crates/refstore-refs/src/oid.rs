@@ -123,12 +123,10 @@ impl ObjectId {
             ));
         }
         let mut bytes = [0; 32];
-        let mut invalid = 0u8;
-        for (byte, pair) in bytes.iter_mut().zip(hex.chunks_exact(2)) {
-            let (high, low) = (table[pair[0] as usize], table[pair[1] as usize]);
-            invalid |= high | low;
-            *byte = (high << 4) | (low & 0x0f);
-        }
+        let invalid = match format {
+            ObjectFormat::Sha1 => decode_fixed::<20>(hex, table, &mut bytes),
+            ObjectFormat::Sha256 => decode_fixed::<32>(hex, table, &mut bytes),
+        };
         if invalid & NOT_HEX != 0 {
             return Err(ParseOidError::NotHex(
                 String::from_utf8_lossy(hex).into_owned(),
@@ -185,6 +183,20 @@ impl ObjectId {
         self.write_hex(&mut out);
         String::from_utf8(out).expect("hex digits are ASCII")
     }
+}
+
+/// Decodes `2 * N` hex digits of `hex` into `out`, returning the digit
+/// values or-ed together (with [`NOT_HEX`] set if one was not a digit). A
+/// fixed length lets the compiler drop bounds checks and unroll the loop.
+fn decode_fixed<const N: usize>(hex: &[u8], table: &[u8; 256], out: &mut [u8; 32]) -> u8 {
+    let hex = &hex[..2 * N];
+    let mut invalid = 0u8;
+    for i in 0..N {
+        let (high, low) = (table[hex[2 * i] as usize], table[hex[2 * i + 1] as usize]);
+        invalid |= high | low;
+        out[i] = (high << 4) | (low & 0x0f);
+    }
+    invalid
 }
 
 /// Marks a byte that is not a hex digit in the decoding tables; digit

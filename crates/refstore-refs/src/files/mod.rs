@@ -133,7 +133,39 @@ impl FilesBackend {
 
     /// The stored value of `name` without following symbolic refs.
     pub fn read(&self, name: &RefName) -> Result<Option<Ref>, ReadError> {
-        self.read_loose_or(name, || Ok(self.packed()?.find(name.as_bytes())))
+        self.read_loose_or(name, || self.find_packed(&self.packed_text()?, name))
+    }
+
+    /// The bytes of `packed-refs` (empty if there is none).
+    fn packed_text(&self) -> Result<Vec<u8>, ReadError> {
+        match self.vfs.read(&self.packed_path()) {
+            Ok(text) => Ok(text),
+            Err(e) if e.is_not_found() => Ok(Vec::new()),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Looks `name` up in the `packed-refs` `text`: a binary search over
+    /// the text of a sorted file, so that following `HEAD` in a store of a
+    /// million refs does not parse them all; a full parse otherwise.
+    fn find_packed(&self, text: &[u8], name: &RefName) -> Result<Option<Ref>, ReadError> {
+        let corrupt = |error| ReadError::Packed {
+            path: self.packed_path(),
+            error,
+        };
+        match packed::Scan::new(text, self.format, name.as_bytes()) {
+            Some(mut scan) => match scan.next().transpose().map_err(corrupt)? {
+                Some(view) if view.name == name.as_bytes() => Ok(Some(Ref {
+                    name: name.clone(),
+                    target: Target::Object(view.id),
+                    peeled: view.peeled.id(),
+                })),
+                _ => Ok(None),
+            },
+            None => Ok(PackedRefs::parse(text.to_vec(), self.format)
+                .map_err(corrupt)?
+                .find(name.as_bytes())),
+        }
     }
 
     /// Like [`read`](Self::read), with `packed-refs` already parsed (for
@@ -165,7 +197,34 @@ impl FilesBackend {
     /// Follows symbolic refs from `name` to an object id, as git does (at
     /// most [`SYMREF_MAX_DEPTH`] levels). `None` if `name` does not exist.
     pub fn resolve(&self, name: &RefName) -> Result<Option<Resolved>, ReadError> {
-        self.resolve_in(name, &self.packed()?)
+        // `packed-refs` is read once, and only if a name is not loose.
+        let mut text = None;
+        let mut current = name.clone();
+        for depth in 0..=SYMREF_MAX_DEPTH {
+            let stored = self.read_loose_or(&current, || {
+                if text.is_none() {
+                    text = Some(self.packed_text()?);
+                }
+                self.find_packed(text.as_deref().unwrap_or_default(), &current)
+            })?;
+            match stored.map(|r| r.target) {
+                None if depth == 0 => return Ok(None),
+                None => {
+                    return Ok(Some(Resolved {
+                        name: current,
+                        id: None,
+                    }))
+                }
+                Some(Target::Object(id)) => {
+                    return Ok(Some(Resolved {
+                        name: current,
+                        id: Some(id),
+                    }))
+                }
+                Some(Target::Symbolic(next)) => current = next,
+            }
+        }
+        Err(ReadError::SymrefTooDeep(name.clone()))
     }
 
     /// Like [`resolve`](Self::resolve), with `packed-refs` already parsed.
@@ -282,11 +341,7 @@ impl FilesBackend {
         )?;
         loose_names.sort();
         let path = self.packed_path();
-        let text = match self.vfs.read(&path) {
-            Ok(text) => text,
-            Err(e) if e.is_not_found() => Vec::new(),
-            Err(e) => return Err(e.into()),
-        };
+        let text = self.packed_text()?;
         let parsed;
         let mut packed: Box<dyn Iterator<Item = Result<PackedView<'_>, PackedError>>> =
             match packed::Scan::new(&text, self.format, prefix) {

@@ -101,13 +101,22 @@ impl Traits {
 /// Parses `<hex id> <name>` (the name starts after the id and a space),
 /// checking both; returns the id.
 fn parse_ref_line(line: &[u8], format: ObjectFormat) -> Result<ObjectId, &'static str> {
+    let (id, name) = split_ref_line(line, format)?;
+    RefName::validate(name).map_err(|_| INVALID_NAME)?;
+    Ok(id)
+}
+
+/// Why a ref line's name is refused.
+const INVALID_NAME: &str = "invalid reference name";
+
+/// Splits `<hex id> <name>` into the id and the name, which is not checked.
+fn split_ref_line(line: &[u8], format: ObjectFormat) -> Result<(ObjectId, &[u8]), &'static str> {
     let hex_len = format.hex_len();
     if line.len() < hex_len + 2 || line[hex_len] != b' ' {
         return Err("not '<object id> <refname>'");
     }
     let id = parse_id(&line[..hex_len], format).ok_or("bad object id")?;
-    RefName::validate(&line[hex_len + 1..]).map_err(|_| "invalid reference name")?;
-    Ok(id)
+    Ok((id, &line[hex_len + 1..]))
 }
 
 fn parse_id(hex: &[u8], format: ObjectFormat) -> Option<ObjectId> {

@@ -4,8 +4,9 @@
 //! prefix are never parsed (git reads the file the same way, so damage
 //! there shows only to commands that read those refs).
 
-use super::{parse_id, parse_ref_line, PackedError, Traits, NOT_SORTED};
+use super::{parse_id, split_ref_line, PackedError, Traits, INVALID_NAME, NOT_SORTED};
 use crate::value::Peeled;
+use crate::RefName;
 use crate::{ObjectFormat, ObjectId};
 
 /// A packed ref, borrowing its name from the file's text.
@@ -122,16 +123,25 @@ impl<'t> Scan<'t> {
             };
             return Err(self.error_at(start, reason));
         }
-        let id = parse_ref_line(line, self.format).map_err(|r| self.error_at(start, r))?;
-        let name = &line[self.format.hex_len() + 1..];
+        let (id, name) = split_ref_line(line, self.format).map_err(|r| self.error_at(start, r))?;
+        // The bytes a name shares with the one before need no second check.
+        let known = match self.previous {
+            Some(previous) => {
+                let shared = common_prefix_len(previous, name);
+                if shared == name.len() || previous.get(shared) > name.get(shared) {
+                    return Err(PackedError {
+                        line: 0,
+                        reason: NOT_SORTED,
+                    });
+                }
+                shared
+            }
+            None => 0,
+        };
+        RefName::validate_continuing(name, known)
+            .map_err(|_| self.error_at(start, INVALID_NAME))?;
         if !name.starts_with(self.prefix) {
             return Ok(None);
-        }
-        if self.previous.is_some_and(|previous| previous >= name) {
-            return Err(PackedError {
-                line: 0,
-                reason: NOT_SORTED,
-            });
         }
         self.previous = Some(name);
         self.pos = next;
@@ -151,6 +161,25 @@ impl<'t> Scan<'t> {
     }
 }
 
+/// How many leading bytes `a` and `b` share, compared eight at a time.
+fn common_prefix_len(a: &[u8], b: &[u8]) -> usize {
+    let len = a.len().min(b.len());
+    let mut i = 0;
+    while i + 8 <= len {
+        let x = u64::from_le_bytes(a[i..i + 8].try_into().expect("eight bytes"));
+        let y = u64::from_le_bytes(b[i..i + 8].try_into().expect("eight bytes"));
+        if x != y {
+            return i + ((x ^ y).trailing_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
+    i + a[i..len]
+        .iter()
+        .zip(&b[i..len])
+        .take_while(|(x, y)| x == y)
+        .count()
+}
+
 impl<'t> Iterator for Scan<'t> {
     type Item = Result<PackedView<'t>, PackedError>;
 
@@ -163,5 +192,23 @@ impl<'t> Iterator for Scan<'t> {
             self.done = true;
         }
         item
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::common_prefix_len;
+
+    #[test]
+    fn common_prefixes_across_word_boundaries() {
+        let base = b"refs/heads/branch-0123456789";
+        for cut in 0..=base.len() {
+            let mut other = base.to_vec();
+            if cut < base.len() {
+                other[cut] ^= 1;
+            }
+            assert_eq!(common_prefix_len(base, &other), cut);
+            assert_eq!(common_prefix_len(&base[..cut], base), cut);
+        }
     }
 }
