@@ -127,6 +127,10 @@ fn a_missing_parent_commit_is_named() {
     f.send(&["main"], &[parent]);
     let err = check_connectivity(&f.odb(), &[f.id("main")], &[]);
     assert_eq!(missing(err), (parent, ObjectKind::Commit));
+    // The same through the walk that stops at known tips.
+    let known = [f.id("main~2"), f.id("main~2^{tree}")];
+    let err = check_connectivity(&f.odb(), &[f.id("main")], &known);
+    assert_eq!(missing(err), (parent, ObjectKind::Commit));
 }
 
 #[test]
