@@ -202,6 +202,14 @@ fn atomic_push_with_one_refused_ref_changes_nothing() {
     s.push(&["main", "main:refs/heads/keep"]);
     s.git(&["reset", "-q", "--hard", "HEAD~1"]);
     s.commit("diverged");
+    // Refused by git's client: nothing is sent.
+    let client = s.push(&["--atomic", "main", "main:refs/heads/new"]);
+    assert!(
+        client.summary.contains("(atomic push failed)"),
+        "{}",
+        client.summary
+    );
+    assert!(!client.refs.contains("refs/heads/new"), "{}", client.refs);
     s.config("receive.denyNonFastForwards", "true");
     let atomic = s.push(&[
         "--atomic",
