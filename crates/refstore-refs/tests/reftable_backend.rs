@@ -451,24 +451,42 @@ fn damaged_tables_are_named_in_errors() {
     commit(&*store, vec![set("refs/heads/main", 1, Expected::Absent)]).unwrap();
     let stack = Stack::open(Arc::new(sim.clone()), "/repo/.git/reftable").unwrap();
     let table = Path::new("/repo/.git/reftable").join(stack.names().last().unwrap());
-    let mut bytes = sim.read(&table).unwrap();
+    let original = sim.read(&table).unwrap();
+    let replace = |bytes: &[u8]| {
+        sim.unlink(&table).unwrap();
+        sim.create_exclusive(&table)
+            .unwrap()
+            .write_all(bytes)
+            .unwrap();
+    };
+    let fresh = || {
+        ReftableBackend::new(
+            Arc::new(sim.clone()),
+            Path::new("/repo/.git"),
+            ObjectFormat::Sha1,
+            ReftableOptions::new(ObjectFormat::Sha1),
+        )
+    };
+
+    // A broken footer: the table does not open.
+    let mut bytes = original.clone();
     let last = bytes.len() - 1;
     bytes[last] ^= 0xff;
-    sim.unlink(&table).unwrap();
-    sim.create_exclusive(&table)
-        .unwrap()
-        .write_all(&bytes)
-        .unwrap();
+    replace(&bytes);
     let error = store
         .read(&name("refs/heads/main"))
         .unwrap_err()
         .to_string();
     assert!(error.contains(table.to_str().unwrap()), "{error}");
-    let direct = ReftableBackend::new(
-        Arc::new(sim),
-        Path::new("/repo/.git"),
-        ObjectFormat::Sha1,
-        ReftableOptions::new(ObjectFormat::Sha1),
-    );
-    assert!(direct.list(b"").is_err());
+
+    // A broken record inside a block: the table opens, reading through it
+    // fails, and the error still names the table.
+    // Byte 28 is the first record's prefix length, just after the block
+    // header.
+    let mut bytes = original.clone();
+    bytes[28] ^= 0x55;
+    replace(&bytes);
+    assert!(Stack::open(Arc::new(sim.clone()), "/repo/.git/reftable").is_ok());
+    let error = fresh().list(b"").unwrap_err().to_string();
+    assert!(error.contains(table.to_str().unwrap()), "{error}");
 }

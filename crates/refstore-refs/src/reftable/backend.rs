@@ -9,6 +9,7 @@
 //! part of a transaction. Writing is in [`transaction`](super::transaction).
 
 use super::error::Error;
+use super::reader::Table;
 use super::ref_record::{RefRecord, RefValue};
 use super::stack::{Stack, StackError};
 use super::tables_list;
@@ -185,12 +186,27 @@ impl ReftableBackend {
     }
 }
 
-/// A damaged record or table found while reading the stack as a whole.
+/// A damaged record or table found while reading the stack as a whole:
+/// the error names the first table that cannot be read through (found by
+/// reading each one, which only happens on this error path), or the
+/// stack's directory if every table reads.
 pub(super) fn table_error(stack: &Stack, error: Error) -> ReadError {
-    ReadError::Reftable {
-        path: stack.dir().to_owned(),
-        error,
-    }
+    let damaged = stack
+        .names()
+        .iter()
+        .zip(stack.tables())
+        .find(|(_, table)| !reads_through(table));
+    let path = match damaged {
+        Some((name, _)) => stack.dir().join(name),
+        None => stack.dir().to_owned(),
+    };
+    ReadError::Reftable { path, error }
+}
+
+/// Whether every ref and log record of `table` decodes.
+pub(super) fn reads_through(table: &Table) -> bool {
+    let refs_ok = table.refs().is_ok_and(|mut refs| refs.all(|r| r.is_ok()));
+    refs_ok && table.logs().is_ok_and(|mut logs| logs.all(|r| r.is_ok()))
 }
 
 /// `name` as `stack` holds it.
