@@ -2,10 +2,11 @@
 //! the server's capabilities after a NUL on the first line, annotated tags
 //! followed by their peeled `^{}` lines.
 //!
-//! All of it is written into one [`PacketWriter`] buffer and sent by the
-//! closing flush-pkt, so even a million refs take one `write(2)` per 64 KiB.
+//! All of it is written into one [`PacketWriter`] buffer, which goes out
+//! in `write(2)` calls of up to 64 KiB; each line is written straight into
+//! that buffer, with nothing allocated per ref.
 
-use super::refs::RefSnapshot;
+use super::refs::{Head, OfferedView, Offering, RefSnapshot};
 use super::UploadPackError;
 use crate::pkt_line::PacketWriter;
 use refstore_refs::ObjectFormat;
@@ -29,48 +30,96 @@ pub(crate) fn write<W: Write>(
     format: ObjectFormat,
     version_line: bool,
 ) -> Result<(), UploadPackError> {
-    if version_line {
-        out.write_text("version 1")?;
-    }
-    let mut capabilities = String::from(CAPABILITIES);
-    if let (super::refs::Head::Present(_), Some(target)) = (&snapshot.head, snapshot.head_target())
-    {
-        capabilities.push_str(" symref=HEAD:");
-        capabilities.push_str(&String::from_utf8_lossy(target.as_bytes()));
-    }
-    capabilities.push_str(" object-format=");
-    capabilities.push_str(format.name());
-    capabilities.push_str(" agent=");
-    capabilities.push_str(&agent());
-
-    let mut first = Some(capabilities.as_bytes());
-    let mut hex = Vec::with_capacity(format.hex_len());
+    let mut lines = Lines::start(out, &snapshot.head, format, version_line)?;
     for offered in snapshot.offered() {
-        hex.clear();
-        offered.id.write_hex(&mut hex);
-        match first.take() {
-            Some(capabilities) => out.write_parts(&[
-                &hex,
-                b" ",
-                offered.name.as_bytes(),
-                b"\0",
-                capabilities,
-                b"\n",
-            ])?,
-            None => out.write_parts(&[&hex, b" ", offered.name.as_bytes(), b"\n"])?,
+        lines.offer(out, offered.view())?;
+    }
+    lines.finish(out)
+}
+
+/// Like [`write`], streaming the refs from `offering` as the store shows
+/// them: nothing is kept per ref, for requests that only want the
+/// advertisement (`--advertise-refs`).
+pub(crate) fn write_streaming<W: Write>(
+    out: &mut PacketWriter<W>,
+    offering: &mut Offering<'_>,
+    format: ObjectFormat,
+    version_line: bool,
+) -> Result<(), UploadPackError> {
+    let head = offering.head()?;
+    let mut lines = Lines::start(out, &head, format, version_line)?;
+    if let Head::Present(head) = &head {
+        lines.offer(out, head.view())?;
+    }
+    offering.visit(&[], &mut |offered| lines.offer(out, offered))?;
+    lines.finish(out)
+}
+
+/// The advertisement's lines, written as refs are offered.
+struct Lines {
+    /// The capabilities, until the first line has carried them.
+    capabilities: Option<Vec<u8>>,
+    format: ObjectFormat,
+}
+
+impl Lines {
+    /// Writes the version line if asked and prepares the capabilities.
+    fn start<W: Write>(
+        out: &mut PacketWriter<W>,
+        head: &Head,
+        format: ObjectFormat,
+        version_line: bool,
+    ) -> Result<Self, UploadPackError> {
+        if version_line {
+            out.write_text("version 1")?;
+        }
+        let mut capabilities = CAPABILITIES.as_bytes().to_vec();
+        if let (Head::Present(_), Some(target)) = (head, head.target()) {
+            capabilities.extend_from_slice(b" symref=HEAD:");
+            capabilities.extend_from_slice(target.as_bytes());
+        }
+        capabilities.extend_from_slice(b" object-format=");
+        capabilities.extend_from_slice(format.name().as_bytes());
+        capabilities.extend_from_slice(b" agent=");
+        capabilities.extend_from_slice(agent().as_bytes());
+        Ok(Lines {
+            capabilities: Some(capabilities),
+            format,
+        })
+    }
+
+    /// `<id> <name>`, with the capabilities on the first line, and the
+    /// `^{}` line of an annotated tag.
+    fn offer<W: Write>(
+        &mut self,
+        out: &mut PacketWriter<W>,
+        offered: OfferedView<'_>,
+    ) -> Result<(), UploadPackError> {
+        let mut hex = [0; 64];
+        let hex = offered.id.encode_hex(&mut hex);
+        match self.capabilities.take() {
+            Some(capabilities) => {
+                out.write_parts(&[hex, b" ", offered.name, b"\0", &capabilities, b"\n"])?
+            }
+            None => out.write_parts(&[hex, b" ", offered.name, b"\n"])?,
         }
         if let Some(peeled) = &offered.peeled {
-            hex.clear();
-            peeled.write_hex(&mut hex);
-            out.write_parts(&[&hex, b" ", offered.name.as_bytes(), b"^{}\n"])?;
+            let mut hex = [0; 64];
+            let hex = peeled.encode_hex(&mut hex);
+            out.write_parts(&[hex, b" ", offered.name, b"^{}\n"])?;
         }
+        Ok(())
     }
-    if let Some(capabilities) = first {
-        // Nothing to offer: the capabilities still need a line to ride on.
-        hex.clear();
-        format.null_id().write_hex(&mut hex);
-        out.write_parts(&[&hex, b" capabilities^{}\0", capabilities, b"\n"])?;
+
+    /// Ends the advertisement with a flush-pkt.
+    fn finish<W: Write>(self, out: &mut PacketWriter<W>) -> Result<(), UploadPackError> {
+        if let Some(capabilities) = self.capabilities {
+            // Nothing to offer: the capabilities still need a line to ride on.
+            let mut hex = [0; 64];
+            let hex = self.format.null_id().encode_hex(&mut hex);
+            out.write_parts(&[hex, b" capabilities^{}\0", &capabilities, b"\n"])?;
+        }
+        out.write_flush()?;
+        Ok(())
     }
-    out.write_flush()?;
-    Ok(())
 }

@@ -1,13 +1,17 @@
 //! The refs a fetch offers: `HEAD` and every ref below `refs/`, symbolic
 //! refs resolved to the object they end at, annotated tags with their
 //! peeled values. One snapshot serves the advertisement and the checks of
-//! the client's wants, so both see the same refs.
+//! the client's wants, so both see the same refs; an advertisement that is
+//! all a request asks for streams the refs from the store instead
+//! ([`Offering`]), keeping none of them.
 
 use super::UploadPackError;
 use refstore_odb::{ObjectKind, Odb};
-use refstore_refs::value::Target;
+use refstore_refs::files::Resolved;
+use refstore_refs::value::{Peeled, RefView, Target, TargetView};
 use refstore_refs::{Backend, ObjectId, RefName};
 use std::collections::HashMap;
+use std::ops::ControlFlow;
 
 /// One ref as a client sees it.
 #[derive(Debug, Clone)]
@@ -20,6 +24,43 @@ pub(crate) struct OfferedRef {
     pub peeled: Option<ObjectId>,
     /// For a symbolic ref, the name it resolves to.
     pub symref_target: Option<RefName>,
+}
+
+impl OfferedRef {
+    /// A borrowed view of this ref.
+    pub fn view(&self) -> OfferedView<'_> {
+        OfferedView {
+            name: self.name.as_bytes(),
+            id: self.id,
+            peeled: self.peeled,
+            symref_target: self.symref_target.as_ref(),
+        }
+    }
+}
+
+/// One ref as a client sees it, borrowed from the store while it is
+/// visited.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct OfferedView<'a> {
+    /// Its full name.
+    pub name: &'a [u8],
+    /// The object it ends at (through symbolic refs).
+    pub id: ObjectId,
+    /// For an annotated tag, the first object that is not a tag.
+    pub peeled: Option<ObjectId>,
+    /// For a symbolic ref, the name it resolves to.
+    pub symref_target: Option<&'a RefName>,
+}
+
+impl OfferedView<'_> {
+    fn to_owned(self) -> OfferedRef {
+        OfferedRef {
+            name: RefName::from_trusted(self.name),
+            id: self.id,
+            peeled: self.peeled,
+            symref_target: self.symref_target.cloned(),
+        }
+    }
 }
 
 /// What `HEAD` is.
@@ -57,39 +98,13 @@ impl RefSnapshot {
         objects: &Odb,
         prefixes: &[&[u8]],
     ) -> Result<RefSnapshot, UploadPackError> {
-        let mut peeler = Peeler::new(objects);
-        let head = read_head(backend, &mut peeler)?;
-        let mut stored_refs = Vec::new();
-        for prefix in listing_prefixes(prefixes) {
-            stored_refs.extend(backend.list(prefix)?.refs);
-        }
-        if prefixes.len() > 1 {
-            stored_refs.sort_by(|a, b| a.name.cmp(&b.name));
-        }
-        let mut refs = Vec::with_capacity(stored_refs.len());
-        for stored in stored_refs {
-            let (id, symref_target) = match stored.target {
-                Target::Object(id) => (id, None),
-                Target::Symbolic(_) => match backend.resolve(&stored.name)? {
-                    Some(resolved) => match resolved.id {
-                        Some(id) => (id, Some(resolved.name)),
-                        // A symbolic ref to a missing ref offers nothing.
-                        None => continue,
-                    },
-                    None => continue,
-                },
-            };
-            let peeled = match (stored.peeled, &symref_target) {
-                (Some(peeled), None) => Some(peeled),
-                _ => peeler.peel(&id)?,
-            };
-            refs.push(OfferedRef {
-                name: stored.name,
-                id,
-                peeled,
-                symref_target,
-            });
-        }
+        let mut offering = Offering::new(backend, objects);
+        let head = offering.head()?;
+        let mut refs = Vec::new();
+        offering.visit(prefixes, &mut |offered| {
+            refs.push(offered.to_owned());
+            Ok(())
+        })?;
         Ok(RefSnapshot { head, refs })
     }
 
@@ -101,15 +116,104 @@ impl RefSnapshot {
         };
         head.into_iter().chain(&self.refs)
     }
+}
 
+impl Head {
     /// The branch `HEAD` points at, existing or unborn.
-    pub fn head_target(&self) -> Option<&RefName> {
-        match &self.head {
+    pub fn target(&self) -> Option<&RefName> {
+        match self {
             Head::Present(head) => head.symref_target.as_ref(),
             Head::Unborn(target) => Some(target),
             Head::Missing => None,
         }
     }
+}
+
+/// The refs of a store as they are offered, one at a time: symbolic refs
+/// resolved, tags peeled where the store does not say.
+pub(crate) struct Offering<'a> {
+    backend: &'a dyn Backend,
+    peeler: Peeler<'a>,
+}
+
+impl<'a> Offering<'a> {
+    /// Offers the refs of `backend`, peeling through `objects`.
+    pub fn new(backend: &'a dyn Backend, objects: &'a Odb) -> Self {
+        Offering {
+            backend,
+            peeler: Peeler::new(objects),
+        }
+    }
+
+    /// Reads `HEAD`.
+    pub fn head(&mut self) -> Result<Head, UploadPackError> {
+        read_head(self.backend, &mut self.peeler)
+    }
+
+    /// Shows `offer` every ref below `refs/` whose name starts with one of
+    /// `prefixes` (all of them if there are none), sorted by name. The
+    /// store's own knowledge of peeled values is used; only refs it knows
+    /// nothing about are looked up in the object database.
+    pub fn visit(
+        &mut self,
+        prefixes: &[&[u8]],
+        offer: &mut dyn FnMut(OfferedView<'_>) -> Result<(), UploadPackError>,
+    ) -> Result<(), UploadPackError> {
+        let backend = self.backend;
+        let peeler = &mut self.peeler;
+        let mut failure = None;
+        // The listing prefixes are sorted and none covers another, so the
+        // refs of one all sort before those of the next.
+        for prefix in listing_prefixes(prefixes) {
+            backend.visit(
+                prefix,
+                &mut |stored| match offer_one(backend, peeler, stored, offer) {
+                    Ok(()) => ControlFlow::Continue(()),
+                    Err(e) => {
+                        failure = Some(e);
+                        ControlFlow::Break(())
+                    }
+                },
+            )?;
+            if let Some(e) = failure.take() {
+                return Err(e);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Offers one stored ref: a symbolic ref as the object it ends at (nothing
+/// when it ends at a missing ref), with its peeled value.
+fn offer_one(
+    backend: &dyn Backend,
+    peeler: &mut Peeler<'_>,
+    stored: RefView<'_>,
+    offer: &mut dyn FnMut(OfferedView<'_>) -> Result<(), UploadPackError>,
+) -> Result<(), UploadPackError> {
+    let resolved: Option<Resolved>;
+    let (id, symref_target) = match stored.target {
+        TargetView::Object(id) => (id, None),
+        TargetView::Symbolic(_) => {
+            resolved = backend.resolve(&RefName::from_trusted(stored.name))?;
+            match &resolved {
+                Some(Resolved { name, id: Some(id) }) => (*id, Some(name)),
+                // A symbolic ref to a missing ref offers nothing.
+                _ => return Ok(()),
+            }
+        }
+    };
+    let peeled = match (stored.peeled, symref_target) {
+        (Peeled::Tag(peeled), None) => Some(peeled),
+        (Peeled::NotATag, None) => None,
+        _ => peeler.peel(&id)?,
+    };
+    offer(OfferedView {
+        name: stored.name,
+        id,
+        peeled,
+        symref_target,
+    })
 }
 
 /// The prefixes to list the store by for refs matching any of `prefixes`:

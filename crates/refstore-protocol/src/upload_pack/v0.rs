@@ -8,7 +8,7 @@
 use super::graph::{to_gix, Graph};
 use super::negotiation::{Have, Negotiation};
 use super::pack_output::{self, PackRequest};
-use super::refs::RefSnapshot;
+use super::refs::{Offering, RefSnapshot};
 use super::request::{parse_id, ClientOptions, MultiAck};
 use super::{advertisement, walk, wants, Session, UploadPackError};
 use crate::pkt_line::Packet;
@@ -20,13 +20,15 @@ use std::io::Write;
 pub(super) fn serve(session: &mut Session<'_>) -> Result<(), UploadPackError> {
     let repo = session.repo;
     let format = repo.object_format();
-    let snapshot = RefSnapshot::read(repo.refs.as_ref(), &repo.objects)?;
-    if !session.options.stateless_rpc || session.options.advertise_refs {
-        let version_line = session.options.version == ProtocolVersion::V1;
-        advertisement::write(session.out(), &snapshot, format, version_line)?;
-    }
+    let version_line = session.options.version == ProtocolVersion::V1;
     if session.options.advertise_refs {
-        return Ok(());
+        // Only the advertisement: stream it, keeping no refs.
+        let mut offering = Offering::new(repo.refs.as_ref(), &repo.objects);
+        return advertisement::write_streaming(session.out(), &mut offering, format, version_line);
+    }
+    let snapshot = RefSnapshot::read(repo.refs.as_ref(), &repo.objects)?;
+    if !session.options.stateless_rpc {
+        advertisement::write(session.out(), &snapshot, format, version_line)?;
     }
     let Some((wants, client)) = read_wants(session)? else {
         // `git ls-remote` reads the advertisement and leaves.

@@ -2,9 +2,11 @@
 //! requested prefixes, `HEAD` first, with symbolic targets (`symrefs`),
 //! peeled tags (`peel`) and an unborn `HEAD` (`unborn`) when asked.
 
-use super::super::refs::{Head, OfferedRef, RefSnapshot};
+use super::super::refs::{Head, OfferedView, Offering};
 use super::super::{Session, UploadPackError};
 use super::unexpected;
+use crate::pkt_line::PacketWriter;
+use std::io::Write;
 
 /// Git ignores the prefixes when a client sends more than this many, and
 /// lists everything: filtering would cost more than it saves.
@@ -36,41 +38,51 @@ pub(super) fn serve(
     let wanted = |name: &[u8]| prefixes.is_empty() || prefixes.iter().any(|p| name.starts_with(p));
 
     let repo = session.repo;
-    let snapshot = RefSnapshot::read_matching(repo.refs.as_ref(), &repo.objects, &prefixes)?;
+    let mut offering = Offering::new(repo.refs.as_ref(), &repo.objects);
+    let head = offering.head()?;
     let out = session.out();
-    let mut line = Vec::new();
-    if let (Head::Unborn(target), true) = (&snapshot.head, unborn && wanted(b"HEAD")) {
-        line.extend_from_slice(b"unborn HEAD");
-        if symrefs {
-            line.extend_from_slice(b" symref-target:");
-            line.extend_from_slice(target.as_bytes());
-        }
-        line.push(b'\n');
-        out.write_data(&line)?;
-    }
-    for offered in snapshot.offered() {
-        if wanted(offered.name.as_bytes()) {
-            format_ref(&mut line, offered, symrefs, peel);
-            out.write_data(&line)?;
+    if let (Head::Unborn(target), true) = (&head, unborn && wanted(b"HEAD")) {
+        match symrefs {
+            true => out.write_parts(&[b"unborn HEAD symref-target:", target.as_bytes(), b"\n"])?,
+            false => out.write_data(b"unborn HEAD\n")?,
         }
     }
+    if let (Head::Present(head), true) = (&head, wanted(b"HEAD")) {
+        write_ref(out, head.view(), symrefs, peel)?;
+    }
+    // Refs are streamed from the store into the output buffer: a million
+    // of them cost no allocation each.
+    offering.visit(&prefixes, &mut |offered| {
+        if wanted(offered.name) {
+            write_ref(out, offered, symrefs, peel)?;
+        }
+        Ok(())
+    })?;
     out.write_flush()?;
     Ok(())
 }
 
-/// `<id> <name>[ symref-target:<name>][ peeled:<id>]` and LF, into `line`.
-fn format_ref(line: &mut Vec<u8>, offered: &OfferedRef, symrefs: bool, peel: bool) {
-    line.clear();
-    offered.id.write_hex(line);
-    line.push(b' ');
-    line.extend_from_slice(offered.name.as_bytes());
-    if let (true, Some(target)) = (symrefs, &offered.symref_target) {
-        line.extend_from_slice(b" symref-target:");
-        line.extend_from_slice(target.as_bytes());
+/// `<id> <name>[ symref-target:<name>][ peeled:<id>]` and LF, as one packet.
+fn write_ref<W: Write>(
+    out: &mut PacketWriter<W>,
+    offered: OfferedView<'_>,
+    symrefs: bool,
+    peel: bool,
+) -> Result<(), UploadPackError> {
+    let (mut id, mut peeled) = ([0; 64], [0; 64]);
+    let mut parts: [&[u8]; 8] = [&[]; 8];
+    parts[0] = offered.id.encode_hex(&mut id);
+    parts[1] = b" ";
+    parts[2] = offered.name;
+    if let (true, Some(target)) = (symrefs, offered.symref_target) {
+        parts[3] = b" symref-target:";
+        parts[4] = target.as_bytes();
     }
-    if let (true, Some(peeled)) = (peel, &offered.peeled) {
-        line.extend_from_slice(b" peeled:");
-        peeled.write_hex(line);
+    if let (true, Some(id)) = (peel, &offered.peeled) {
+        parts[5] = b" peeled:";
+        parts[6] = id.encode_hex(&mut peeled);
     }
-    line.push(b'\n');
+    parts[7] = b"\n";
+    out.write_parts(&parts)?;
+    Ok(())
 }
