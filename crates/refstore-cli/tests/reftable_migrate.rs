@@ -1,5 +1,6 @@
-//! `refs migrate --ref-format=reftable`: JGit reads the same refs, peeled
-//! values and reflogs after the migration as git's files held before it.
+//! `refs migrate --ref-format=reftable` and back: JGit reads the same refs,
+//! peeled values and reflogs after the migration as git's files held before
+//! it, and after migrating back git reads them as before.
 
 #[path = "../../refstore-refs/tests/support/jgit.rs"]
 mod jgit;
@@ -40,6 +41,8 @@ fn migrating_to_reftable_keeps_refs_and_reflogs() {
     );
     let git_dir = repo.join(".git");
     let before = dump(&git_dir);
+    let show_ref = git_ok(home, &repo, &["show-ref", "--head", "-d"]);
+    let reflog = git_ok(home, &repo, &["reflog", "show", "main"]);
     assert!(before.contains("log refs/heads/main "), "{before}");
 
     let dry = refstore(
@@ -74,4 +77,13 @@ fn migrating_to_reftable_keeps_refs_and_reflogs() {
         stderr(&again),
         "fatal: repository already uses 'reftable' format\n"
     );
+
+    // And back: git reads the files format again, as it was.
+    let back = refstore(home, &repo, &["refs", "migrate", "--ref-format=files"]);
+    assert!(back.status.success(), "{}", stderr(&back));
+    assert!(!git_dir.join("reftable").exists());
+    assert_eq!(dump(&git_dir), before);
+    assert_eq!(git_ok(home, &repo, &["show-ref", "--head", "-d"]), show_ref);
+    assert_eq!(git_ok(home, &repo, &["reflog", "show", "main"]), reflog);
+    git_ok(home, &repo, &["fsck", "--no-progress"]);
 }

@@ -20,8 +20,7 @@ enum RefsCommand {
     /// packed-refs lines, directory/file conflicts, damaged reftables (like
     /// `git refs verify`).
     Verify(VerifyArgs),
-    /// Move the refs and reflogs into another ref format (files to
-    /// reftable).
+    /// Move the refs and reflogs into the other ref format.
     Migrate(MigrateArgs),
 }
 
@@ -55,7 +54,7 @@ pub fn run(args: Args, globals: &Globals) -> Result<u8, Fatal> {
     }
 }
 
-/// Migrates the refs of a files-format repository into a reftable stack.
+/// Migrates the refs and reflogs into the other format.
 fn migrate(args: MigrateArgs, globals: &Globals) -> Result<u8, Fatal> {
     let target = RefStorage::from_name(&args.ref_format)
         .ok_or_else(|| Fatal::new(format!("unknown ref storage format '{}'", args.ref_format)))?;
@@ -66,34 +65,36 @@ fn migrate(args: MigrateArgs, globals: &Globals) -> Result<u8, Fatal> {
             target.name()
         )));
     }
-    if target == RefStorage::Files {
-        return Err(Fatal::new(
-            "migrating from the reftable format to the files format is not supported; JGit's convertRefStorage can do it",
-        ));
-    }
     if repo.location.git_dir != repo.location.common_dir {
         return Err(Fatal::new(
             "migrating repositories with worktrees is not supported",
         ));
     }
     let store = ref_store(&repo, globals)?;
-    let files = store
-        .as_files()
-        .expect("the repository uses the files format");
-    let format = files.object_format();
-    let options = ReftableOptions::from_settings(&repo.settings.reftable, format);
     let flush = repo.settings.fsync.method_for(Component::Reference);
-    let migrated =
-        migrate::files_to_reftable(files, &repo.location.git_dir, &options, flush, args.dry_run)
-            .map_err(Fatal::new)?;
+    let git_dir = &repo.location.git_dir;
+    let migrated = match (store.as_files(), store.as_reftable()) {
+        (Some(files), _) => {
+            let format = files.object_format();
+            let options = ReftableOptions::from_settings(&repo.settings.reftable, format);
+            migrate::files_to_reftable(files, git_dir, &options, flush, args.dry_run)
+        }
+        (None, Some(reftable)) => {
+            migrate::reftable_to_files(reftable, git_dir, flush, args.dry_run)
+        }
+        (None, None) => unreachable!("a store is files or reftable"),
+    }
+    .map_err(Fatal::new)?;
     let verb = if args.dry_run {
         "would migrate"
     } else {
         "migrated"
     };
     eprintln!(
-        "{verb} {} refs and {} reflog entries to the reftable format",
-        migrated.refs, migrated.log_entries
+        "{verb} {} refs and {} reflog entries to the {} format",
+        migrated.refs,
+        migrated.log_entries,
+        target.name()
     );
     Ok(0)
 }

@@ -1,7 +1,8 @@
-//! Moving a repository's refs from the files format into a reftable stack
-//! (`refs migrate --ref-format=reftable`), reflogs included, with a
-//! crash-safe switch.
+//! Moving a repository's refs between the files format and a reftable
+//! stack (`refs migrate --ref-format=reftable|files`), reflogs included,
+//! with a crash-safe switch.
 //!
+//! To reftable ([`files_to_reftable`]):
 //! 1. Every ref (HEAD, loose and packed refs, peeled values) and every
 //!    reflog entry is read and written as ONE table into a new `reftable/`
 //!    directory, durable before it is listed.
@@ -11,12 +12,18 @@
 //!    removes it and starts over); after it, the stack holds every ref.
 //! 3. The files-format refs are removed and the stubs git writes take
 //!    their place (`HEAD` naming `refs/heads/.invalid`, `refs/heads` a file).
+//!
+//! To files ([`reftable_to_files`]) the same three steps run the other way:
+//! `packed-refs` (peeled values where the stack has them, no claim about
+//! the others), symbolic refs and `HEAD` as loose files and the reflogs are
+//! written and made durable, `config` drops `extensions.refStorage`, and
+//! the stack is removed.
 
-use super::backend::ReftableOptions;
+use super::backend::{ReftableBackend, ReftableOptions};
 use super::log_record::{LogEntry, LogRecord, LogValue};
 use super::ref_record::{RefRecord, RefValue};
 use super::stack::{Records, Stack, StackError};
-use crate::files::FilesBackend;
+use crate::files::{packed, reflog, FilesBackend};
 use crate::value::Target;
 use crate::{ObjectFormat, ObjectId, RefName};
 use refstore_fs::flush::{FlushBatch, FlushMethod};
@@ -183,6 +190,156 @@ pub fn files_to_reftable(
     Ok(migrated)
 }
 
+/// Migrates the refs of `reftable` (a repository whose git directory and
+/// common directory are `git_dir`) into the files format. With `dry_run`
+/// only counts what would move.
+pub fn reftable_to_files(
+    reftable: &ReftableBackend,
+    git_dir: &Path,
+    flush: FlushMethod,
+    dry_run: bool,
+) -> Result<Migrated, MigrateError> {
+    let vfs = reftable.vfs().clone();
+    let stack = reftable.stack()?;
+    let head = RefName::new("HEAD").expect("valid");
+    let mut refs: Vec<crate::value::Ref> = reftable.read(&head)?.into_iter().collect();
+    refs.extend(reftable.list(b"")?.refs);
+    let merged = stack.merged();
+    let table_error = |error| crate::error::ReadError::Reftable {
+        path: stack.dir().to_owned(),
+        error,
+    };
+    // Newest first per name in the stack; oldest first in a reflog file.
+    let mut logs: Vec<(RefName, Vec<LogEntry>)> = Vec::new();
+    for r in &refs {
+        let mut entries = Vec::new();
+        for record in merged.logs_for(r.name.as_bytes()).map_err(table_error)? {
+            if let LogValue::Update(entry) = record.map_err(table_error)?.value {
+                entries.push(entry);
+            }
+        }
+        entries.reverse();
+        if !entries.is_empty() {
+            logs.push((r.name.clone(), entries));
+        }
+    }
+    let migrated = Migrated {
+        refs: refs.len(),
+        log_entries: logs.iter().map(|(_, e)| e.len()).sum(),
+    };
+    if dry_run {
+        return Ok(migrated);
+    }
+
+    // 1. The files-format refs, from scratch: what an interrupted migration
+    // left was never switched to.
+    let _ = vfs.unlink(&git_dir.join("packed-refs"));
+    remove_tree(&vfs, &git_dir.join("logs"))?;
+    remove_tree(&vfs, &git_dir.join("refs"))?;
+    let mut batch = FlushBatch::new(vfs.clone(), flush, git_dir);
+    for dir in ["refs/heads", "refs/tags"] {
+        batch.create_dir_all(&git_dir.join(dir))?;
+    }
+    let mut locks = Vec::new();
+    let mut packed_refs = Vec::new();
+    for r in &refs {
+        match &r.target {
+            Target::Object(id) if r.name != head => {
+                packed_refs.push((r.name.clone(), *id, r.peeled));
+                continue;
+            }
+            _ => {}
+        }
+        let path = git_dir.join(path_of(&r.name));
+        batch.create_dir_all(path.parent().expect("refs have a directory"))?;
+        let mut lock = LockFile::acquire(&vfs, &path, Duration::ZERO)
+            .map_err(|e| MigrateError::Locked(e.to_string()))?;
+        lock.write_all(&crate::files::loose::format(&r.target))?;
+        lock.stage(&mut batch)?;
+        locks.push(lock);
+    }
+    // Refs the stack holds without a peeled value may still be tags: the
+    // header claims nothing about them ("sorted" only).
+    let mut packed_text = b"# pack-refs with: sorted \n".to_vec();
+    packed_text.extend_from_slice(&packed::write(packed_refs)[packed::HEADER.len()..]);
+    let mut lock = LockFile::acquire(&vfs, git_dir.join("packed-refs"), Duration::ZERO)
+        .map_err(|e| MigrateError::Locked(e.to_string()))?;
+    lock.write_all(&packed_text)?;
+    lock.stage(&mut batch)?;
+    locks.push(lock);
+    for (name, entries) in &logs {
+        let path = git_dir.join("logs").join(path_of(name));
+        let parent = path.parent().expect("logs have a directory");
+        batch.create_dir_all(parent)?;
+        batch.dir_changed(parent);
+        let mut file = vfs.create_exclusive(&path)?;
+        for entry in entries {
+            let signature = format!(
+                "{} <{}> {} {}",
+                String::from_utf8_lossy(&entry.committer_name),
+                String::from_utf8_lossy(&entry.email),
+                entry.time,
+                tz_text(entry.tz_offset)
+            );
+            let message = String::from_utf8_lossy(&entry.message);
+            let message = message.trim_end_matches('\n');
+            let message = (!message.is_empty()).then_some(message);
+            file.write_all(&reflog::line(
+                &entry.old_id,
+                &entry.new_id,
+                &signature,
+                message,
+            ))?;
+        }
+        batch.stage(file)?;
+    }
+    batch.flush_files()?;
+    refstore_fs::lock::commit_all(locks, &mut batch)?;
+    batch.flush_dirs()?;
+
+    // 2. The switch.
+    let config_path = git_dir.join("config");
+    let config = vfs.read(&config_path)?;
+    let mut lock = LockFile::acquire(&vfs, &config_path, Duration::from_millis(100))
+        .map_err(|e| MigrateError::Locked(e.to_string()))?;
+    lock.write_all(&config_for_files(&config))?;
+    lock.stage(&mut batch)?;
+    batch.flush_files()?;
+    lock.commit(&mut batch)?;
+    batch.flush_dirs()?;
+
+    // 3. The stack goes.
+    remove_tree(&vfs, &git_dir.join("reftable"))?;
+    batch.dir_changed(git_dir);
+    batch.flush_dirs()?;
+    Ok(migrated)
+}
+
+/// `+hhmm` / `-hhmm` for minutes east of GMT.
+fn tz_text(minutes: i16) -> String {
+    let sign = if minutes < 0 { '-' } else { '+' };
+    let minutes = minutes.unsigned_abs();
+    format!("{sign}{:02}{:02}", minutes / 60, minutes % 60)
+}
+
+/// `config` without `extensions.refStorage`, everything else kept.
+fn config_for_files(config: &[u8]) -> Vec<u8> {
+    let text = String::from_utf8_lossy(config);
+    let mut out = String::with_capacity(text.len());
+    for line in text.lines() {
+        let key = line
+            .trim_start()
+            .split(['=', ' ', '\t'])
+            .next()
+            .unwrap_or("");
+        if !key.eq_ignore_ascii_case("refstorage") {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    out.into_bytes()
+}
+
 /// `config` with `core.repositoryFormatVersion = 1` and
 /// `extensions.refStorage = reftable`, everything else kept.
 fn config_for_reftable(config: &[u8]) -> Vec<u8> {
@@ -282,6 +439,14 @@ mod tests {
         assert_eq!(
             String::from_utf8(config_for_reftable(config)).unwrap(),
             "[core]\n\trepositoryformatversion = 1\n\tbare = true\n[extensions]\n\trefstorage = reftable\n"
+        );
+        assert_eq!(
+            String::from_utf8(config_for_files(&config_for_reftable(config))).unwrap(),
+            "[core]\n\trepositoryformatversion = 1\n\tbare = true\n[extensions]\n"
+        );
+        assert_eq!(
+            (tz_text(-90), tz_text(330), tz_text(0)),
+            ("-0130".into(), "+0530".into(), "+0000".into())
         );
     }
 }
