@@ -1,7 +1,6 @@
-//! Crash simulation of `refs migrate` to reftable: at every crash point the
+//! Crash simulation of `refs migrate`, both ways: at every crash point the
 //! repository, opened in the format its config names, holds every ref at
-//! its value, and after the migration returned it is in the reftable
-//! format.
+//! its value, and after the migration returned it is in the new format.
 
 use refstore_fs::config::RefStorage;
 use refstore_fs::flush::FlushMethod;
@@ -9,8 +8,8 @@ use refstore_fs::sim::{CrashOptions, SimFs};
 use refstore_fs::Vfs;
 use refstore_refs::backend::{self, Location};
 use refstore_refs::files::FilesBackend;
-use refstore_refs::reftable::migrate::files_to_reftable;
-use refstore_refs::reftable::ReftableOptions;
+use refstore_refs::reftable::migrate::{files_to_reftable, reftable_to_files};
+use refstore_refs::reftable::{ReftableBackend, ReftableOptions};
 use refstore_refs::value::Target;
 use refstore_refs::{ObjectFormat, ObjectId, RefName};
 use std::path::Path;
@@ -62,7 +61,7 @@ fn refs(vfs: Arc<dyn Vfs>) -> Result<(RefStorage, Vec<(String, Target)>), String
     Ok((storage, all))
 }
 
-fn run(method: FlushMethod) -> Result<usize, String> {
+fn run(method: FlushMethod, back: bool) -> Result<usize, String> {
     let sim = SimFs::new();
     let vfs: Arc<dyn Vfs> = Arc::new(sim.clone());
     write(
@@ -88,8 +87,6 @@ fn run(method: FlushMethod) -> Result<usize, String> {
     sim.sync_all();
     let (_, original) = refs(vfs.clone()).unwrap();
     assert_eq!(original.len(), 4);
-    sim.start_recording();
-
     let files = FilesBackend::new(
         vfs.clone(),
         GIT_DIR.into(),
@@ -97,10 +94,30 @@ fn run(method: FlushMethod) -> Result<usize, String> {
         ObjectFormat::Sha1,
     );
     let options = ReftableOptions::new(ObjectFormat::Sha1);
-    files_to_reftable(&files, Path::new(GIT_DIR), &options, method, false)
-        .map_err(|e| e.to_string())?;
+    let target = if back {
+        // There first, unrecorded; the way back is what crashes.
+        files_to_reftable(
+            &files,
+            Path::new(GIT_DIR),
+            &options,
+            FlushMethod::Fsync,
+            false,
+        )
+        .unwrap();
+        sim.sync_all();
+        sim.start_recording();
+        let git_dir = Path::new(GIT_DIR);
+        let reftable = ReftableBackend::new(vfs.clone(), git_dir, ObjectFormat::Sha1, options);
+        reftable_to_files(&reftable, git_dir, method, false).map_err(|e| e.to_string())?;
+        RefStorage::Files
+    } else {
+        sim.start_recording();
+        files_to_reftable(&files, Path::new(GIT_DIR), &options, method, false)
+            .map_err(|e| e.to_string())?;
+        RefStorage::Reftable
+    };
     sim.acknowledge("migrated");
-    assert_eq!(refs(vfs).unwrap(), (RefStorage::Reftable, original.clone()));
+    assert_eq!(refs(vfs).unwrap(), (target, original.clone()));
 
     let report = sim
         .check_crashes(&CrashOptions::default(), |crashed| {
@@ -108,7 +125,7 @@ fn run(method: FlushMethod) -> Result<usize, String> {
             if found != original {
                 return Err(format!("{storage:?} store reads {found:?}"));
             }
-            if !crashed.acknowledged.is_empty() && storage != RefStorage::Reftable {
+            if !crashed.acknowledged.is_empty() && storage != target {
                 return Err("the acknowledged migration is undone".into());
             }
             Ok(())
@@ -119,14 +136,17 @@ fn run(method: FlushMethod) -> Result<usize, String> {
 
 #[test]
 fn every_crash_leaves_all_refs_in_one_format_or_the_other() {
-    for method in [FlushMethod::Fsync, FlushMethod::Batch] {
-        let states = run(method).unwrap_or_else(|v| panic!("{method:?}:\n{v}"));
-        assert!(states > 10, "{method:?}: only {states} crash states");
+    for back in [false, true] {
+        for method in [FlushMethod::Fsync, FlushMethod::Batch] {
+            let states =
+                run(method, back).unwrap_or_else(|v| panic!("{method:?}, back {back}:\n{v}"));
+            assert!(states > 10, "{method:?}: only {states} crash states");
+        }
     }
 }
 
 #[test]
 fn no_flushing_can_lose_refs() {
-    let violation = run(FlushMethod::None).unwrap_err();
+    let violation = run(FlushMethod::None, false).unwrap_err();
     assert!(violation.contains("crash"), "{violation}");
 }
