@@ -80,9 +80,17 @@ fn packs_and_indexes_are_what_git_writes() {
     let (ours, theirs) = (bare(home, "ours"), bare(home, "theirs"));
     let out = refstore_in(home, &ours, &["index-pack", "--stdin"], &pack);
     assert!(out.status.success(), "{}", stderr(&out));
-    let git_line = git_out(home, &theirs, &["index-pack", "--stdin"], &pack);
+    // refstore writes the reverse index by default, as git 2.41 and later
+    // do; git 2.39 writes it when asked.
+    let git_line = git_out(
+        home,
+        &theirs,
+        &["index-pack", "--stdin", "--rev-index"],
+        &pack,
+    );
     assert_eq!(stdout(&out), String::from_utf8(git_line).unwrap());
     assert_eq!(pack_dir_files(&ours), pack_dir_files(&theirs));
+    assert!(pack_dir_files(&ours).iter().any(|n| n.ends_with(".rev")));
     for name in pack_dir_files(&ours) {
         let a = std::fs::read(ours.join("objects/pack").join(&name)).unwrap();
         let b = std::fs::read(theirs.join("objects/pack").join(&name)).unwrap();
@@ -90,6 +98,27 @@ fn packs_and_indexes_are_what_git_writes() {
     }
     let fsck = git(home, &ours, &["fsck", "--full"]);
     assert!(fsck.status.success(), "{}", stderr(&fsck));
+
+    // Without a reverse index when configured or asked so.
+    for (name, args) in [
+        (
+            "norev1",
+            &[
+                "-c",
+                "pack.writeReverseIndex=false",
+                "index-pack",
+                "--stdin",
+            ][..],
+        ),
+        ("norev2", &["index-pack", "--stdin", "--no-rev-index"][..]),
+    ] {
+        let repo = bare(home, name);
+        let out = refstore_in(home, &repo, args, &pack);
+        assert!(out.status.success(), "{}", stderr(&out));
+        let files = pack_dir_files(&repo);
+        assert_eq!(files.len(), 2, "{files:?}");
+        assert!(!files.iter().any(|n| n.ends_with(".rev")), "{files:?}");
+    }
 
     // Again, with a .keep file: the pack is already there, so none is made.
     let out = refstore_in(

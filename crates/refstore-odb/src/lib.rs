@@ -45,6 +45,7 @@ mod kind;
 mod loose;
 mod odb;
 mod pack;
+mod rev_index;
 mod unpack;
 
 pub use check::{check_format, FormatError};
@@ -55,4 +56,5 @@ pub use kind::ObjectKind;
 pub use loose::{loose_object_path, LooseWriter};
 pub use odb::Odb;
 pub use pack::{store_pack, PackOptions, StoredPack};
+pub use rev_index::reverse_index;
 pub use unpack::{resolve_pack, PackObject, PackSummary};

@@ -21,14 +21,12 @@
 
 use crate::hash::{object_header, object_id};
 use crate::{ObjectKind, OdbError};
-use flate2::write::ZlibEncoder;
-use flate2::Compression;
+use flate2::{Compress, Compression, FlushCompress, Status};
 use refstore_fs::flush::{FlushBatch, FlushMethod};
 use refstore_fs::Vfs;
 use refstore_refs::{ObjectFormat, ObjectId};
 use std::collections::HashSet;
 use std::hash::{BuildHasher, Hasher};
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -66,6 +64,9 @@ pub struct LooseWriter {
     /// Ids already handled in this batch, so a repeated object costs nothing.
     seen: HashSet<ObjectId>,
     temp_names: TempNames,
+    /// One zlib stream state, reset for each object: creating a fresh one
+    /// per object allocates and clears hundreds of KiB each time.
+    compressor: Compress,
 }
 
 impl LooseWriter {
@@ -88,6 +89,7 @@ impl LooseWriter {
             staged: Vec::new(),
             seen: HashSet::new(),
             temp_names: TempNames::new(),
+            compressor: Compress::new(Compression::fast(), true),
         }
     }
 
@@ -117,7 +119,11 @@ impl LooseWriter {
         }
         let fanout = dest.parent().expect("loose paths have a fan-out directory");
         self.batch.create_dir_all(fanout)?;
-        let compressed = deflate(&object_header(type_name, data.len()), data);
+        let compressed = deflate(
+            &mut self.compressor,
+            &object_header(type_name, data.len()),
+            data,
+        );
         let (temp, mut file) = self.create_temp(fanout)?;
         let written = file.write_all(&compressed);
         let staged = written.and_then(|()| self.batch.stage(file));
@@ -189,15 +195,36 @@ impl Drop for LooseWriter {
 }
 
 /// zlib-compresses header and content, at git's default level for loose
-/// objects (`core.looseCompression` 1: fastest).
-fn deflate(header: &[u8], data: &[u8]) -> Vec<u8> {
-    let mut encoder =
-        ZlibEncoder::new(Vec::with_capacity(data.len() / 2 + 64), Compression::fast());
-    encoder
-        .write_all(header)
-        .and_then(|()| encoder.write_all(data))
-        .expect("writing to a Vec cannot fail");
-    encoder.finish().expect("writing to a Vec cannot fail")
+/// objects (`core.looseCompression` 1: fastest), reusing `compressor`.
+fn deflate(compressor: &mut Compress, header: &[u8], data: &[u8]) -> Vec<u8> {
+    compressor.reset();
+    let mut out = Vec::with_capacity(header.len() + data.len() / 2 + 64);
+    feed(compressor, header, &mut out, FlushCompress::None);
+    feed(compressor, data, &mut out, FlushCompress::Finish);
+    out
+}
+
+/// Compresses all of `input` into `out`, growing it as needed; with
+/// `Finish`, until the stream is complete.
+fn feed(compressor: &mut Compress, mut input: &[u8], out: &mut Vec<u8>, flush: FlushCompress) {
+    loop {
+        if out.capacity() - out.len() < 64 {
+            out.reserve(out.capacity().max(256));
+        }
+        let before = compressor.total_in();
+        let status = compressor
+            .compress_vec(input, out, flush)
+            .expect("deflating into memory cannot fail");
+        let consumed = usize::try_from(compressor.total_in() - before).expect("fits in memory");
+        input = &input[consumed..];
+        let done = match flush {
+            FlushCompress::Finish => status == Status::StreamEnd,
+            _ => input.is_empty(),
+        };
+        if done {
+            return;
+        }
+    }
 }
 
 /// Unpredictable temporary names (`tmp_obj_XXXXXX`), so concurrent writers

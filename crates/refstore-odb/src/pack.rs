@@ -43,6 +43,9 @@ pub struct PackOptions<'a> {
     pub thin_bases: Option<&'a Odb>,
     /// Create `pack-<hash>.keep` with this content along with the pack.
     pub keep: Option<&'a [u8]>,
+    /// Write the reverse index `pack-<hash>.rev` too
+    /// (`pack.writeReverseIndex`, on by default as in git 2.41 and later).
+    pub rev_index: bool,
 }
 
 /// A pack stored in the repository.
@@ -56,6 +59,8 @@ pub struct StoredPack {
     pub pack_path: PathBuf,
     /// The `.idx` file.
     pub index_path: PathBuf,
+    /// The `.rev` file, if one was written.
+    pub rev_path: Option<PathBuf>,
     /// The `.keep` file, if one was created (none if the pack was already
     /// there).
     pub keep_path: Option<PathBuf>,
@@ -89,6 +94,7 @@ pub fn store_pack(
         objects: outcome.num_objects,
         pack_path: base.with_extension("pack"),
         index_path: base.with_extension("idx"),
+        rev_path: options.rev_index.then(|| base.with_extension("rev")),
         keep_path: options.keep.map(|_| base.with_extension("keep")),
     };
     if vfs.exists(&stored.index_path) {
@@ -98,7 +104,15 @@ pub fn store_pack(
             ..stored
         });
     }
-    install(vfs, &dir, &stored, &pack, &index, options)?;
+    let rev = match options.rev_index {
+        true => Some(crate::rev_index::reverse_index(
+            &index,
+            options.format,
+            &checksum,
+        )?),
+        false => None,
+    };
+    install(vfs, &dir, &stored, &pack, &index, rev.as_deref(), options)?;
     Ok(stored)
 }
 
@@ -165,6 +179,7 @@ fn install(
     stored: &StoredPack,
     pack: &[u8],
     index: &[u8],
+    rev: Option<&[u8]>,
     options: &PackOptions<'_>,
 ) -> Result<(), OdbError> {
     let mut batch = FlushBatch::new(vfs.clone(), options.method, dir.to_owned());
@@ -175,6 +190,10 @@ fn install(
     };
     let temp_pack = temps.write(dir, "tmp_pack_", pack, &mut batch)?;
     let temp_index = temps.write(dir, "tmp_idx_", index, &mut batch)?;
+    let temp_rev = match (rev, &stored.rev_path) {
+        (Some(rev), Some(dest)) => Some((temps.write(dir, "tmp_rev_", rev, &mut batch)?, dest)),
+        _ => None,
+    };
     if let (Some(keep), Some(content)) = (&stored.keep_path, options.keep) {
         let mut file = vfs.create_exclusive(keep)?;
         file.write_all(content)?;
@@ -184,17 +203,20 @@ fn install(
     // The index names the pack; it gets its name only once the pack's (and
     // the .keep file's) names are durable, so that no crash can leave an
     // index without its pack: two directory flush points.
-    for (temp, dest) in [
-        (&temp_pack, &stored.pack_path),
-        (&temp_index, &stored.index_path),
-    ] {
-        match vfs.link(temp, dest) {
-            Err(e) if !e.is_already_exists() => return Err(e.into()),
-            _ => {}
-        }
-        batch.dir_changed(dir);
-        batch.flush_dirs()?;
+    // The reverse index is named with the pack, before the index.
+    let link = |temp: &Path, dest: &Path| match vfs.link(temp, dest) {
+        Err(e) if !e.is_already_exists() => Err(OdbError::from(e)),
+        _ => Ok(()),
+    };
+    link(&temp_pack, &stored.pack_path)?;
+    if let Some((temp, dest)) = &temp_rev {
+        link(temp, dest)?;
     }
+    batch.dir_changed(dir);
+    batch.flush_dirs()?;
+    link(&temp_index, &stored.index_path)?;
+    batch.dir_changed(dir);
+    batch.flush_dirs()?;
     drop(temps);
     Ok(())
 }

@@ -52,6 +52,7 @@ fn crash_test(method: FlushMethod, durability: bool) -> Result<usize, String> {
         method,
         thin_bases: None,
         keep: Some(b"receiving\n"),
+        rev_index: true,
     };
     let stored =
         store_pack(vfs, Path::new(OBJECTS), &input[..], &options).map_err(|e| e.to_string())?;

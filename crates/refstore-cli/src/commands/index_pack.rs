@@ -24,6 +24,13 @@ pub struct Args {
     /// `git gc` leaves it alone.
     #[arg(long, value_name = "msg", num_args = 0..=1, default_missing_value = "", require_equals = true)]
     keep: Option<String>,
+    /// Write the reverse index (`.rev`) too; the default follows
+    /// `pack.writeReverseIndex` (true when unset, as in git 2.41 and later).
+    #[arg(long, overrides_with = "no_rev_index")]
+    rev_index: bool,
+    /// Do not write the reverse index.
+    #[arg(long)]
+    no_rev_index: bool,
 }
 
 /// Runs `index-pack`: prints `pack` or (when a .keep file was created)
@@ -50,6 +57,15 @@ pub fn run(args: Args, globals: &Globals) -> Result<u8, Fatal> {
         method: repo.settings.fsync.method_for(Component::Pack),
         thin_bases: odb.as_ref(),
         keep: keep.as_deref(),
+        rev_index: match (args.rev_index, args.no_rev_index) {
+            (true, _) => true,
+            (_, true) => false,
+            _ => repo
+                .config
+                .bool("pack.writeReverseIndex")
+                .map_err(Fatal::new)?
+                .unwrap_or(true),
+        },
     };
     let stored = store_pack(
         globals.vfs().clone(),

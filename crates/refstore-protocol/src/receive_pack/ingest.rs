@@ -40,6 +40,11 @@ pub(crate) fn receive(
         method: repo.settings.fsync.method_for(Component::Pack),
         thin_bases: Some(&repo.objects),
         keep: Some(keep.as_bytes()),
+        rev_index: repo
+            .config
+            .bool("pack.writeReverseIndex")
+            .map_err(|e| e.to_string())?
+            .unwrap_or(true),
     };
     let objects_dir = repo.location.common_dir.join("objects");
     let whole = Cursor::new(header).chain(input);
