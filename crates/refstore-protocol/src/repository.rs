@@ -89,7 +89,12 @@ impl Repository {
                 settings.object_format
             ))
         })?;
-        let refs = backend::open(
+        // The reftable.* settings apply to pushes into reftable stores.
+        let reftable = refstore_refs::reftable::ReftableOptions::from_settings(
+            &settings.reftable,
+            object_format,
+        );
+        let refs = backend::open_with(
             vfs.clone(),
             &backend::Location {
                 git_dir: location.git_dir.clone(),
@@ -97,6 +102,7 @@ impl Repository {
                 object_format,
                 storage: settings.ref_storage,
             },
+            reftable,
         )?;
         let objects = Odb::open(&location.common_dir.join("objects"), object_format)?;
         Ok(Repository {
