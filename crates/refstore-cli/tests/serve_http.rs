@@ -1,7 +1,7 @@
 //! `refstore serve` with the machine's real git over http://127.0.0.1:
-//! clone, fetch, ls-remote (protocol v0 and v2), pushes that need
-//! credentials, paths outside the root and non-repositories refused, and a
-//! graceful stop on SIGTERM, for files and reftable repositories. The
+//! clone, fetch, ls-remote (protocol v0 and v2), concurrent clones, pushes
+//! that need credentials, paths outside the root and non-repositories
+//! refused, and a graceful stop on SIGTERM, for files and reftable repositories. The
 //! services are the code of `upload-pack` and `receive-pack`, which their
 //! own tests compare with git's.
 
@@ -220,6 +220,35 @@ fn clone_fetch_and_ls_remote_over_http() {
             git_ok(home, &served, &["rev-parse", "main"])
         );
     }
+
+    // Many clients at once (more than the server's 4 workers).
+    let expected = git_ok(home, &served, &["rev-parse", "main"]);
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..10)
+            .map(|i| {
+                let (server, expected) = (&server, &expected);
+                scope.spawn(move || {
+                    let dir = home.join(format!("concurrent-{i}"));
+                    let o = git_net(
+                        home,
+                        home,
+                        &[
+                            "clone",
+                            "-q",
+                            "--bare",
+                            &server.url("team/proj.git"),
+                            dir.to_str().unwrap(),
+                        ],
+                    );
+                    assert!(o.status.success(), "clone {i}: {}", stderr(&o));
+                    assert_eq!(&git_ok(home, &dir, &["rev-parse", "main"]), expected);
+                })
+            })
+            .collect();
+        for handle in handles {
+            handle.join().unwrap();
+        }
+    });
 
     // Paths outside the root, non-repositories and non-smart endpoints.
     std::fs::create_dir_all(home.join("secret.git")).unwrap();
