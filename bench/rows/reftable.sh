@@ -1,0 +1,63 @@
+# Seed 003's workloads on both ref formats: `create` (10k new refs into
+# 100k existing), `recreate` (delete those 10k, then create them again) and
+# `migrate` (1M refs each way). git 2.39 has no reftable, so the "git" column
+# is git's files backend (with fsync off) for create and recreate; for
+# migrate both columns are refstore, one per direction, as the variant says.
+# With GIT=/path/to/newer/git the git column is that git's files backend.
+files_template() { # DIR N: a repository with N packed refs at one commit
+    local dir=$1 n=$2
+    [[ -d $dir ]] && return
+    "$GIT" init -q --bare "$dir"
+    local tree commit
+    tree=$("$GIT" -C "$dir" mktree </dev/null)
+    commit=$(echo base | "$GIT" -C "$dir" commit-tree "$tree")
+    {
+        echo "# pack-refs with: peeled fully-peeled sorted "
+        awk -v c="$commit" -v n="$n" 'BEGIN { for (i = 0; i < n; i++) printf "%s refs/heads/existing/r%07d\n", c, i }'
+    } >"$dir/packed-refs"
+    "$GIT" -C "$dir" symbolic-ref HEAD refs/heads/existing/r0000000
+}
+reftable_template() { # FILES_DIR DIR
+    [[ -d $2 ]] && return
+    cp -a "$1" "$2"
+    "$REFSTORE" -C "$2" refs migrate --ref-format=reftable >/dev/null
+}
+
+files=$BENCH_DIR/rt-files-100k
+reftable=$BENCH_DIR/rt-reftable-100k
+files_template "$files" 100000
+reftable_template "$files" "$reftable"
+commit=$("$GIT" -C "$files" rev-parse HEAD)
+create=$BENCH_DIR/rt-create
+delete=$BENCH_DIR/rt-delete
+for ((i = 0; i < 10000; i++)); do printf 'create refs/heads/new/r%05d %s\n' "$i" "$commit"; done >"$create"
+for ((i = 0; i < 10000; i++)); do printf 'delete refs/heads/existing/r%07d\n' "$i"; done >"$delete"
+recreate=$BENCH_DIR/rt-recreate
+sed 's/^delete \(.*\)$/create \1 '"$commit"'/' "$delete" >"$recreate"
+work=$BENCH_DIR/rt-work
+mkdir -p "$BENCH_DIR/rt-aside"
+# Every run starts from fresh copies of both templates: f (files), r (reftable).
+fresh() {
+    echo "[ ! -e $work ] || mv $work $BENCH_DIR/rt-aside/\$(date +%s%N); mkdir $work; cp -a $1 $work/f; cp -a $2 $work/r; sync"
+}
+
+compare reftable "create 10k into 100k: git files fsync=none vs refstore reftable durable" "$(fresh "$files" "$reftable")" \
+    "$GIT -C $work/f -c core.fsync=none update-ref --stdin < $create" \
+    "$REFSTORE -C $work/r update-ref --stdin < $create"
+compare reftable "create 10k into 100k: refstore files durable (git column) vs refstore reftable durable" "$(fresh "$files" "$reftable")" \
+    "$REFSTORE -C $work/f update-ref --stdin < $create" \
+    "$REFSTORE -C $work/r update-ref --stdin < $create"
+compare reftable "recreate 10k of 100k: git files fsync=none vs refstore reftable durable" "$(fresh "$files" "$reftable")" \
+    "$GIT -C $work/f -c core.fsync=none update-ref --stdin < $delete && $GIT -C $work/f -c core.fsync=none update-ref --stdin < $recreate" \
+    "$REFSTORE -C $work/r update-ref --stdin < $delete && $REFSTORE -C $work/r update-ref --stdin < $recreate"
+compare reftable "recreate 10k of 100k: refstore files durable (git column) vs refstore reftable durable" "$(fresh "$files" "$reftable")" \
+    "$REFSTORE -C $work/f update-ref --stdin < $delete && $REFSTORE -C $work/f update-ref --stdin < $recreate" \
+    "$REFSTORE -C $work/r update-ref --stdin < $delete && $REFSTORE -C $work/r update-ref --stdin < $recreate"
+
+big=$BENCH_DIR/rt-files-1m
+big_reftable=$BENCH_DIR/rt-reftable-1m
+files_template "$big" 1000000
+reftable_template "$big" "$big_reftable"
+compare reftable "migrate 1M: files->reftable (git column) vs reftable->files (refstore column)" "$(fresh "$big" "$big_reftable")" \
+    "$REFSTORE -C $work/f refs migrate --ref-format=reftable" \
+    "$REFSTORE -C $work/r refs migrate --ref-format=files"
