@@ -7,6 +7,7 @@
 
 mod commands;
 mod context;
+mod progress;
 
 use clap::Parser;
 use std::path::PathBuf;

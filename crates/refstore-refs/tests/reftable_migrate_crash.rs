@@ -8,7 +8,7 @@ use refstore_fs::sim::{CrashOptions, SimFs};
 use refstore_fs::Vfs;
 use refstore_refs::backend::{self, Location};
 use refstore_refs::files::FilesBackend;
-use refstore_refs::reftable::migrate::{files_to_reftable, reftable_to_files};
+use refstore_refs::reftable::migrate::{files_to_reftable, reftable_to_files, NoProgress};
 use refstore_refs::reftable::{ReftableBackend, ReftableOptions};
 use refstore_refs::value::Target;
 use refstore_refs::{ObjectFormat, ObjectId, RefName};
@@ -102,18 +102,27 @@ fn run(method: FlushMethod, back: bool) -> Result<usize, String> {
             &options,
             FlushMethod::Fsync,
             false,
+            &NoProgress,
         )
         .unwrap();
         sim.sync_all();
         sim.start_recording();
         let git_dir = Path::new(GIT_DIR);
         let reftable = ReftableBackend::new(vfs.clone(), git_dir, ObjectFormat::Sha1, options);
-        reftable_to_files(&reftable, git_dir, method, false).map_err(|e| e.to_string())?;
+        reftable_to_files(&reftable, git_dir, method, false, &NoProgress)
+            .map_err(|e| e.to_string())?;
         RefStorage::Files
     } else {
         sim.start_recording();
-        files_to_reftable(&files, Path::new(GIT_DIR), &options, method, false)
-            .map_err(|e| e.to_string())?;
+        files_to_reftable(
+            &files,
+            Path::new(GIT_DIR),
+            &options,
+            method,
+            false,
+            &NoProgress,
+        )
+        .map_err(|e| e.to_string())?;
         RefStorage::Reftable
     };
     sim.acknowledge("migrated");

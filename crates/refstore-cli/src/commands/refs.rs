@@ -2,6 +2,7 @@
 
 use super::update_ref::ref_store;
 use crate::context::{Fatal, Globals};
+use crate::progress::ProgressBar;
 use refstore_fs::config::{Component, RefStorage};
 use refstore_refs::files::verify::Severity;
 use refstore_refs::reftable::{migrate, ReftableOptions};
@@ -73,18 +74,20 @@ fn migrate(args: MigrateArgs, globals: &Globals) -> Result<u8, Fatal> {
     let store = ref_store(&repo, globals)?;
     let flush = repo.settings.fsync.method_for(Component::Reference);
     let git_dir = &repo.location.git_dir;
+    let bar = ProgressBar::new("migrating refs");
     let migrated = match (store.as_files(), store.as_reftable()) {
         (Some(files), _) => {
             let format = files.object_format();
             let options = ReftableOptions::from_settings(&repo.settings.reftable, format);
-            migrate::files_to_reftable(files, git_dir, &options, flush, args.dry_run)
+            migrate::files_to_reftable(files, git_dir, &options, flush, args.dry_run, &bar)
         }
         (None, Some(reftable)) => {
-            migrate::reftable_to_files(reftable, git_dir, flush, args.dry_run)
+            migrate::reftable_to_files(reftable, git_dir, flush, args.dry_run, &bar)
         }
         (None, None) => unreachable!("a store is files or reftable"),
     }
     .map_err(Fatal::new)?;
+    bar.finish();
     let verb = if args.dry_run {
         "would migrate"
     } else {

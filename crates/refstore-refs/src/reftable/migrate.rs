@@ -72,6 +72,24 @@ pub enum MigrateError {
     Locked(String),
 }
 
+/// Told how far a migration is, for a progress display: `start` with the
+/// number of refs, `advance` as each one is handled.
+pub trait Progress {
+    /// The migration handles `total` refs.
+    fn start(&self, total: u64);
+    /// `n` more refs were handled.
+    fn advance(&self, n: u64);
+}
+
+/// No progress display.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoProgress;
+
+impl Progress for NoProgress {
+    fn start(&self, _total: u64) {}
+    fn advance(&self, _n: u64) {}
+}
+
 /// Migrates the refs of `files` (a repository whose git directory and
 /// common directory are `git_dir`) into a reftable stack. With `dry_run`
 /// only counts what would move.
@@ -81,6 +99,7 @@ pub fn files_to_reftable(
     options: &ReftableOptions,
     flush: FlushMethod,
     dry_run: bool,
+    progress: &dyn Progress,
 ) -> Result<Migrated, MigrateError> {
     let vfs = files.vfs().clone();
     let format = files.object_format();
@@ -97,7 +116,9 @@ pub fn files_to_reftable(
     // Each ref's reflog entries get update indexes 1, 2, ... oldest first;
     // the refs themselves the last index, so every log key is unique.
     let mut logs = Vec::new();
+    progress.start(refs.len() as u64);
     for r in &refs {
+        progress.advance(1);
         let path = git_dir.join("logs").join(path_of(&r.name));
         let text = match vfs.read(&path) {
             Ok(text) => text,
@@ -198,6 +219,7 @@ pub fn reftable_to_files(
     git_dir: &Path,
     flush: FlushMethod,
     dry_run: bool,
+    progress: &dyn Progress,
 ) -> Result<Migrated, MigrateError> {
     let vfs = reftable.vfs().clone();
     let stack = reftable.stack()?;
@@ -211,7 +233,9 @@ pub fn reftable_to_files(
     };
     // Newest first per name in the stack; oldest first in a reflog file.
     let mut logs: Vec<(RefName, Vec<LogEntry>)> = Vec::new();
+    progress.start(refs.len() as u64);
     for r in &refs {
+        progress.advance(1);
         let mut entries = Vec::new();
         for record in merged.logs_for(r.name.as_bytes()).map_err(table_error)? {
             if let LogValue::Update(entry) = record.map_err(table_error)?.value {
