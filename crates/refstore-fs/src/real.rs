@@ -231,6 +231,15 @@ impl Vfs for RealFs {
         retry_eintr(|| rustix::fs::utimensat(CWD, path, &times, rustix::fs::AtFlags::empty()))
             .map_err(|e| err(Op::SetTimes, path, e))
     }
+
+    fn truncate(&self, path: &Path, len: u64) -> Result<()> {
+        let map = |e| Error::new(Op::Truncate, path, e);
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .open(path)
+            .map_err(map)?;
+        file.set_len(len).map_err(map)
+    }
 }
 
 #[cfg(test)]
@@ -334,5 +343,9 @@ mod tests {
             .touch(&tmp.path().join("missing"))
             .unwrap_err()
             .is_not_found());
+        fs.truncate(&p, 2).unwrap();
+        assert_eq!(fs.read(&p).unwrap(), b"a\n");
+        let err = fs.truncate(&tmp.path().join("missing"), 0).unwrap_err();
+        assert!(err.is_not_found() && err.op == Op::Truncate, "{err}");
     }
 }

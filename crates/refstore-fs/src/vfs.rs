@@ -40,6 +40,7 @@ pub enum Op {
     Syncfs,
     StartWriteout,
     SetTimes,
+    Truncate,
 }
 
 impl Op {
@@ -64,6 +65,7 @@ impl Op {
             Op::Syncfs => "syncfs",
             Op::StartWriteout => "start write-back of",
             Op::SetTimes => "set times of",
+            Op::Truncate => "truncate",
         }
     }
 }
@@ -220,6 +222,9 @@ pub trait Vfs: Send + Sync + fmt::Debug {
     /// Sets access and modification time of a file to now (`futimens`), as
     /// git does to freshen an object it would otherwise have written again.
     fn touch(&self, path: &Path) -> Result<()>;
+    /// Cuts a file back to its first `len` bytes (`truncate(2)`), for
+    /// taking back lines a failed transaction appended to a log.
+    fn truncate(&self, path: &Path, len: u64) -> Result<()>;
 
     /// Creates `path` and any missing parents.
     fn create_dir_all(&self, path: &Path) -> Result<()> {

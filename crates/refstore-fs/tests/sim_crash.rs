@@ -264,3 +264,29 @@ fn posix_semantics_of_the_live_view() {
     names.sort();
     assert_eq!(names, ["e", "f", "h"]);
 }
+
+#[test]
+fn tracing_lists_each_operation_a_fault_can_be_placed_at() {
+    let sim = SimFs::new();
+    sim.create_dir_all(Path::new("/repo")).unwrap();
+    sim.start_tracing();
+    let mut f = sim.create_exclusive(Path::new("/repo/log")).unwrap();
+    f.write_all(b"one\ntwo\n").unwrap();
+    f.fsync().unwrap();
+    sim.truncate(Path::new("/repo/log"), 4).unwrap();
+    let ops: Vec<Op> = sim.traced_ops().into_iter().map(|(op, _)| op).collect();
+    assert_eq!(
+        ops,
+        [Op::CreateExclusive, Op::Write, Op::Fsync, Op::Truncate]
+    );
+    assert_eq!(sim.read(Path::new("/repo/log")).unwrap(), b"one\n");
+    // The third operation from here (a truncate) fails, as the trace says.
+    sim.inject(Fault::nth_op(2, ENOSPC));
+    sim.start_tracing();
+    sim.read(Path::new("/repo/log")).unwrap();
+    sim.stat(Path::new("/repo/log")).unwrap();
+    let err = sim.truncate(Path::new("/repo/log"), 0).unwrap_err();
+    assert_eq!(err.op, Op::Truncate);
+    assert_eq!(sim.traced_ops()[2], (Op::Truncate, "/repo/log".into()));
+    assert_eq!(sim.read(Path::new("/repo/log")).unwrap(), b"one\n");
+}

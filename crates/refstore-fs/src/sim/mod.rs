@@ -101,6 +101,8 @@ struct Inner {
     recording: Option<Recording>,
     faults: Vec<Fault>,
     ops: usize,
+    /// Every operation since [`SimFs::start_tracing`], if tracing.
+    trace: Option<Vec<(Op, PathBuf)>>,
 }
 
 impl Default for Inner {
@@ -110,6 +112,7 @@ impl Default for Inner {
             recording: None,
             faults: Vec::new(),
             ops: 0,
+            trace: None,
         }
     }
 }
@@ -267,6 +270,21 @@ impl SimFs {
         self.lock().ops
     }
 
+    /// Starts (or restarts) keeping a list of every operation from now on,
+    /// faulted ones included, so that a test can place a fault of the right
+    /// kind at each of them and tell what failed.
+    pub fn start_tracing(&self) {
+        self.lock().trace = Some(Vec::new());
+    }
+
+    /// The operations since [`start_tracing`](Self::start_tracing), in
+    /// order, each with the path it was applied to (for a rename: the
+    /// source); the `n`-th is the one [`Fault::nth_op`] `(n, _)` fails
+    /// when injected at the same moment.
+    pub fn traced_ops(&self) -> Vec<(Op, PathBuf)> {
+        self.lock().trace.clone().unwrap_or_default()
+    }
+
     /// Every regular file and its current content, by absolute path.
     pub fn files(&self) -> BTreeMap<PathBuf, Vec<u8>> {
         self.lock().state.files()
@@ -337,6 +355,9 @@ impl SimFs {
     ) -> Result<T> {
         let mut inner = self.lock();
         inner.ops += 1;
+        if let Some(trace) = &mut inner.trace {
+            trace.push((op, path.to_owned()));
+        }
         let mut tripped = None;
         for (i, fault) in inner.faults.iter_mut().enumerate() {
             if fault.trips(op, path) && tripped.is_none() {
@@ -671,6 +692,28 @@ impl Vfs for SimFs {
                 s.lookup(path)?;
                 s.make_all_durable();
                 Ok(())
+            },
+        )
+    }
+
+    fn truncate(&self, path: &Path, len: u64) -> Result<()> {
+        self.run(
+            Op::Truncate,
+            path,
+            true,
+            || format!("truncate {} to {len} bytes", path.display()),
+            |s| {
+                let ino = s.lookup(path)?;
+                let t = s.tick();
+                s.inodes[ino].mtime = t;
+                match &mut s.inodes[ino].node {
+                    Node::File { current, .. } => {
+                        let len = usize::try_from(len).map_err(|_| errno(EINVAL))?;
+                        current.resize(len, 0);
+                        Ok(())
+                    }
+                    Node::Dir { .. } => Err(errno(EISDIR)),
+                }
             },
         )
     }
