@@ -16,6 +16,13 @@
 //!    remove deleted refs' files, reflogs and emptied directories.
 //! 5. Flush point two: every changed directory is durable. Only now is
 //!    success reported.
+//!
+//! A failure before the first rename changes nothing: the reflog lines
+//! already appended are cut off again and every lock is released. A failure
+//! later leaves each ref old or new (as git does, the refs renamed before it
+//! keep their new values), with reflog lines only for the refs that took
+//! their new values. Removing a deleted ref's reflog or a lock file that
+//! failed does not stop the other updates; it is reported at the end.
 
 use super::packed::{self, PackedRefs};
 use super::{loose, reflog, FilesBackend, ReadError};
@@ -55,6 +62,34 @@ struct Planned {
     target: RefName,
     /// The symbolic ref the user named, if the update went through one.
     via: Option<RefName>,
+}
+
+/// Reflog lines appended by a transaction, so that a transaction that fails
+/// can take back those of the updates that did not become visible.
+#[derive(Default)]
+struct Journal {
+    /// Index (in `Prepared::locked`) of the update being logged.
+    update: usize,
+    /// Each append: the reflog, its length before (`None`: it was created),
+    /// and the update it was for.
+    appended: Vec<(PathBuf, Option<u64>, usize)>,
+}
+
+impl Journal {
+    /// Cuts back every reflog appended to for an update at or after index
+    /// `visible` that did not become visible. Best effort: the
+    /// transaction's own error is what is reported.
+    fn undo(self, vfs: &dyn refstore_fs::Vfs, visible: &[bool]) {
+        for (path, previous, update) in self.appended.into_iter().rev() {
+            if visible.get(update).copied().unwrap_or(false) {
+                continue;
+            }
+            let _ = match previous {
+                Some(len) => vfs.truncate(&path, len),
+                None => vfs.unlink(&path),
+            };
+        }
+    }
 }
 
 /// A locked update with its current value.
@@ -151,16 +186,57 @@ impl Prepared<'_> {
             options,
             packed,
             mut batch,
-            mut locked,
+            locked,
             packed_lock,
             mut outcome,
         } = self;
         let vfs = backend.vfs.clone();
+        let mut journal = Journal::default();
+        let mut visible = vec![false; locked.len()];
+        let result = Self::apply(
+            backend,
+            &tx,
+            options,
+            &packed,
+            &mut batch,
+            locked,
+            packed_lock,
+            &mut outcome,
+            &mut journal,
+            &mut visible,
+        );
+        match result {
+            Ok(()) => Ok(outcome),
+            Err(e) => {
+                journal.undo(vfs.as_ref(), &visible);
+                Err(e)
+            }
+        }
+    }
+
+    /// Steps 3 to 5 of a commit; `visible` records which updates took
+    /// effect, in case of failure.
+    #[allow(clippy::too_many_arguments)]
+    fn apply(
+        backend: &FilesBackend,
+        tx: &Transaction,
+        options: &CommitOptions,
+        packed: &PackedRefs,
+        batch: &mut FlushBatch,
+        mut locked: Vec<Locked>,
+        packed_lock: Option<LockFile>,
+        outcome: &mut Outcome,
+        journal: &mut Journal,
+        visible: &mut [bool],
+    ) -> Result<(), CommitError> {
+        let vfs = backend.vfs.clone();
         let head_target = match backend.read_loose(&RefName::new("HEAD").expect("valid")) {
             Ok(Some(Target::Symbolic(t))) => Some(t),
-            _ => None,
+            Ok(_) | Err(ReadError::BrokenRef { .. }) => None,
+            Err(e) => return Err(e.into()),
         };
-        for l in &mut locked {
+        for (i, l) in locked.iter_mut().enumerate() {
+            journal.update = i;
             let update = &tx.updates[l.planned.index];
             let new_id = match &update.change {
                 // Setting a ref to the value it has writes nothing and logs
@@ -175,7 +251,8 @@ impl Prepared<'_> {
                             tx.message.as_deref(),
                             options,
                             &head_target,
-                            &mut batch,
+                            batch,
+                            journal,
                         )?;
                     }
                     continue;
@@ -184,7 +261,7 @@ impl Prepared<'_> {
                 // and when its new target resolves, from the old to the new
                 // resolved object, as git's symbolic-ref does.
                 Change::Set(Target::Symbolic(to)) => {
-                    let new = backend.resolve_in(to, &packed)?.and_then(|r| r.id);
+                    let new = backend.resolve_in(to, packed)?.and_then(|r| r.id);
                     if let (Some(new), Some(message)) = (new, tx.message.as_deref()) {
                         let old = l.old_id.unwrap_or(backend.format.null_id());
                         let line = reflog::line(&old, &new, &options.signature, Some(message));
@@ -193,7 +270,8 @@ impl Prepared<'_> {
                             &line,
                             tx.create_reflog,
                             options.log_updates,
-                            &mut batch,
+                            batch,
+                            journal,
                         )?;
                     }
                     continue;
@@ -212,7 +290,8 @@ impl Prepared<'_> {
                         None,
                         options,
                         &head_target,
-                        &mut batch,
+                        batch,
+                        journal,
                     )?;
                     continue;
                 }
@@ -223,25 +302,42 @@ impl Prepared<'_> {
             let null = backend.format.null_id();
             let old = l.old_id.unwrap_or(null);
             let new = new_id.unwrap_or(null);
-            backend.log_update(l, &old, &new, &tx, options, &head_target, &mut batch)?;
+            backend.log_update(l, &old, &new, tx, options, &head_target, batch, journal)?;
         }
         // 3. Flush point one.
         for l in &mut locked {
-            l.lock.stage(&mut batch)?;
+            l.lock.stage(batch)?;
         }
         batch.flush_files()?;
 
         // 4. Make it visible: packed-refs first, then the loose refs.
         if let Some(lock) = packed_lock {
-            lock.commit(&mut batch)?;
+            lock.commit(batch)?;
         }
         let mut emptied = Vec::new();
-        for l in locked {
+        // Cleanup that failed after an update took effect: reported once
+        // every update is made, so one stuck file does not stop the rest.
+        let mut cleanup_error: Option<CommitError> = None;
+        let mut note = |result: refstore_fs::Result<()>| {
+            if let Err(e) = result {
+                cleanup_error.get_or_insert(e.into());
+            }
+        };
+        for (i, l) in locked.into_iter().enumerate() {
             let update = &tx.updates[l.planned.index];
             match &update.change {
-                Change::Set(target) if l.old.as_ref() == Some(target) => l.lock.rollback()?,
-                Change::Set(_) => l.lock.commit(&mut batch)?,
-                Change::Verify => l.lock.rollback()?,
+                Change::Set(target) if l.old.as_ref() == Some(target) => {
+                    visible[i] = true;
+                    note(l.lock.rollback());
+                }
+                Change::Set(_) => {
+                    l.lock.commit(batch)?;
+                    visible[i] = true;
+                }
+                Change::Verify => {
+                    visible[i] = true;
+                    note(l.lock.rollback());
+                }
                 Change::Delete => {
                     let path = backend.loose_path(&l.planned.target);
                     match vfs.unlink(&path) {
@@ -249,14 +345,19 @@ impl Prepared<'_> {
                         Err(e) if e.is_not_found() => {}
                         Err(e) => return Err(e.into()),
                     }
-                    l.lock.rollback()?;
+                    visible[i] = true;
+                    note(l.lock.rollback());
                     let parent = path.parent().expect("refs have a directory").to_owned();
                     batch.dir_changed(&parent);
                     let log = backend.logs_path(&l.planned.target);
-                    if vfs.unlink(&log).is_ok() {
-                        let log_dir = log.parent().expect("logs have a directory").to_owned();
-                        batch.dir_changed(&log_dir);
-                        emptied.push(log_dir);
+                    match vfs.unlink(&log) {
+                        Ok(()) => {
+                            let log_dir = log.parent().expect("logs have a directory");
+                            batch.dir_changed(log_dir);
+                            emptied.push(log_dir.to_owned());
+                        }
+                        Err(e) if e.is_not_found() || e.raw_os_error() == Some(20) => {}
+                        Err(e) => note(Err(e)),
                     }
                     emptied.push(parent);
                 }
@@ -264,12 +365,12 @@ impl Prepared<'_> {
             outcome.applied += 1;
         }
         for dir in emptied {
-            backend.remove_empty_dirs(&dir, &mut batch);
+            backend.remove_empty_dirs(&dir, batch);
         }
 
         // 5. Flush point two.
         batch.flush_dirs()?;
-        Ok(outcome)
+        cleanup_error.map_or(Ok(()), Err)
     }
 }
 
@@ -583,6 +684,7 @@ impl FilesBackend {
         options: &CommitOptions,
         head_target: &Option<RefName>,
         batch: &mut FlushBatch,
+        journal: &mut Journal,
     ) -> Result<(), CommitError> {
         let mut names = Vec::new();
         if !new.is_null() {
@@ -594,7 +696,14 @@ impl FilesBackend {
         }
         let line = reflog::line(old, new, &options.signature, tx.message.as_deref());
         for name in names {
-            self.append_reflog(&name, &line, tx.create_reflog, options.log_updates, batch)?;
+            self.append_reflog(
+                &name,
+                &line,
+                tx.create_reflog,
+                options.log_updates,
+                batch,
+                journal,
+            )?;
         }
         Ok(())
     }
@@ -611,6 +720,7 @@ impl FilesBackend {
         options: &CommitOptions,
         head_target: &Option<RefName>,
         batch: &mut FlushBatch,
+        journal: &mut Journal,
     ) -> Result<(), CommitError> {
         let via_head = l
             .planned
@@ -625,7 +735,7 @@ impl FilesBackend {
         let line = reflog::line(old, new, &options.signature, message);
         let head = RefName::new("HEAD").expect("valid");
         // The update's own create-reflog flag does not apply to HEAD.
-        self.append_reflog(&head, &line, false, options.log_updates, batch)
+        self.append_reflog(&head, &line, false, options.log_updates, batch, journal)
     }
 
     fn append_reflog(
@@ -635,17 +745,28 @@ impl FilesBackend {
         force_create: bool,
         policy: LogRefUpdates,
         batch: &mut FlushBatch,
+        journal: &mut Journal,
     ) -> Result<(), CommitError> {
         let path = self.logs_path(name);
         let create = force_create || reflog::autocreates(policy, name.as_bytes());
-        // Only when the log may not be created is its existence asked first.
-        if !create && !self.vfs.stat(&path).is_ok_and(|m| m.kind == FileKind::File) {
+        // The length before the append, so that a failed transaction can
+        // cut its line off again.
+        let previous = match self.vfs.stat(&path) {
+            Ok(m) if m.kind == FileKind::File => Some(m.len),
+            Ok(_) => None,
+            Err(e) if e.is_not_found() || e.raw_os_error() == Some(20) => None,
+            Err(e) => return Err(e.into()),
+        };
+        if !create && previous.is_none() {
             return Ok(());
         }
         let parent = path.parent().expect("logs have a directory");
         batch.create_dir_all(parent)?;
         batch.dir_changed(parent);
         let mut file = self.vfs.open_append(&path)?;
+        journal
+            .appended
+            .push((path.clone(), previous, journal.update));
         file.write_all(line)?;
         batch.stage(file)?;
         Ok(())

@@ -1,5 +1,6 @@
 //! Helpers shared by the integration tests of refstore-refs.
 #![allow(dead_code)]
 
+pub mod faults;
 pub mod git;
 pub mod jgit;

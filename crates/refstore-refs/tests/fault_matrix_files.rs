@@ -1,0 +1,396 @@
+//! Fault injection into the files backend: every operation of a ref
+//! transaction (1 and 10 refs, creations, updates, deletions of loose and
+//! packed refs, an update through HEAD) and of `pack-refs` fails in turn
+//! with EIO, and with ENOSPC where space is consumed, under the `fsync`,
+//! `batch` and `none` flush methods. See `support/faults.rs` for the rules
+//! every faulted run is held to; on top of them, a transaction that failed
+//! halfway leaves each ref old or new with its reflog to match.
+//!
+//! Then "crash, restart, write again": after a crash at every point of a
+//! transaction, the next writer finds git's situation: a stale `<ref>.lock`
+//! makes updates of that ref fail with git's "Unable to create
+//! '...lock': File exists" message, and nothing else breaks.
+
+mod support;
+
+use refstore_fs::config::LogRefUpdates;
+use refstore_fs::flush::FlushMethod;
+use refstore_fs::sim::{CrashOptions, SimFs};
+use refstore_fs::Vfs;
+use refstore_refs::files::pack::PackOptions;
+use refstore_refs::files::transaction::CommitOptions;
+use refstore_refs::files::FilesBackend;
+use refstore_refs::transaction::{Change, Expected, Transaction, Update};
+use refstore_refs::value::Target;
+use refstore_refs::{ObjectFormat, ObjectId, RefName};
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+use support::faults::{self, Case, Faulted, Tally};
+
+const GIT_DIR: &str = "/repo/.git";
+
+fn id(n: u32) -> ObjectId {
+    format!("{n:040x}").parse().unwrap()
+}
+
+fn backend(fs: &SimFs) -> FilesBackend {
+    FilesBackend::new(
+        Arc::new(fs.clone()),
+        GIT_DIR.into(),
+        GIT_DIR.into(),
+        ObjectFormat::Sha1,
+    )
+}
+
+fn name(i: usize) -> RefName {
+    RefName::new(format!("refs/heads/group{}/branch{i}", i % 4)).unwrap()
+}
+
+fn main_ref() -> RefName {
+    RefName::new("refs/heads/main").unwrap()
+}
+
+/// Ref `i` before and after the 10-ref transaction: created, updated,
+/// deleted in turn; existing even refs are packed, odd ones loose.
+fn before_after(i: usize) -> (Option<ObjectId>, Option<ObjectId>) {
+    match i % 3 {
+        0 => (None, Some(id(1000 + i as u32))),
+        1 => (Some(id(i as u32 + 1)), Some(id(2000 + i as u32))),
+        _ => (Some(id(i as u32 + 1)), None),
+    }
+}
+
+fn write(fs: &SimFs, path: &str, content: &[u8]) {
+    let path = Path::new(GIT_DIR).join(path);
+    fs.create_dir_all(path.parent().unwrap()).unwrap();
+    fs.create_exclusive(&path)
+        .unwrap()
+        .write_all(content)
+        .unwrap();
+}
+
+const SIGNATURE: &str = "C O Mitter <c@example.com> 1700000000 +0000";
+
+fn log_line(old: &ObjectId, new: &ObjectId) -> String {
+    format!("{old} {new} {SIGNATURE}\tsetup\n")
+}
+
+/// A repository with HEAD on a loose `main` (both with reflogs), a packed
+/// tag, the existing refs of the 10-ref transaction (with reflogs), and a
+/// packed `refs/heads/packed-only` with a reflog.
+fn setup() -> SimFs {
+    let fs = SimFs::new();
+    let zero = ObjectFormat::Sha1.null_id();
+    write(&fs, "HEAD", b"ref: refs/heads/main\n");
+    write(&fs, "refs/heads/main", format!("{}\n", id(7)).as_bytes());
+    write(&fs, "logs/HEAD", log_line(&zero, &id(7)).as_bytes());
+    write(
+        &fs,
+        "logs/refs/heads/main",
+        log_line(&zero, &id(7)).as_bytes(),
+    );
+    fs.create_dir_all(&Path::new(GIT_DIR).join("refs/tags"))
+        .unwrap();
+    let mut packed = vec![
+        (RefName::new("refs/tags/v1").unwrap(), id(8), None),
+        (RefName::new("refs/heads/packed-only").unwrap(), id(9), None),
+    ];
+    write(
+        &fs,
+        "logs/refs/heads/packed-only",
+        log_line(&zero, &id(9)).as_bytes(),
+    );
+    for i in 0..10 {
+        if let (Some(old), _) = before_after(i) {
+            if i % 2 == 0 {
+                packed.push((name(i), old, None));
+            } else {
+                write(&fs, &name(i).to_string(), format!("{old}\n").as_bytes());
+            }
+            let log = format!("logs/{}", name(i));
+            write(&fs, &log, log_line(&zero, &old).as_bytes());
+        }
+    }
+    packed.sort_by(|a, b| a.0.cmp(&b.0));
+    write(
+        &fs,
+        "packed-refs",
+        &refstore_refs::files::packed::write(packed),
+    );
+    fs.sync_all();
+    fs
+}
+
+fn options(flush: FlushMethod) -> CommitOptions {
+    CommitOptions {
+        flush,
+        lock_timeout: Duration::ZERO,
+        packed_refs_timeout: Duration::ZERO,
+        log_updates: LogRefUpdates::Branches,
+        signature: SIGNATURE.into(),
+    }
+}
+
+fn update(name: RefName, old: Option<ObjectId>, new: Option<ObjectId>) -> Update {
+    Update {
+        name,
+        change: new.map_or(Change::Delete, |n| Change::Set(Target::Object(n))),
+        expected: old.map_or(Expected::Absent, |o| Expected::Value(Target::Object(o))),
+        no_deref: false,
+    }
+}
+
+fn commit(fs: &SimFs, updates: Vec<Update>, flush: FlushMethod) -> Result<(), String> {
+    let tx = Transaction {
+        updates,
+        message: Some("fault matrix".into()),
+        ..Transaction::default()
+    };
+    backend(fs)
+        .commit(&tx, &options(flush))
+        .map(|_| ())
+        .map_err(|e| e.to_string())
+}
+
+/// The transactions of the matrix, by name.
+fn transactions() -> Vec<(&'static str, Vec<Update>)> {
+    let head = RefName::new("HEAD").unwrap();
+    vec![
+        (
+            "create 1",
+            vec![update(
+                RefName::new("refs/heads/topic/new").unwrap(),
+                None,
+                Some(id(11)),
+            )],
+        ),
+        ("update 1", vec![update(name(1), Some(id(2)), Some(id(12)))]),
+        (
+            "delete 1 packed",
+            vec![update(
+                RefName::new("refs/heads/packed-only").unwrap(),
+                Some(id(9)),
+                None,
+            )],
+        ),
+        (
+            "10 refs",
+            (0..10)
+                .map(|i| {
+                    let (old, new) = before_after(i);
+                    update(name(i), old, new)
+                })
+                .collect(),
+        ),
+        (
+            "update through HEAD",
+            vec![update(head, Some(id(7)), Some(id(13)))],
+        ),
+    ]
+}
+
+/// Refs (HEAD resolved) and reflogs, one per line.
+fn state(fs: &SimFs) -> Result<String, String> {
+    let store = backend(fs);
+    let listing = store.list(b"").map_err(|e| e.to_string())?;
+    if let Some(broken) = listing.broken.first() {
+        return Err(format!("broken ref {broken}"));
+    }
+    let mut lines = BTreeMap::new();
+    for r in listing.refs {
+        lines.insert(r.name.to_string(), format!("{:?}", r.target));
+    }
+    let head = store
+        .resolve(&RefName::new("HEAD").unwrap())
+        .map_err(|e| e.to_string())?;
+    lines.insert("HEAD".into(), format!("{head:?}"));
+    let logs = Path::new(GIT_DIR).join("logs");
+    for (path, content) in fs.files() {
+        if let Ok(rel) = path.strip_prefix(&logs) {
+            lines.insert(
+                format!("log:{}", rel.display()),
+                String::from_utf8_lossy(&content).replace('\n', "|"),
+            );
+        }
+    }
+    Ok(lines
+        .into_iter()
+        .map(|(k, v)| format!("{k}\t{v}\n"))
+        .collect())
+}
+
+fn parse_state(state: &str) -> BTreeMap<&str, &str> {
+    state
+        .lines()
+        .filter_map(|line| line.split_once('\t'))
+        .collect()
+}
+
+/// A transaction that failed after its first visible change: every file
+/// old or new, and each ref's reflog matching the ref (new lines only for
+/// a ref that took its new value; a deleted ref may keep its old reflog,
+/// as git's does when removing it fails).
+fn refs_old_or_new_with_their_logs(run: &Faulted<'_>) -> Result<(), String> {
+    faults::files_old_or_new(run)?;
+    let (before, after, now) = (
+        parse_state(run.state_before),
+        parse_state(run.state_after),
+        parse_state(run.state_now),
+    );
+    for (key, log_now) in now.iter().filter(|(k, _)| k.starts_with("log:")) {
+        let ref_name = &key["log:".len()..];
+        let (b, a, n) = (before.get(ref_name), after.get(ref_name), now.get(ref_name));
+        if b == a || a.is_none() {
+            continue;
+        }
+        let expected = if n == a {
+            after.get(key)
+        } else {
+            before.get(key)
+        };
+        if expected != Some(log_now) {
+            return Err(format!(
+                "{ref_name} reads {n:?} but its reflog is {log_now:?}, not {expected:?}"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The write after a faulted run: HEAD's branch and a new ref, without
+/// expectations, read back.
+fn next_write(fs: &SimFs) -> Result<(), String> {
+    let new = RefName::new("refs/heads/after-fault").unwrap();
+    let updates = vec![
+        Update {
+            expected: Expected::Any,
+            ..update(main_ref(), None, Some(id(99)))
+        },
+        update(new.clone(), None, Some(id(98))),
+    ];
+    commit(fs, updates, FlushMethod::Fsync)?;
+    let store = backend(fs);
+    let read = |n: &RefName| store.read(n).map_err(|e| e.to_string());
+    match (read(&main_ref())?, read(&new)?) {
+        (Some(a), Some(b))
+            if a.target == Target::Object(id(99)) && b.target == Target::Object(id(98)) =>
+        {
+            Ok(())
+        }
+        other => Err(format!("the next write reads back as {other:?}")),
+    }
+}
+
+const METHODS: [FlushMethod; 3] = [FlushMethod::Fsync, FlushMethod::Batch, FlushMethod::None];
+
+#[test]
+fn every_fault_in_a_transaction_fails_cleanly() {
+    let mut tally = Tally::default();
+    for (label, updates) in transactions() {
+        for method in METHODS {
+            let workload = |fs: &SimFs| commit(fs, updates.clone(), method);
+            tally.add(faults::run(&Case {
+                label: format!("files, {label}, {}", method.name()),
+                setup: &setup,
+                workload: &workload,
+                state: &state,
+                partial: Some(&refs_old_or_new_with_their_logs),
+                next: &next_write,
+            }));
+        }
+    }
+    tally.print("files transactions");
+    assert!(tally.failed > 500, "{tally:?}");
+}
+
+#[test]
+fn every_fault_in_pack_refs_fails_cleanly() {
+    let mut tally = Tally::default();
+    for method in METHODS {
+        let workload = |fs: &SimFs| {
+            let options = PackOptions {
+                all: true,
+                prune: true,
+                flush: method,
+                lock_timeout: Duration::ZERO,
+                packed_refs_timeout: Duration::ZERO,
+            };
+            backend(fs)
+                .pack_refs(&options, &|_| None)
+                .map(|_| ())
+                .map_err(|e| e.to_string())
+        };
+        tally.add(faults::run(&Case {
+            label: format!("files, pack-refs --all, {}", method.name()),
+            setup: &setup,
+            workload: &workload,
+            state: &state,
+            partial: None,
+            next: &next_write,
+        }));
+    }
+    tally.print("files pack-refs");
+    assert!(tally.failed > 100, "{tally:?}");
+}
+
+/// After a crash at any point of the 10-ref transaction, the next writer
+/// sees stale lock files as git does: updating a ref whose lock was left
+/// fails with git's message naming the lock, other refs update, and once
+/// the lock is removed the ref updates too.
+#[test]
+fn a_restarted_writer_meets_stale_locks_as_in_git() {
+    let mut crash_states = 0;
+    let mut stale_locks = 0;
+    for method in [FlushMethod::Fsync, FlushMethod::Batch] {
+        let fs = setup();
+        fs.start_recording();
+        let (_, updates) = transactions().swap_remove(3);
+        commit(&fs, updates, method).unwrap();
+        let options = CrashOptions {
+            exhaustive_limit: 16,
+            samples: 4,
+            seed: 7,
+        };
+        fs.check_crashes(&options, |crashed| {
+            crash_states += 1;
+            let fs = &crashed.fs;
+            state(fs)?;
+            let locks: Vec<_> = fs
+                .files()
+                .into_keys()
+                .filter(|p| p.extension().is_some_and(|e| e == "lock"))
+                .collect();
+            for lock in &locks {
+                stale_locks += 1;
+                let ref_path = lock.with_extension("");
+                let rel = ref_path.strip_prefix(GIT_DIR).unwrap();
+                // A stale packed-refs.lock blocks deleting a packed ref.
+                let blocked = match rel.to_string_lossy().as_ref() {
+                    "packed-refs" => update(RefName::new("refs/tags/v1").unwrap(), None, None),
+                    rel => update(RefName::new(rel).unwrap(), None, Some(id(77))),
+                };
+                let blocked = Update {
+                    expected: Expected::Any,
+                    ..blocked
+                };
+                let err = commit(fs, vec![blocked.clone()], method)
+                    .expect_err("a stale lock blocks its ref");
+                let wanted = format!("Unable to create '{}': File exists.", lock.display());
+                if !err.contains(&wanted) {
+                    return Err(format!("stale {}: {err}", lock.display()));
+                }
+                fs.unlink(lock).map_err(|e| e.to_string())?;
+                commit(fs, vec![blocked], method)?;
+            }
+            next_write(fs)?;
+            state(fs).map(|_| ())
+        })
+        .unwrap_or_else(|v| panic!("{}:\n{v}", method.name()));
+    }
+    println!(
+        "crash-restart files: {crash_states} crash states reopened and written to, {stale_locks} stale locks met"
+    );
+    assert!(stale_locks > 0 && crash_states > 50);
+}
