@@ -325,8 +325,9 @@ impl Stack {
 
     /// Writes `bytes` as the new table `name`, makes its data and directory
     /// entry durable, and only then replaces `tables.list` (held by `lock`)
-    /// with `names` and flushes the directory again. On failure the new
-    /// table is removed and the lock released.
+    /// with `names` and flushes the directory again. On failure before
+    /// `tables.list` is replaced the new table is removed and the lock
+    /// released; a failure of the last flush leaves the new stack listed.
     fn publish(
         &self,
         mut lock: LockFile,
@@ -351,7 +352,12 @@ impl Stack {
             let _ = self.vfs.unlink(&path);
             return Err(e);
         }
-        lock.commit(batch)?;
+        if let Err(e) = lock.commit(batch) {
+            // tables.list still names the old stack: the new table is
+            // garbage, and the lock was released.
+            let _ = self.vfs.unlink(&path);
+            return Err(e.into());
+        }
         batch.flush_dirs()?;
         Ok(())
     }

@@ -8,7 +8,7 @@
 //!   when the store absorbed the fault, with the fault-free result);
 //! - leave no lock file (`*.lock`) and no temporary file (`tmp_*`);
 //! - if it failed before the workload's first visible change (the first
-//!   rename, link, unlink or truncate of the fault-free run): leave every
+//!   rename, link, unlink or truncate of the fault-free run), or at it: leave every
 //!   file exactly as before, and the store reading as before;
 //! - if it failed after the last visible change (a flush): leave the store
 //!   reading as the fault-free run does (the change is made, its
@@ -270,7 +270,8 @@ fn judge(
                 state_after,
                 state_now: &state_now,
             };
-            if first_change.is_none_or(|first| fault.index < first) {
+            // The failed operation itself had no effect.
+            if first_change.is_none_or(|first| fault.index <= first) {
                 if now != *before {
                     return Err(format!(
                         "failed before any visible change, yet files changed:\n{}",

@@ -1,0 +1,376 @@
+//! Fault injection into the reftable backend: every operation of a
+//! transaction (1 and 10 refs, the 10 followed by auto-compaction, an
+//! update through HEAD, HEAD pointed at another branch) and of a full
+//! compaction fails in turn with EIO, and with ENOSPC where space is
+//! consumed, under the `fsync`, `batch` and `none` flush methods. See
+//! `support/faults.rs` for the rules every faulted run is held to; on top
+//! of them a transaction is all-or-nothing: the stack reads as before or as
+//! after, whatever failed.
+//!
+//! Then "crash, restart, write again": after a crash at every point of a
+//! transaction and its compaction, a stale `tables.list.lock` makes the
+//! next write fail with git's "Unable to create '...lock': File exists"
+//! message until it is removed; tables no `tables.list` names are removed
+//! by the next compaction without touching listed ones, and writes go on.
+
+mod support;
+
+use refstore_fs::config::LogRefUpdates;
+use refstore_fs::flush::FlushMethod;
+use refstore_fs::sim::{CrashOptions, SimFs};
+use refstore_fs::Vfs;
+use refstore_refs::files::transaction::CommitOptions;
+use refstore_refs::reftable::{ReftableBackend, ReftableOptions, Stack};
+use refstore_refs::transaction::{Change, Expected, Transaction, Update};
+use refstore_refs::value::Target;
+use refstore_refs::{ObjectFormat, ObjectId, RefName};
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+use support::faults::{self, Case, Tally};
+
+const DIR: &str = "/repo/.git/reftable";
+
+fn id(n: u32) -> ObjectId {
+    format!("{n:040x}").parse().unwrap()
+}
+
+fn backend(fs: &SimFs) -> ReftableBackend {
+    backend_compacting(fs, true)
+}
+
+fn backend_compacting(fs: &SimFs, auto_compaction: bool) -> ReftableBackend {
+    let mut options = ReftableOptions::new(ObjectFormat::Sha1);
+    options.lock_timeout = Duration::ZERO;
+    options.auto_compaction = auto_compaction;
+    ReftableBackend::new(
+        Arc::new(fs.clone()),
+        Path::new("/repo/.git"),
+        ObjectFormat::Sha1,
+        options,
+    )
+}
+
+fn name(i: usize) -> RefName {
+    RefName::new(format!("refs/heads/group{}/branch{i}", i % 4)).unwrap()
+}
+
+fn refname(name: &str) -> RefName {
+    RefName::new(name).unwrap()
+}
+
+/// Ref `i` before and after the 10-ref transaction.
+fn before_after(i: usize) -> (Option<ObjectId>, Option<ObjectId>) {
+    match i % 3 {
+        0 => (None, Some(id(1000 + i as u32))),
+        1 => (Some(id(i as u32 + 1)), Some(id(2000 + i as u32))),
+        _ => (Some(id(i as u32 + 1)), None),
+    }
+}
+
+fn options(flush: FlushMethod) -> CommitOptions {
+    CommitOptions {
+        flush,
+        lock_timeout: Duration::ZERO,
+        packed_refs_timeout: Duration::ZERO,
+        log_updates: LogRefUpdates::Branches,
+        signature: "C O Mitter <c@example.com> 1700000000 +0000".into(),
+    }
+}
+
+fn set(name: RefName, old: Option<ObjectId>, new: Option<ObjectId>) -> Update {
+    Update {
+        name,
+        change: new.map_or(Change::Delete, |n| Change::Set(Target::Object(n))),
+        expected: old.map_or(Expected::Absent, |o| Expected::Value(Target::Object(o))),
+        no_deref: false,
+    }
+}
+
+fn commit(fs: &SimFs, updates: Vec<Update>, flush: FlushMethod) -> Result<(), String> {
+    commit_with(&backend(fs), updates, flush)
+}
+
+fn commit_with(
+    store: &ReftableBackend,
+    updates: Vec<Update>,
+    flush: FlushMethod,
+) -> Result<(), String> {
+    let tx = Transaction {
+        updates,
+        message: Some("fault matrix".into()),
+        ..Transaction::default()
+    };
+    store
+        .commit(&tx, &options(flush))
+        .map(|_| ())
+        .map_err(|e| e.to_string())
+}
+
+/// A stack of two tables: a large one with HEAD on `main`, 40 filler
+/// branches and the existing refs of the 10-ref transaction, and a small
+/// one on top.
+fn setup() -> SimFs {
+    let fs = SimFs::new();
+    fs.create_dir_all(Path::new(DIR)).unwrap();
+    let mut base = vec![
+        Update {
+            name: refname("HEAD"),
+            change: Change::Set(Target::Symbolic(refname("refs/heads/main"))),
+            expected: Expected::Any,
+            no_deref: true,
+        },
+        set(refname("refs/heads/main"), None, Some(id(7))),
+        set(refname("refs/tags/v1"), None, Some(id(8))),
+    ];
+    base.extend((0..40).map(|i| {
+        set(
+            refname(&format!("refs/heads/filler/{i}")),
+            None,
+            Some(id(500 + i)),
+        )
+    }));
+    base.extend((0..10).filter_map(|i| before_after(i).0.map(|old| set(name(i), None, Some(old)))));
+    commit(&fs, base, FlushMethod::None).unwrap();
+    commit(
+        &fs,
+        vec![set(refname("refs/heads/extra"), None, Some(id(9)))],
+        FlushMethod::None,
+    )
+    .unwrap();
+    fs.sync_all();
+    fs
+}
+
+/// [`setup`] with three more small tables, written without compaction.
+fn setup_layered() -> SimFs {
+    let fs = setup();
+    let store = backend_compacting(&fs, false);
+    for i in 0..3 {
+        let update = set(
+            refname(&format!("refs/tags/layer{i}")),
+            None,
+            Some(id(600 + i)),
+        );
+        commit_with(&store, vec![update], FlushMethod::None).unwrap();
+    }
+    fs.sync_all();
+    fs
+}
+
+/// Every ref record and log record the stack holds, one per line.
+fn state(fs: &SimFs) -> Result<String, String> {
+    let stack = Stack::open(Arc::new(fs.clone()), DIR).map_err(|e| e.to_string())?;
+    let merged = stack.merged();
+    let mut out = String::new();
+    for record in merged.refs().map_err(|e| e.to_string())? {
+        let record = record.map_err(|e| e.to_string())?;
+        out.push_str(&format!(
+            "{} {:?}\n",
+            String::from_utf8_lossy(&record.name),
+            record.value
+        ));
+    }
+    for record in merged.logs().map_err(|e| e.to_string())? {
+        let record = record.map_err(|e| e.to_string())?;
+        out.push_str(&format!(
+            "log {} {} {:?}\n",
+            String::from_utf8_lossy(&record.name),
+            record.update_index,
+            record.value
+        ));
+    }
+    Ok(out)
+}
+
+fn next_write(fs: &SimFs) -> Result<(), String> {
+    let updates = vec![
+        Update {
+            expected: Expected::Any,
+            ..set(refname("refs/heads/main"), None, Some(id(99)))
+        },
+        Update {
+            expected: Expected::Any,
+            ..set(refname("refs/heads/after-fault"), None, Some(id(98)))
+        },
+    ];
+    commit(fs, updates, FlushMethod::Fsync)?;
+    let store = backend(fs);
+    let read = |n: &str| store.read(&refname(n)).map_err(|e| e.to_string());
+    match (read("refs/heads/main")?, read("refs/heads/after-fault")?) {
+        (Some(a), Some(b))
+            if a.target == Target::Object(id(99)) && b.target == Target::Object(id(98)) =>
+        {
+            Ok(())
+        }
+        other => Err(format!("the next write reads back as {other:?}")),
+    }
+}
+
+/// The transactions of the matrix: label, updates, and whether
+/// auto-compaction runs after them (all but the first then compact, the
+/// stack being small).
+fn transactions() -> Vec<(&'static str, Vec<Update>, bool)> {
+    vec![
+        (
+            "create 1 without compaction",
+            vec![set(refname("refs/heads/topic/new"), None, Some(id(11)))],
+            false,
+        ),
+        (
+            "10 refs with auto-compaction",
+            (0..10)
+                .map(|i| {
+                    let (old, new) = before_after(i);
+                    set(name(i), old, new)
+                })
+                .collect(),
+            true,
+        ),
+        (
+            "update through HEAD",
+            vec![set(refname("HEAD"), Some(id(7)), Some(id(13)))],
+            true,
+        ),
+        (
+            "point HEAD at another branch",
+            vec![Update {
+                name: refname("HEAD"),
+                change: Change::Set(Target::Symbolic(refname("refs/heads/extra"))),
+                expected: Expected::Value(Target::Symbolic(refname("refs/heads/main"))),
+                no_deref: true,
+            }],
+            true,
+        ),
+    ]
+}
+
+const METHODS: [FlushMethod; 3] = [FlushMethod::Fsync, FlushMethod::Batch, FlushMethod::None];
+
+fn tables(fs: &SimFs) -> usize {
+    Stack::open(Arc::new(fs.clone()), DIR)
+        .unwrap()
+        .names()
+        .len()
+}
+
+#[test]
+fn every_fault_in_a_transaction_leaves_all_or_nothing() {
+    let mut tally = Tally::default();
+    for (label, updates, auto_compaction) in transactions() {
+        let fs = setup();
+        let before = tables(&fs);
+        let store = backend_compacting(&fs, auto_compaction);
+        commit_with(&store, updates.clone(), FlushMethod::Fsync).unwrap();
+        match auto_compaction {
+            true => assert!(tables(&fs) <= before, "{label}: compacted"),
+            false => assert_eq!(tables(&fs), before + 1, "{label}: one more table"),
+        }
+        for method in METHODS {
+            let workload = |fs: &SimFs| {
+                let store = backend_compacting(fs, auto_compaction);
+                commit_with(&store, updates.clone(), method)
+            };
+            tally.add(faults::run(&Case {
+                label: format!("reftable, {label}, {}", method.name()),
+                setup: &setup,
+                workload: &workload,
+                state: &state,
+                partial: Some(&faults::state_old_or_new),
+                next: &next_write,
+            }));
+        }
+    }
+    tally.print("reftable transactions");
+    assert!(tally.failed > 150, "{tally:?}");
+}
+
+#[test]
+fn every_fault_in_a_full_compaction_fails_cleanly() {
+    let mut tally = Tally::default();
+    for method in METHODS {
+        let workload = |fs: &SimFs| {
+            backend(fs).compact_all(method).map_err(|e| e.to_string())?;
+            let stack = Stack::open(Arc::new(fs.clone()), DIR).map_err(|e| e.to_string())?;
+            match stack.names().len() {
+                1 => Ok(()),
+                n => Err(format!("{n} tables after a full compaction")),
+            }
+        };
+        tally.add(faults::run(&Case {
+            label: format!("reftable, full compaction, {}", method.name()),
+            setup: &setup_layered,
+            workload: &workload,
+            state: &state,
+            partial: Some(&faults::state_old_or_new),
+            next: &next_write,
+        }));
+    }
+    tally.print("reftable compaction");
+    assert!(tables(&setup_layered()) > 3);
+    assert!(tally.failed > 30, "{tally:?}");
+}
+
+/// After a crash at any point of the 10-ref transaction and its
+/// auto-compaction, the next writer copes as git's does.
+#[test]
+fn a_restarted_writer_meets_stale_locks_and_orphaned_tables_as_in_git() {
+    let mut crash_states = 0;
+    let mut stale_locks = 0;
+    let mut orphans_removed = 0;
+    for method in [FlushMethod::Fsync, FlushMethod::Batch] {
+        let fs = setup();
+        fs.start_recording();
+        let (_, updates, _) = transactions().swap_remove(1);
+        commit(&fs, updates, method).unwrap();
+        let options = CrashOptions {
+            exhaustive_limit: 16,
+            samples: 4,
+            seed: 11,
+        };
+        fs.check_crashes(&options, |crashed| {
+            crash_states += 1;
+            let fs = &crashed.fs;
+            let lock = Path::new(DIR).join("tables.list.lock");
+            if fs.exists(&lock) {
+                stale_locks += 1;
+                let err = next_write(fs).expect_err("a stale tables.list.lock blocks writes");
+                let wanted = format!("Unable to create '{}': File exists.", lock.display());
+                if !err.contains(&wanted) {
+                    return Err(format!("with a stale lock: {err}"));
+                }
+                fs.unlink(&lock).map_err(|e| e.to_string())?;
+            }
+            // Tables the crashed writer left unlisted go with the next
+            // compaction (the next write's or a full one); what the stack
+            // reads stays.
+            let orphans = |fs: &SimFs| -> Result<usize, String> {
+                let stack = Stack::open(Arc::new(fs.clone()), DIR).map_err(|e| e.to_string())?;
+                let entries = fs.read_dir(Path::new(DIR)).map_err(|e| e.to_string())?;
+                Ok(entries
+                    .iter()
+                    .filter(|e| {
+                        let n = e.name.to_string_lossy();
+                        n.ends_with(".ref") && !stack.names().iter().any(|l| *l == n)
+                    })
+                    .count())
+            };
+            orphans_removed += orphans(fs)?;
+            next_write(fs)?;
+            let listed = state(fs)?;
+            backend(fs).compact_all(method).map_err(|e| e.to_string())?;
+            if orphans(fs)? != 0 {
+                return Err("unlisted tables remain after a full compaction".into());
+            }
+            if state(fs)? != listed {
+                return Err("the full compaction changed what the stack reads".into());
+            }
+            next_write(fs)
+        })
+        .unwrap_or_else(|v| panic!("{}:\n{v}", method.name()));
+    }
+    println!(
+        "crash-restart reftable: {crash_states} crash states reopened and written to, {stale_locks} stale tables.list.lock met, {orphans_removed} orphaned tables removed"
+    );
+    assert!(stale_locks > 0 && orphans_removed > 0 && crash_states > 50);
+}
