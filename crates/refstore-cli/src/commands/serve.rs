@@ -20,9 +20,18 @@ pub struct Args {
     /// the latter).
     #[arg(long, value_name = "file")]
     credentials: Option<PathBuf>,
-    /// Requests handled at once.
+    /// Requests that run a service at once (connections waiting for their
+    /// turn are not limited by this).
     #[arg(long, value_name = "n", default_value_t = 16)]
     workers: usize,
+    /// Connections open at once; more are answered 503.
+    #[arg(long, value_name = "n", default_value_t = 512)]
+    max_connections: usize,
+    /// Seconds a client may take to send a request or to start reading a
+    /// response before it is dropped (slow clients get one more second
+    /// per 64 KiB they moved).
+    #[arg(long, value_name = "seconds", default_value_t = 60.0)]
+    timeout: f64,
     /// Print the address the server listens on to standard output once it
     /// is ready (useful with port 0).
     #[arg(long)]
@@ -34,6 +43,14 @@ pub fn run(args: Args, globals: &Globals) -> Result<u8, Fatal> {
     init_logging();
     let mut options = ServeOptions::new(globals.cwd().join(&args.root));
     options.workers = args.workers;
+    options.max_connections = args.max_connections.max(1);
+    if !(args.timeout.is_finite() && args.timeout > 0.0) {
+        return Err(Fatal::new(format!(
+            "--timeout {}: give a positive number of seconds",
+            args.timeout
+        )));
+    }
+    options.timeout = std::time::Duration::from_secs_f64(args.timeout);
     options.allow_push = args.allow_push;
     options.config_overrides = globals.config_overrides().to_vec();
     if let Some(path) = &args.credentials {

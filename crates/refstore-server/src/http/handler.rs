@@ -1,99 +1,109 @@
 //! One smart-HTTP request, from routing to the access-log line.
 
-use super::body::{self, Counting};
+use super::body::{self, Failure, Framed, Framing};
+use super::head::Head;
+use super::respond::Exchange;
 use super::route::{self, Endpoint, Route, Service};
 use super::services;
-use super::ServeOptions;
+use super::{permits::Permits, ServeOptions};
 use refstore_fs::Vfs;
 use refstore_protocol::repository::{OpenError, Repository};
-use std::io::{Read, Write};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::cell::Cell;
+use std::io::{BufRead, Read, Write};
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Instant;
-use tiny_http::{Header, Request, Response, StatusCode};
 
-/// What every worker shares.
+/// What every connection shares.
 pub(super) struct State {
     pub options: ServeOptions,
     pub vfs: Arc<dyn Vfs>,
+    pub permits: Permits,
 }
 
-/// What the access log says about a request besides its line.
-struct Logged {
-    status: u16,
-    user: Option<String>,
-    sent: Arc<AtomicU64>,
-}
+/// How much of an unread request body is skipped to keep a connection
+/// open; past this the connection is closed instead.
+const SKIP_BODY: u64 = 64 << 10;
 
-/// Answers `request` and writes its access-log line.
-pub(super) fn handle(state: &State, request: Request) {
+/// Answers the request `head` (its body is next on `input`), writes its
+/// access-log line, and says whether the connection can carry another
+/// request.
+pub(super) fn handle(
+    state: &State,
+    head: &Head,
+    client: Option<SocketAddr>,
+    input: &mut impl BufRead,
+    out: &mut impl Write,
+) -> bool {
     let started = Instant::now();
-    let method = request.method().to_string();
-    let url = request.url().to_owned();
-    let client = request
-        .remote_addr()
-        .map(|a| a.to_string())
-        .unwrap_or_default();
-    let logged = answer(state, request);
+    let mut exchange = Exchange::new(out, head);
+    let mut user = None;
+    let reusable = match body::framing(head) {
+        Err(message) => {
+            let _ = exchange.text(400, message, &[]);
+            false
+        }
+        Ok(framing) => {
+            let mut body = Framed::new(input, framing);
+            answer(state, head, framing, &mut body, &mut exchange, &mut user);
+            exchange.reusable() && body.skip_rest(SKIP_BODY)
+        }
+    };
+    log(
+        client,
+        &head.method,
+        &head.target,
+        exchange.status,
+        user.as_deref(),
+        exchange.sent,
+        started,
+    );
+    reusable
+}
+
+/// Writes the access-log line of a request. Only the request line's
+/// method and target, never a header: the Authorization header carries a
+/// password.
+pub(super) fn log(
+    client: Option<SocketAddr>,
+    method: &str,
+    target: &str,
+    status: u16,
+    user: Option<&str>,
+    sent: u64,
+    started: Instant,
+) {
     tracing::info!(
         target: "refstore::access",
-        client = %client,
+        client = %client.map(|a| a.to_string()).unwrap_or_default(),
         method = %method,
-        url = %url,
-        status = logged.status,
-        user = %logged.user.as_deref().unwrap_or("-"),
-        bytes = logged.sent.load(Ordering::Relaxed),
+        url = %target,
+        status = status,
+        user = %user.unwrap_or("-"),
+        bytes = sent,
         ms = started.elapsed().as_millis() as u64,
         "request"
     );
 }
 
-fn header(name: &str, value: &str) -> Header {
-    Header::from_bytes(name.as_bytes(), value.as_bytes()).expect("valid header")
-}
-
-fn header_value<'a>(request: &'a Request, name: &'static str) -> Option<&'a str> {
-    request
-        .headers()
-        .iter()
-        .find(|h| h.field.equiv(name))
-        .map(|h| h.value.as_str())
-}
-
 /// Headers that keep proxies and clients from caching protocol responses.
-fn no_cache() -> Vec<Header> {
-    vec![
-        header("Expires", "Fri, 01 Jan 1980 00:00:00 GMT"),
-        header("Pragma", "no-cache"),
-        header("Cache-Control", "no-cache, max-age=0, must-revalidate"),
-    ]
-}
+const NO_CACHE: [(&str, &str); 3] = [
+    ("Expires", "Fri, 01 Jan 1980 00:00:00 GMT"),
+    ("Pragma", "no-cache"),
+    ("Cache-Control", "no-cache, max-age=0, must-revalidate"),
+];
 
-/// A short plain-text answer (errors, refusals).
-fn text(request: Request, status: u16, message: &str, extra: Vec<Header>) -> Logged {
-    let sent = Arc::new(AtomicU64::new(message.len() as u64 + 1));
-    let mut headers = vec![header("Content-Type", "text/plain; charset=utf-8")];
-    headers.extend(extra);
-    let body = format!("{message}\n");
-    let response = Response::new(
-        StatusCode(status),
-        headers,
-        body.as_bytes(),
-        Some(body.len()),
-        None,
-    );
-    if let Err(e) = request.respond(response) {
-        tracing::debug!("client went away: {e}");
-    }
-    Logged {
-        status,
-        user: None,
-        sent,
-    }
-}
-
-fn answer(state: &State, mut request: Request) -> Logged {
-    let route = match route::route(&request.method().to_string(), request.url()) {
+fn answer<W: Write>(
+    state: &State,
+    head: &Head,
+    framing: Framing,
+    body: &mut dyn Read,
+    exchange: &mut Exchange<'_, W>,
+    user: &mut Option<String>,
+) {
+    // A client that stops reading is cut off by the connection's time
+    // limits; nothing more to do about write errors here.
+    let route = match route::route(&head.method, &head.target) {
         Ok(route) => route,
         Err(refusal) => {
             let message = match refusal.status() {
@@ -102,30 +112,30 @@ fn answer(state: &State, mut request: Request) -> Logged {
                 400 => "malformed URL",
                 _ => "not found",
             };
-            return text(request, refusal.status(), message, Vec::new());
+            let _ = exchange.text(refusal.status(), message, &[]);
+            return;
         }
     };
 
-    let mut user = None;
     if route.service.writes() {
         if !state.options.allow_push {
-            return text(
-                request,
+            let _ = exchange.text(
                 403,
                 "pushing is disabled on this server (start `refstore serve` with --allow-push)",
-                Vec::new(),
+                &[],
             );
+            return;
         }
-        let authorization = header_value(&request, "Authorization").unwrap_or("");
+        let authorization = head.field("Authorization").unwrap_or("");
         match state.options.credentials.check_header(authorization) {
-            Some(name) => user = Some(name.to_owned()),
+            Some(name) => *user = Some(name.to_owned()),
             None => {
-                return text(
-                    request,
+                let _ = exchange.text(
                     401,
                     "authentication required to push",
-                    vec![header("WWW-Authenticate", "Basic realm=\"refstore\"")],
-                )
+                    &[("WWW-Authenticate", "Basic realm=\"refstore\"")],
+                );
+                return;
             }
         }
     }
@@ -134,87 +144,113 @@ fn answer(state: &State, mut request: Request) -> Logged {
         Ok(repo) => repo,
         Err(Some(message)) => {
             tracing::error!(repo = %route.repo, "cannot open repository: {message}");
-            return text(request, 500, "cannot open the repository", Vec::new());
+            let _ = exchange.text(500, "cannot open the repository", &[]);
+            return;
         }
-        Err(None) => return text(request, 404, "repository not found", Vec::new()),
+        Err(None) => {
+            let _ = exchange.text(404, "repository not found", &[]);
+            return;
+        }
     };
-    let version = services::version(header_value(&request, "Git-Protocol"));
+    let version = services::version(head.field("Git-Protocol"));
 
-    let mut logged = match route.endpoint {
-        Endpoint::Advertisement => {
-            let service = route.service;
-            stream(
-                request,
-                &format!("application/x-{}-advertisement", service.name()),
-                |out| {
-                    if !services::is_v2(version) || service == Service::ReceivePack {
-                        write_service_header(out, service)?;
-                    }
-                    services::advertise(&repo, service, version, out)
-                },
-            )
+    if route.endpoint == Endpoint::Advertisement {
+        let service = route.service;
+        let content_type = format!("application/x-{}-advertisement", service.name());
+        let _permit = state.permits.acquire();
+        let result = exchange.stream(&headers(&content_type), |out| {
+            if !services::is_v2(version) || service == Service::ReceivePack {
+                write_service_header(out, service)?;
+            }
+            services::advertise(&repo, service, version, out)
+        });
+        if let Err(message) = result {
+            tracing::warn!(repo = %route.repo, "advertisement failed: {message}");
         }
-        Endpoint::Rpc => {
-            let expected = format!("application/x-{}-request", route.service.name());
-            if header_value(&request, "Content-Type").map(str::trim) != Some(expected.as_str()) {
-                return text(request, 415, "unsupported media type", Vec::new());
-            }
-            let encoding = header_value(&request, "Content-Encoding").map(str::to_owned);
-            let result_type = format!("application/x-{}-result", route.service.name());
-            match route.service {
-                Service::UploadPack => {
-                    let mut input = Vec::new();
-                    let limit = state.options.max_fetch_request;
-                    let read = body::decoded(request.as_reader(), encoding.as_deref(), limit)
-                        .map_err(|e| e.to_string())
-                        .and_then(|mut r| r.read_to_end(&mut input).map_err(|e| e.to_string()));
-                    if let Err(message) = read {
-                        return text(request, 400, &message, Vec::new());
-                    }
-                    stream(request, &result_type, |out| {
-                        services::upload_pack(&repo, version, &mut &input[..], out)
-                    })
-                }
-                Service::ReceivePack => {
-                    let mut output = Vec::new();
-                    let limit = state.options.max_push_request;
-                    let result =
-                        match body::decoded(request.as_reader(), encoding.as_deref(), limit) {
-                            Ok(mut input) => {
-                                Ok(services::receive_pack(&repo, &mut input, &mut output))
-                            }
-                            Err(e) => Err(e.to_string()),
-                        };
-                    let result = match result {
-                        Ok(result) => result,
-                        Err(message) => return text(request, 415, &message, Vec::new()),
-                    };
-                    if let Err(message) = result {
-                        tracing::warn!(repo = %route.repo, "push failed: {message}");
-                        if output.is_empty() {
-                            return text(request, 500, &message, Vec::new());
-                        }
-                    }
-                    let sent = Arc::new(AtomicU64::new(output.len() as u64));
-                    let mut headers = no_cache();
-                    headers.push(header("Content-Type", &result_type));
-                    let length = output.len();
-                    let response =
-                        Response::new(StatusCode(200), headers, &output[..], Some(length), None);
-                    if let Err(e) = request.respond(response) {
-                        tracing::debug!("client went away: {e}");
-                    }
-                    Logged {
-                        status: 200,
-                        user: None,
-                        sent,
-                    }
-                }
-            }
+        return;
+    }
+
+    let expected = format!("application/x-{}-request", route.service.name());
+    if head.field("Content-Type") != Some(expected.as_str()) {
+        let _ = exchange.text(415, "unsupported media type", &[]);
+        return;
+    }
+    let limit = match route.service {
+        Service::UploadPack => state.options.max_fetch_request,
+        Service::ReceivePack => state.options.max_push_request,
+    };
+    let encoding = head.field("Content-Encoding");
+    if let Framing::Length(length) = framing {
+        // Compressed bodies are limited after inflating, below; a plain
+        // one that announces too much is refused before it is sent.
+        if length > limit && encoding.is_none_or(|e| e.eq_ignore_ascii_case("identity")) {
+            let message = body::TooLarge(limit).to_string();
+            let _ = exchange.text(413, &message, &[]);
+            return;
+        }
+    }
+    if exchange.proceed().is_err() {
+        return;
+    }
+    let failure = Cell::new(None);
+    let mut input = match body::decoded(body::Watched::new(body, &failure), encoding, limit) {
+        Ok(input) => input,
+        Err(e) => {
+            let _ = exchange.text(415, &e.to_string(), &[]);
+            return;
         }
     };
-    logged.user = user;
-    logged
+    let result_type = format!("application/x-{}-result", route.service.name());
+    match route.service {
+        Service::UploadPack => {
+            // The whole request is read before a worker is taken, so a
+            // client that sends slowly holds only its own connection.
+            let mut request = Vec::new();
+            if let Err(e) = input.read_to_end(&mut request) {
+                refuse_body(exchange, Failure::of(&e), &e.to_string());
+                return;
+            }
+            let _permit = state.permits.acquire();
+            let result = exchange.stream(&headers(&result_type), |out| {
+                services::upload_pack(&repo, version, &mut &request[..], out)
+            });
+            if let Err(message) = result {
+                tracing::warn!(repo = %route.repo, "fetch failed: {message}");
+            }
+        }
+        Service::ReceivePack => {
+            // Only authenticated users get here; their pack streams into
+            // the repository as it arrives.
+            let _permit = state.permits.acquire();
+            let mut output = Vec::new();
+            let result = services::receive_pack(&repo, &mut input, &mut output);
+            if let Err(message) = result {
+                tracing::warn!(repo = %route.repo, "push failed: {message}");
+                if let Some(failure) = failure.get() {
+                    refuse_body(exchange, failure, &message);
+                    return;
+                }
+                if output.is_empty() {
+                    let _ = exchange.text(500, &message, &[]);
+                    return;
+                }
+            }
+            let _ = exchange.respond(200, &headers(&result_type), &output);
+        }
+    }
+}
+
+/// Answers a request whose body could not be read; the connection closes,
+/// since the rest of the body is still on the wire.
+fn refuse_body<W: Write>(exchange: &mut Exchange<'_, W>, failure: Failure, message: &str) {
+    exchange.close_after();
+    let _ = exchange.text(failure.status(), message, &[]);
+}
+
+fn headers(content_type: &str) -> Vec<(&str, &str)> {
+    let mut headers = NO_CACHE.to_vec();
+    headers.push(("Content-Type", content_type));
+    headers
 }
 
 /// Opens the repository a route names. `Err(None)`: there is none to serve
@@ -233,50 +269,4 @@ fn open(state: &State, route: &Route) -> Result<Repository, Option<String>> {
 fn write_service_header(out: &mut dyn Write, service: Service) -> Result<(), String> {
     let line = format!("# service={}\n", service.name());
     write!(out, "{:04x}{line}0000", line.len() + 4).map_err(|e| e.to_string())
-}
-
-/// Streams what `produce` writes as a chunked 200 response: the service
-/// runs on this thread while another one sends its output, so neither a
-/// large pack nor a large advertisement is held in memory.
-fn stream(
-    request: Request,
-    content_type: &str,
-    produce: impl FnOnce(&mut dyn Write) -> Result<(), String>,
-) -> Logged {
-    let sent = Arc::new(AtomicU64::new(0));
-    let (reader, mut writer) = match rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC) {
-        Ok((reader, writer)) => (std::fs::File::from(reader), std::fs::File::from(writer)),
-        Err(e) => {
-            return text(
-                request,
-                500,
-                &format!("cannot create a pipe: {e}"),
-                Vec::new(),
-            )
-        }
-    };
-    let mut headers = no_cache();
-    headers.push(header("Content-Type", content_type));
-    let body = Counting::new(reader, sent.clone());
-    std::thread::scope(|scope| {
-        scope.spawn(move || {
-            let response = Response::new(StatusCode(200), headers, body, None, None);
-            if let Err(e) = request.respond(response) {
-                tracing::debug!("client went away: {e}");
-            }
-        });
-        let mut buffered = std::io::BufWriter::with_capacity(64 << 10, &mut writer);
-        let result =
-            produce(&mut buffered).and_then(|()| buffered.flush().map_err(|e| e.to_string()));
-        if let Err(message) = result {
-            tracing::warn!("service failed: {message}");
-        }
-        drop(buffered);
-        drop(writer);
-    });
-    Logged {
-        status: 200,
-        user: None,
-        sent,
-    }
 }

@@ -1,23 +1,36 @@
 //! Smart HTTP: `refstore serve`.
 //!
-//! A fixed pool of worker threads takes requests from one listening socket.
-//! Each request is routed to a repository below the served root (paths that
-//! leave it, through `..` or symbolic links, are refused with 404 like
-//! non-repositories), pushes are authenticated, and the service's output
-//! is streamed back with chunked transfer encoding so memory stays bounded
-//! whatever the size of a clone. Setting the shutdown flag stops taking new
-//! requests; requests in flight complete.
+//! Every connection gets a thread of its own that reads its requests, so a
+//! client that sends slowly, or not at all, holds nothing but its
+//! connection; it is dropped once it falls behind the time limits of
+//! [`pace`](self::pace). At most `workers` requests run a service at a time,
+//! and a request takes its turn only once it has been read (fetches) or
+//! authenticated (pushes). Connections beyond `max_connections` are
+//! answered 503 at once.
+//!
+//! Each request is routed to a repository below the served root (paths
+//! that leave it, through `..` or symbolic links, are refused with 404
+//! like non-repositories), pushes are authenticated, and the service's
+//! output is streamed back with chunked transfer encoding so memory stays
+//! bounded whatever the size of a clone. Setting the shutdown flag stops
+//! taking new connections; requests in flight complete.
 
 mod body;
+mod conn;
 mod handler;
+mod head;
+mod pace;
+mod permits;
+mod respond;
 pub mod route;
 mod services;
 
 use crate::auth::Credentials;
 use refstore_fs::Vfs;
-use std::net::SocketAddr;
+use std::io::Write;
+use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -30,8 +43,14 @@ pub struct ServeOptions {
     pub allow_push: bool,
     /// Who may push.
     pub credentials: Credentials,
-    /// Requests handled at once.
+    /// Requests that run a service at once.
     pub workers: usize,
+    /// Connections open at once; more are answered 503.
+    pub max_connections: usize,
+    /// How long a client may take to send a request, or to start reading
+    /// a response, before it is dropped (plus one second per 64 KiB it
+    /// moved, so large transfers at any usable speed are not cut off).
+    pub timeout: Duration,
     /// The largest fetch request body accepted, after decompression.
     pub max_fetch_request: u64,
     /// The largest push request body (commands and pack) accepted.
@@ -49,6 +68,8 @@ impl ServeOptions {
             allow_push: false,
             credentials: Credentials::default(),
             workers: 16,
+            max_connections: 512,
+            timeout: Duration::from_secs(60),
             max_fetch_request: 256 << 20,
             max_push_request: 8 << 30,
             config_overrides: Vec::new(),
@@ -74,10 +95,13 @@ pub enum ServeError {
 
 /// A bound, not yet running, server.
 pub struct Server {
-    http: Arc<tiny_http::Server>,
+    listener: TcpListener,
     addr: SocketAddr,
     state: Arc<handler::State>,
 }
+
+/// How long the accept loop waits before it looks at the shutdown flag.
+const ACCEPT_POLL: Duration = Duration::from_millis(100);
 
 impl Server {
     /// Listens on `addr` (`host:port`; port 0 picks a free one).
@@ -92,21 +116,21 @@ impl Server {
         {
             return Err(ServeError::Root(options.root));
         }
-        let http = tiny_http::Server::http(addr).map_err(|e| ServeError::Listen {
+        let listen_error = |e: std::io::Error| ServeError::Listen {
             addr: addr.to_owned(),
             reason: e.to_string(),
-        })?;
-        let bound = http
-            .server_addr()
-            .to_ip()
-            .ok_or_else(|| ServeError::Listen {
-                addr: addr.to_owned(),
-                reason: "not an IP address".to_owned(),
-            })?;
+        };
+        let listener = TcpListener::bind(addr).map_err(listen_error)?;
+        let bound = listener.local_addr().map_err(listen_error)?;
+        let permits = permits::Permits::new(options.workers);
         Ok(Server {
-            http: Arc::new(http),
+            listener,
             addr: bound,
-            state: Arc::new(handler::State { options, vfs }),
+            state: Arc::new(handler::State {
+                options,
+                vfs,
+                permits,
+            }),
         })
     }
 
@@ -117,23 +141,85 @@ impl Server {
 
     /// Serves until `shutdown` is set, then waits for requests in flight.
     pub fn run(self, shutdown: &AtomicBool) {
-        tracing::info!(addr = %self.addr, root = %self.state.options.root.display(),
-            push = self.state.options.allow_push, "serving");
+        let options = &self.state.options;
+        tracing::info!(addr = %self.addr, root = %options.root.display(),
+            push = options.allow_push, workers = options.workers.max(1),
+            timeout_s = options.timeout.as_secs_f64(), "serving");
+        let open = AtomicUsize::new(0);
         std::thread::scope(|scope| {
-            for _ in 0..self.state.options.workers.max(1) {
-                let http = self.http.clone();
-                let state = self.state.clone();
-                scope.spawn(move || {
-                    while !shutdown.load(Ordering::Relaxed) {
-                        match http.recv_timeout(Duration::from_millis(100)) {
-                            Ok(Some(request)) => handler::handle(&state, request),
-                            Ok(None) => {}
-                            Err(e) => tracing::warn!("accepting a request failed: {e}"),
-                        }
-                    }
-                });
+            while !shutdown.load(Ordering::Relaxed) {
+                let Some(stream) = self.accept() else {
+                    continue;
+                };
+                if open.load(Ordering::Relaxed) >= options.max_connections {
+                    turn_away(stream);
+                    continue;
+                }
+                open.fetch_add(1, Ordering::Relaxed);
+                let (state, open) = (&*self.state, &open);
+                let spawned = std::thread::Builder::new()
+                    .name("refstore-conn".into())
+                    .spawn_scoped(scope, move || {
+                        conn::serve(state, stream, shutdown);
+                        open.fetch_sub(1, Ordering::Relaxed);
+                    });
+                if let Err(e) = spawned {
+                    // The stream went down with the closure.
+                    open.fetch_sub(1, Ordering::Relaxed);
+                    tracing::warn!("cannot start a thread for a connection: {e}");
+                }
             }
         });
         tracing::info!("shut down");
     }
+
+    /// The next connection, or `None` after a short wait or a failure
+    /// (which is logged: running out of file descriptors must not stop
+    /// the server).
+    fn accept(&self) -> Option<TcpStream> {
+        let mut fds = [rustix::event::PollFd::new(
+            &self.listener,
+            rustix::event::PollFlags::IN,
+        )];
+        let timeout = rustix::event::Timespec {
+            tv_sec: 0,
+            tv_nsec: ACCEPT_POLL.as_nanos() as _,
+        };
+        match rustix::event::poll(&mut fds, Some(&timeout)) {
+            Ok(0) | Err(rustix::io::Errno::INTR) => return None,
+            Ok(_) => {}
+            Err(e) => {
+                tracing::warn!("waiting for connections failed: {e}");
+                std::thread::sleep(ACCEPT_POLL);
+                return None;
+            }
+        }
+        match self.listener.accept() {
+            Ok((stream, _)) => Some(stream),
+            Err(e) => {
+                if !matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::Interrupted
+                ) {
+                    tracing::warn!("accepting a connection failed: {e}");
+                    // EMFILE and the like: give connections time to end.
+                    std::thread::sleep(ACCEPT_POLL);
+                }
+                None
+            }
+        }
+    }
+}
+
+/// Answers a connection over the limit with 503 and closes it, without
+/// waiting for its request.
+fn turn_away(mut stream: TcpStream) {
+    tracing::warn!(client = ?stream.peer_addr().ok(), "too many connections; answering 503");
+    let _ = stream.set_write_timeout(Some(Duration::from_secs(1)));
+    let message = "too many connections, try again later\n";
+    let _ = write!(
+        stream,
+        "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: {}\r\nRetry-After: 1\r\nConnection: close\r\n\r\n{message}",
+        message.len()
+    );
 }
