@@ -46,6 +46,7 @@ mod loose;
 mod odb;
 mod pack;
 mod rev_index;
+mod tag_peeler;
 mod unpack;
 
 pub use check::{check_format, FormatError};
@@ -57,4 +58,5 @@ pub use loose::{loose_object_path, LooseWriter};
 pub use odb::Odb;
 pub use pack::{store_pack, PackOptions, StoredPack};
 pub use rev_index::reverse_index;
+pub use tag_peeler::TagPeeler;
 pub use unpack::{resolve_pack, PackObject, PackSummary};

@@ -8,7 +8,7 @@
 use refstore_fs::config::{Config, Override, Settings};
 use refstore_fs::discover::{self, Location};
 use refstore_fs::Vfs;
-use refstore_odb::Odb;
+use refstore_odb::{Odb, TagPeeler};
 use refstore_refs::backend::{self, Backend};
 use refstore_refs::ObjectFormat;
 use std::path::{Path, PathBuf};
@@ -104,7 +104,11 @@ impl Repository {
             },
             reftable,
         )?;
-        let objects = Odb::open(&location.common_dir.join("objects"), object_format)?;
+        let objects_dir = location.common_dir.join("objects");
+        let objects = Odb::open(&objects_dir, object_format)?;
+        // Pushed tags are recorded with their peeled values where the
+        // store keeps them, so advertisements need no object reads.
+        refs.set_peeler(Arc::new(TagPeeler::new(objects_dir, object_format)));
         Ok(Repository {
             location,
             config,

@@ -12,7 +12,7 @@ use crate::files::{FilesBackend, Listing, Resolved};
 use crate::reftable::{ReftableBackend, ReftableOptions};
 use crate::transaction::{Outcome, Rejected, Transaction};
 use crate::value::{Ref, RefView};
-use crate::{ObjectFormat, RefName};
+use crate::{ObjectFormat, PeelObjects, RefName};
 use refstore_fs::Vfs;
 use std::borrow::Cow;
 use std::ops::ControlFlow;
@@ -108,6 +108,13 @@ pub trait Backend: Send + Sync + std::fmt::Debug {
         options: &'a CommitOptions,
     ) -> Result<Box<dyn PreparedTransaction + 'a>, CommitError>;
 
+    /// Lends the store a way to peel tags. A store that records peeled
+    /// values beside refs (reftable) records them for the refs it writes
+    /// from then on; the files backend keeps none in loose refs, as git.
+    fn set_peeler(&self, peeler: Arc<dyn PeelObjects>) {
+        let _ = peeler;
+    }
+
     /// The files backend, when this is one.
     fn as_files(&self) -> Option<&FilesBackend> {
         None
@@ -188,6 +195,10 @@ impl Backend for ReftableBackend {
         options: &'a CommitOptions,
     ) -> Result<Box<dyn PreparedTransaction + 'a>, CommitError> {
         Ok(Box::new(ReftableBackend::prepare(self, tx, options)?))
+    }
+
+    fn set_peeler(&self, peeler: Arc<dyn PeelObjects>) {
+        ReftableBackend::set_peeler(self, peeler)
     }
 
     fn as_reftable(&self) -> Option<&ReftableBackend> {

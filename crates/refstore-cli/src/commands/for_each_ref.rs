@@ -96,6 +96,16 @@ pub fn run(args: Args, globals: &Globals) -> Result<u8, Fatal> {
     let objects = RepoObjects {
         odb: super::objects::open(&repo)?,
     };
+    // A reftable's object index names the refs whose value or peeled
+    // value is the object, so only those need an object read. A tag can
+    // also sit inside a chain of tags, where the index does not see it:
+    // the index serves only objects that are not tags.
+    let indexed = match (&points_at, backend.as_reftable()) {
+        (Some(want), Some(reftable)) if objects.kind(want) != Some("tag") => {
+            Some(reftable.names_for_object(want).map_err(Fatal::new)?)
+        }
+        _ => None,
+    };
     let listing = backend
         .list(&listing_prefix(&args.patterns))
         .map_err(Fatal::new)?;
@@ -124,7 +134,11 @@ pub fn run(args: Args, globals: &Globals) -> Result<u8, Fatal> {
             }
         };
         if let Some(want) = &points_at {
-            if id != *want && objects.tagged(&id).as_ref() != Some(want) {
+            let in_index = symref.is_some()
+                || indexed
+                    .as_ref()
+                    .is_none_or(|names| names.contains(r.name.as_bytes()));
+            if !in_index || (id != *want && objects.tagged(&id).as_ref() != Some(want)) {
                 continue;
             }
         }

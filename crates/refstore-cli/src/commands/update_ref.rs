@@ -4,6 +4,7 @@ mod stdin;
 
 use crate::context::{Fatal, Globals, Repo};
 use refstore_fs::config::Component;
+use refstore_odb::TagPeeler;
 use refstore_refs::backend::{self, Backend, Location, PreparedTransaction};
 use refstore_refs::files::transaction::CommitOptions;
 use refstore_refs::reftable::ReftableOptions;
@@ -81,7 +82,11 @@ pub(crate) fn ref_store(repo: &Repo, globals: &Globals) -> Result<Arc<dyn Backen
         storage: repo.settings.ref_storage,
     };
     let reftable = ReftableOptions::from_settings(&repo.settings.reftable, format);
-    backend::open_with(globals.vfs().clone(), &location, reftable).map_err(Fatal::new)
+    let store =
+        backend::open_with(globals.vfs().clone(), &location, reftable).map_err(Fatal::new)?;
+    let objects = repo.location.common_dir.join("objects");
+    store.set_peeler(Arc::new(TagPeeler::new(objects, format)));
+    Ok(store)
 }
 
 pub(crate) fn commit_options(repo: &Repo) -> Result<CommitOptions, Fatal> {

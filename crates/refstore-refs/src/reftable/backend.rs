@@ -18,12 +18,13 @@ use super::Version;
 use crate::error::ReadError;
 use crate::files::{Listing, Resolved, SYMREF_MAX_DEPTH};
 use crate::value::{Ref, Target};
-use crate::{ObjectFormat, RefName};
+use crate::{ObjectFormat, ObjectId, PeelObjects, RefName};
 use refstore_fs::config::ReftableSettings;
 use refstore_fs::flush::{FlushBatch, FlushMethod};
 use refstore_fs::Vfs;
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 /// How the backend writes and compacts tables (git's `reftable.*` keys).
@@ -80,6 +81,9 @@ pub struct ReftableBackend {
     /// tables (table names never repeat, so the same names mean the same
     /// bytes): a lookup then costs one read of `tables.list`.
     snapshot: Arc<Mutex<Option<Arc<Stack>>>>,
+    /// Peels the tags written refs name, so their records carry the
+    /// peeled value as git's and JGit's writers record it.
+    peeler: Arc<OnceLock<Arc<dyn PeelObjects>>>,
 }
 
 impl ReftableBackend {
@@ -96,6 +100,23 @@ impl ReftableBackend {
             format,
             options,
             snapshot: Arc::default(),
+            peeler: Arc::default(),
+        }
+    }
+
+    /// Lends the store a way to peel tags: refs written from then on that
+    /// name an annotated tag are recorded with its peeled value. The first
+    /// peeler given stays.
+    pub fn set_peeler(&self, peeler: Arc<dyn PeelObjects>) {
+        let _ = self.peeler.set(peeler);
+    }
+
+    /// The record value of a ref set to `id`: with the peeled object when
+    /// `id` is an annotated tag and a peeler can tell.
+    pub(super) fn object_value(&self, id: ObjectId) -> RefValue {
+        match self.peeler.get().and_then(|peeler| peeler.peel(&id)) {
+            Some(peeled) if peeled != id => RefValue::Peeled { target: id, peeled },
+            _ => RefValue::Object(id),
         }
     }
 
@@ -183,6 +204,20 @@ impl ReftableBackend {
             }
         }
         Ok(listing)
+    }
+
+    /// The names of the refs whose value or recorded peeled value is `id`,
+    /// found through the tables' object indexes (tables without one are
+    /// scanned). A ref naming a tag whose peeled value its record does not
+    /// carry is not found by the peeled value: git's, JGit's and refstore's
+    /// writers record it for every tag they can read.
+    pub fn names_for_object(&self, id: &ObjectId) -> Result<BTreeSet<Vec<u8>>, ReadError> {
+        let stack = self.snapshot()?;
+        let records = stack
+            .merged()
+            .refs_for_object(id)
+            .map_err(|e| table_error(&stack, e))?;
+        Ok(records.into_iter().map(|record| record.name).collect())
     }
 }
 

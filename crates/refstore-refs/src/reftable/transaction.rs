@@ -329,7 +329,7 @@ impl ReftableBackend {
                     }
                 }
                 Change::Set(Target::Object(id)) => {
-                    set(&mut builder, RefValue::Object(*id));
+                    set(&mut builder, self.object_value(*id));
                     log.update(&p, old_or_null, *id, &mut builder)?;
                 }
                 Change::Delete => {
