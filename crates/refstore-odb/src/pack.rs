@@ -187,6 +187,7 @@ fn install(
     let mut temps = Temps {
         vfs: vfs.clone(),
         paths: Vec::new(),
+        named: Vec::new(),
     };
     let temp_pack = temps.write(dir, "tmp_pack_", pack, &mut batch)?;
     let temp_index = temps.write(dir, "tmp_idx_", index, &mut batch)?;
@@ -196,6 +197,7 @@ fn install(
     };
     if let (Some(keep), Some(content)) = (&stored.keep_path, options.keep) {
         let mut file = vfs.create_exclusive(keep)?;
+        temps.named.push(keep.clone());
         file.write_all(content)?;
         batch.stage(file)?;
     }
@@ -204,17 +206,25 @@ fn install(
     // the .keep file's) names are durable, so that no crash can leave an
     // index without its pack: two directory flush points.
     // The reverse index is named with the pack, before the index.
-    let link = |temp: &Path, dest: &Path| match vfs.link(temp, dest) {
-        Err(e) if !e.is_already_exists() => Err(OdbError::from(e)),
-        _ => Ok(()),
+    // Names this call gives are taken back if it fails before the index
+    // is named: a pack without its index is garbage nobody would remove.
+    let link = |temps: &mut Temps, temp: &Path, dest: &Path| match vfs.link(temp, dest) {
+        Ok(()) => {
+            temps.named.push(dest.to_owned());
+            Ok(())
+        }
+        Err(e) if e.is_already_exists() => Ok(()),
+        Err(e) => Err(OdbError::from(e)),
     };
-    link(&temp_pack, &stored.pack_path)?;
+    link(&mut temps, &temp_pack, &stored.pack_path)?;
     if let Some((temp, dest)) = &temp_rev {
-        link(temp, dest)?;
+        link(&mut temps, temp, dest)?;
     }
     batch.dir_changed(dir);
     batch.flush_dirs()?;
-    link(&temp_index, &stored.index_path)?;
+    link(&mut temps, &temp_index, &stored.index_path)?;
+    // The pack is visible: what it is named stays, whatever happens next.
+    temps.named.clear();
     batch.dir_changed(dir);
     batch.flush_dirs()?;
     drop(temps);
@@ -222,10 +232,12 @@ fn install(
 }
 
 /// Temporary files, removed when dropped (after their contents were linked
-/// into place, or on failure).
+/// into place, or on failure), and the final names given so far, removed
+/// too unless the pack became visible.
 struct Temps {
     vfs: Arc<dyn Vfs>,
     paths: Vec<PathBuf>,
+    named: Vec<PathBuf>,
 }
 
 impl Temps {
@@ -246,7 +258,7 @@ impl Temps {
 
 impl Drop for Temps {
     fn drop(&mut self) {
-        for path in &self.paths {
+        for path in self.paths.iter().chain(&self.named) {
             let _ = self.vfs.unlink(path);
         }
     }

@@ -58,3 +58,7 @@ pub fn try_run(dir: &Path, args: &[&str]) -> (bool, String) {
         String::from_utf8(out.stdout).unwrap().trim_end().to_owned(),
     )
 }
+
+/// The fault-injection matrix driver of refstore-refs' tests, shared.
+#[path = "../../../refstore-refs/tests/support/faults.rs"]
+pub mod faults;

@@ -235,7 +235,7 @@ fn judge(
     for left in now.keys().filter(|p| is_leftover(p)) {
         // Only the file whose removal failed may stay (as with git, which
         // warns and goes on); the user removes it, as the message says.
-        if fault.op != Op::Unlink || fault.path != *left {
+        if fault.op != Op::Unlink || !same_file(&fault.path, left) {
             return Err(format!("{} was left behind", left.display()));
         }
         if let Err(message) = result {
@@ -336,6 +336,21 @@ pub fn state_old_or_new(run: &Faulted<'_>) -> Result<(), String> {
             run.state_now
         ))
     }
+}
+
+/// Whether two paths name the same file of two runs: equal, or temporary
+/// files of the same kind (their random suffixes differ between runs).
+fn same_file(a: &Path, b: &Path) -> bool {
+    let kind = |p: &Path| {
+        let name = p.file_name().unwrap_or_default().to_string_lossy();
+        match name.rfind('_') {
+            Some(i) if name.starts_with("tmp_") => {
+                (p.parent().map(Path::to_owned), name[..i].to_owned())
+            }
+            _ => (Some(p.to_owned()), String::new()),
+        }
+    };
+    a == b || kind(a) == kind(b)
 }
 
 /// A lock file or a temporary file.
