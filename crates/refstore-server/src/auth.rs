@@ -3,18 +3,39 @@
 //! The file holds one `user:secret` line per user, where the secret is
 //! either a bcrypt hash as `htpasswd -B` writes it (`$2y$...`, `$2b$...`,
 //! `$2a$...`) or, for tests and throw-away setups, the password itself.
-//! Blank lines and lines starting with `#` are ignored. Plain passwords are
-//! compared in constant time, so the time a refusal takes does not tell how
-//! much of a guess was right.
+//! Blank lines and lines starting with `#` are ignored.
+//!
+//! The time a refusal takes tells an attacker nothing useful: plain
+//! passwords are compared through their SHA-256 digests with a comparison
+//! that reads every byte (so neither a matching prefix nor the length of
+//! the password shows), every user name is compared, and an unknown user
+//! costs a bcrypt verification like a known one.
 
 use base64::Engine as _;
-use subtle::ConstantTimeEq;
+use sha2::{Digest, Sha256};
 
 /// One user's stored secret.
 #[derive(Clone)]
 enum Secret {
     Bcrypt(String),
-    Plain(Vec<u8>),
+    /// The SHA-256 digest of the password.
+    Plain([u8; 32]),
+}
+
+/// A bcrypt hash of a random password nobody knows, at htpasswd's default
+/// cost, verified against when the user is unknown so that the refusal
+/// takes as long as for a known user.
+const DECOY_HASH: &str = "$2y$05$Rvjv7GA2kaZVQn4GWzt9m.Ljuo1wDFzOICOo0ByR6MCozVmjKQtfm";
+
+fn digest(bytes: &[u8]) -> [u8; 32] {
+    Sha256::digest(bytes).into()
+}
+
+/// True if `a` and `b` are equal, in a time that does not depend on where
+/// they differ.
+fn same_bytes(a: &[u8; 32], b: &[u8; 32]) -> bool {
+    let difference = a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y));
+    std::hint::black_box(difference) == 0
 }
 
 /// The users allowed to push.
@@ -76,7 +97,7 @@ impl Credentials {
                     reason: "unsupported hash; use bcrypt (htpasswd -B) or a plain password",
                 });
             } else {
-                Secret::Plain(secret.as_bytes().to_vec())
+                Secret::Plain(digest(secret.as_bytes()))
             };
             users.push((user.to_owned(), secret));
         }
@@ -109,10 +130,21 @@ impl Credentials {
 
     /// The user's name if `password` is theirs.
     pub fn check(&self, user: &str, password: &str) -> Option<&str> {
-        let (name, secret) = self.users.iter().find(|(name, _)| name == user)?;
+        let wanted = digest(user.as_bytes());
+        let mut found = None;
+        for (index, (name, _)) in self.users.iter().enumerate() {
+            if same_bytes(&digest(name.as_bytes()), &wanted) && found.is_none() {
+                found = Some(index);
+            }
+        }
+        let Some(index) = found else {
+            let _ = bcrypt::verify(password, DECOY_HASH);
+            return None;
+        };
+        let (name, secret) = &self.users[index];
         let ok = match secret {
             Secret::Bcrypt(hash) => bcrypt::verify(password, hash).unwrap_or(false),
-            Secret::Plain(stored) => bool::from(stored.as_slice().ct_eq(password.as_bytes())),
+            Secret::Plain(stored) => same_bytes(stored, &digest(password.as_bytes())),
         };
         ok.then_some(name.as_str())
     }
@@ -139,6 +171,42 @@ mod tests {
         assert_eq!(c.check_header("Bearer abc"), None);
         assert_eq!(c.check_header("Basic !!!"), None);
         assert!(!format!("{c:?}").contains("s3cret"));
+    }
+
+    #[test]
+    fn comparison_reads_every_byte_and_ignores_length() {
+        let a = digest(b"secret");
+        assert!(same_bytes(&a, &digest(b"secret")));
+        for other in [&b"secreT"[..], b"Secret", b"secret\0", b"", b"secre"] {
+            assert!(!same_bytes(&a, &digest(other)), "{other:?}");
+        }
+        // A difference in the last byte only is seen, as in the first.
+        let mut last = a;
+        last[31] ^= 1;
+        assert!(!same_bytes(&a, &last));
+        let mut first = a;
+        first[0] ^= 0x80;
+        assert!(!same_bytes(&a, &first));
+    }
+
+    #[test]
+    fn stored_passwords_are_kept_as_digests_only() {
+        let c = Credentials::parse("alice:s3cret\n").unwrap();
+        let Secret::Plain(stored) = &c.users[0].1 else {
+            panic!("not a plain secret")
+        };
+        assert_eq!(stored, &digest(b"s3cret"));
+    }
+
+    #[test]
+    fn the_decoy_is_a_bcrypt_hash_no_short_password_matches() {
+        assert!(bcrypt::verify("", DECOY_HASH).is_ok());
+        let c = Credentials::parse(
+            "alice:$2y$05$Rvjv7GA2kaZVQn4GWzt9m.Ljuo1wDFzOICOo0ByR6MCozVmjKQtfm\n",
+        )
+        .unwrap();
+        assert_eq!(c.check("bob", "x"), None);
+        assert_eq!(c.check("alice", ""), None);
     }
 
     #[test]

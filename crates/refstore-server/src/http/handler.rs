@@ -185,7 +185,7 @@ fn answer<W: Write>(
         // one that announces too much is refused before it is sent.
         if length > limit && encoding.is_none_or(|e| e.eq_ignore_ascii_case("identity")) {
             let message = body::TooLarge(limit).to_string();
-            let _ = exchange.text(413, &message, &[]);
+            refuse_body(exchange, Failure::TooLarge, &message);
             return;
         }
     }
