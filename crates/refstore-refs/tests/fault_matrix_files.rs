@@ -1,6 +1,7 @@
 //! Fault injection into the files backend: every operation of a ref
 //! transaction (1 and 10 refs, creations, updates, deletions of loose and
-//! packed refs, an update through HEAD) and of `pack-refs` fails in turn
+//! packed refs, an update through HEAD, HEAD pointed at another branch)
+//! and of `pack-refs` fails in turn
 //! with EIO, and with ENOSPC where space is consumed, under the `fsync`,
 //! `batch` and `none` flush methods. See `support/faults.rs` for the rules
 //! every faulted run is held to; on top of them, a transaction that failed
@@ -16,7 +17,7 @@ mod support;
 use refstore_fs::config::LogRefUpdates;
 use refstore_fs::flush::FlushMethod;
 use refstore_fs::sim::{CrashOptions, SimFs};
-use refstore_fs::Vfs;
+use refstore_fs::{Op, Vfs};
 use refstore_refs::files::pack::PackOptions;
 use refstore_refs::files::transaction::CommitOptions;
 use refstore_refs::files::FilesBackend;
@@ -186,7 +187,16 @@ fn transactions() -> Vec<(&'static str, Vec<Update>)> {
         ),
         (
             "update through HEAD",
-            vec![update(head, Some(id(7)), Some(id(13)))],
+            vec![update(head.clone(), Some(id(7)), Some(id(13)))],
+        ),
+        (
+            "point HEAD at another branch",
+            vec![Update {
+                name: head,
+                change: Change::Set(Target::Symbolic(name(1))),
+                expected: Expected::Value(Target::Symbolic(main_ref())),
+                no_deref: true,
+            }],
         ),
     ]
 }
@@ -228,10 +238,29 @@ fn parse_state(state: &str) -> BTreeMap<&str, &str> {
         .collect()
 }
 
-/// A transaction that failed after its first visible change: every file
-/// old or new, and each ref's reflog matching the ref (new lines only for
-/// a ref that took its new value; a deleted ref may keep its old reflog,
-/// as git's does when removing it fails).
+/// The operation that makes the update of `name` take effect in the
+/// fault-free run: the rename of its lock, the removal of its loose file,
+/// or (for a deleted ref that was only packed) the rename of
+/// `packed-refs.lock`.
+fn takes_effect_at(run: &Faulted<'_>, name: &str, deleted: bool) -> Option<usize> {
+    let path = Path::new(GIT_DIR).join(name);
+    let lock = Path::new(GIT_DIR).join(format!("{name}.lock"));
+    let loose_before = run.before.contains_key(&path);
+    let packed_only = deleted && !loose_before;
+    run.trace.iter().position(|(op, p)| match op {
+        Op::Rename => *p == lock || (packed_only && p.ends_with("packed-refs.lock")),
+        Op::Unlink => loose_before && *p == path,
+        _ => false,
+    })
+}
+
+/// A transaction that failed after its first visible change, as git's
+/// does: the refs whose updates took effect before the failed operation
+/// (in the fault-free run's order) are new, the others old (all are new if
+/// only removing a lock or reflog failed); every file old
+/// or new; each ref's reflog matching the ref (new lines only for a ref
+/// that took its new value; a deleted ref may keep its old reflog, as git's
+/// does when removing it fails).
 fn refs_old_or_new_with_their_logs(run: &Faulted<'_>) -> Result<(), String> {
     faults::files_old_or_new(run)?;
     let (before, after, now) = (
@@ -239,6 +268,30 @@ fn refs_old_or_new_with_their_logs(run: &Faulted<'_>) -> Result<(), String> {
         parse_state(run.state_after),
         parse_state(run.state_now),
     );
+    // Removing a lock or a deleted ref's reflog is cleanup: when it fails
+    // the remaining updates are still made, and the failure reported.
+    let fault_path = run.fault.path.to_string_lossy();
+    let cleanup = fault_path.ends_with(".lock") || fault_path.contains("/logs/");
+    let stops_the_rest = !(run.fault.op == Op::Unlink && cleanup);
+    let changed = after
+        .keys()
+        .chain(before.keys())
+        .filter(|k| !k.starts_with("log:") && **k != "HEAD" && before.get(*k) != after.get(*k));
+    for name in changed {
+        let effect = takes_effect_at(run, name, !after.contains_key(name))
+            .ok_or_else(|| format!("{name} changes, but no operation of the run changes it"))?;
+        let (wanted, when) = if effect < run.fault.index || !stops_the_rest {
+            (after.get(name), "after")
+        } else {
+            (before.get(name), "before")
+        };
+        if now.get(name) != wanted {
+            return Err(format!(
+                "{name} reads {:?}, not its value from {when} ({wanted:?}): its update takes effect at operation {effect}",
+                now.get(name)
+            ));
+        }
+    }
     for (key, log_now) in now.iter().filter(|(k, _)| k.starts_with("log:")) {
         let ref_name = &key["log:".len()..];
         let (b, a, n) = (before.get(ref_name), after.get(ref_name), now.get(ref_name));
@@ -268,7 +321,10 @@ fn next_write(fs: &SimFs) -> Result<(), String> {
             expected: Expected::Any,
             ..update(main_ref(), None, Some(id(99)))
         },
-        update(new.clone(), None, Some(id(98))),
+        Update {
+            expected: Expected::Any,
+            ..update(new.clone(), None, Some(id(98)))
+        },
     ];
     commit(fs, updates, FlushMethod::Fsync)?;
     let store = backend(fs);
@@ -362,6 +418,8 @@ fn a_restarted_writer_meets_stale_locks_as_in_git() {
                 .into_keys()
                 .filter(|p| p.extension().is_some_and(|e| e == "lock"))
                 .collect();
+            // Refs no lock blocks update while stale locks are present.
+            next_write(fs)?;
             for lock in &locks {
                 stale_locks += 1;
                 let ref_path = lock.with_extension("");
@@ -381,10 +439,10 @@ fn a_restarted_writer_meets_stale_locks_as_in_git() {
                 if !err.contains(&wanted) {
                     return Err(format!("stale {}: {err}", lock.display()));
                 }
+                // Removed, as the message asks, the lock no longer blocks.
                 fs.unlink(lock).map_err(|e| e.to_string())?;
                 commit(fs, vec![blocked], method)?;
             }
-            next_write(fs)?;
             state(fs).map(|_| ())
         })
         .unwrap_or_else(|v| panic!("{}:\n{v}", method.name()));

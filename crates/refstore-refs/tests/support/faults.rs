@@ -78,6 +78,9 @@ pub struct Faulted<'a> {
     pub state_after: &'a str,
     /// The store's logical state now.
     pub state_now: &'a str,
+    /// The operations of the fault-free run (the fault is at
+    /// `fault.index`).
+    pub trace: &'a [(Op, PathBuf)],
 }
 
 /// A rule for a faulted run.
@@ -101,7 +104,7 @@ pub struct Case<'a> {
 }
 
 /// What a matrix covered.
-#[derive(Debug, Default, Clone, Copy)]
+#[derive(Debug, Default, Clone)]
 pub struct Tally {
     /// Cases (workload x backend x method) run.
     pub cases: usize,
@@ -112,6 +115,8 @@ pub struct Tally {
     /// Faulted runs whose fault the store absorbed (the result is the
     /// fault-free one).
     pub absorbed: usize,
+    /// The kinds of operation whose faults were absorbed, and how often.
+    pub absorbed_ops: BTreeMap<String, usize>,
 }
 
 impl Tally {
@@ -121,13 +126,16 @@ impl Tally {
         self.faults += other.faults;
         self.failed += other.failed;
         self.absorbed += other.absorbed;
+        for (op, n) in other.absorbed_ops {
+            *self.absorbed_ops.entry(op).or_default() += n;
+        }
     }
 
     /// Prints the summary line of a matrix (visible with `--nocapture`).
     pub fn print(&self, matrix: &str) {
         println!(
-            "fault matrix {matrix}: {} cases, {} faults injected ({} failed cleanly, {} absorbed)",
-            self.cases, self.faults, self.failed, self.absorbed
+            "fault matrix {matrix}: {} cases, {} faults injected ({} failed cleanly, {} absorbed: {:?})",
+            self.cases, self.faults, self.failed, self.absorbed, self.absorbed_ops
         );
     }
 }
@@ -205,7 +213,7 @@ pub fn run(case: &Case<'_>) -> Tally {
                 &fs,
                 (&before, &after),
                 (&state_before, &state_after),
-                (first_change, last_change),
+                (first_change, last_change, &trace),
             );
             if let Err(message) = verdict {
                 panic!(
@@ -214,7 +222,10 @@ pub fn run(case: &Case<'_>) -> Tally {
                 );
             }
             match result {
-                Ok(()) => tally.absorbed += 1,
+                Ok(()) => {
+                    tally.absorbed += 1;
+                    *tally.absorbed_ops.entry(format!("{op:?}")).or_default() += 1;
+                }
                 Err(_) => tally.failed += 1,
             }
         }
@@ -229,7 +240,7 @@ fn judge(
     fs: &SimFs,
     (before, after): (&FileMap, &FileMap),
     (state_before, state_after): (&str, &str),
-    (first_change, last_change): (Option<usize>, Option<usize>),
+    (first_change, last_change, trace): (Option<usize>, Option<usize>, &[(Op, PathBuf)]),
 ) -> Result<(), String> {
     let mut now = files(fs);
     for left in now.keys().filter(|p| is_leftover(p)) {
@@ -269,6 +280,7 @@ fn judge(
                 state_before,
                 state_after,
                 state_now: &state_now,
+                trace,
             };
             // The failed operation itself had no effect.
             if first_change.is_none_or(|first| fault.index <= first) {
