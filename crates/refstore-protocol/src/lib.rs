@@ -2,6 +2,8 @@
 //! v2) and receive-pack, independent of the transport that carries them.
 #![deny(missing_docs, unsafe_code)]
 
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod pkt_line;
 pub mod receive_pack;
 pub mod repository;

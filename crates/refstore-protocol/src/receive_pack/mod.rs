@@ -25,7 +25,7 @@
 //! does without hooks to pass them to.
 
 mod advertisement;
-mod commands;
+pub(crate) mod commands;
 mod error;
 mod fast_forward;
 mod ingest;

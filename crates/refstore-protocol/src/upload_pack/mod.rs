@@ -33,9 +33,9 @@ mod graph;
 mod negotiation;
 mod pack_output;
 mod refs;
-mod request;
-mod v0;
-mod v2;
+pub(crate) mod request;
+pub(crate) mod v0;
+pub(crate) mod v2;
 mod walk;
 mod wants;
 

@@ -11,10 +11,11 @@ use super::pack_output::{self, PackRequest};
 use super::refs::{Offering, RefSnapshot};
 use super::request::{parse_id, ClientOptions, MultiAck};
 use super::{advertisement, walk, wants, Session, UploadPackError};
-use crate::pkt_line::Packet;
+use crate::pkt_line::{Packet, PacketReader};
 use crate::ProtocolVersion;
 use gix_hash::ObjectId;
-use std::io::Write;
+use refstore_refs::ObjectFormat;
+use std::io::{Read, Write};
 
 /// Serves a v0/v1 connection (or one stateless request).
 pub(super) fn serve(session: &mut Session<'_>) -> Result<(), UploadPackError> {
@@ -30,7 +31,7 @@ pub(super) fn serve(session: &mut Session<'_>) -> Result<(), UploadPackError> {
     if !session.options.stateless_rpc {
         advertisement::write(session.out(), &snapshot, format, version_line)?;
     }
-    let Some((wants, client)) = read_wants(session)? else {
+    let Some((wants, client)) = read_wants(&mut session.input, format)? else {
         // `git ls-remote` reads the advertisement and leaves.
         return Ok(());
     };
@@ -76,14 +77,14 @@ pub(super) fn annotated_tags(snapshot: &RefSnapshot) -> Vec<ObjectId> {
 
 /// Reads the `want` lines up to their flush-pkt; `None` when the client
 /// wants nothing (it hung up or sent a flush-pkt at once).
-fn read_wants(
-    session: &mut Session<'_>,
+pub(crate) fn read_wants<R: Read>(
+    input: &mut PacketReader<R>,
+    format: ObjectFormat,
 ) -> Result<Option<(Vec<ObjectId>, ClientOptions)>, UploadPackError> {
-    let format = session.repo.object_format();
     let mut wants = Vec::new();
     let mut client = ClientOptions::default();
     loop {
-        let line = match session.input.read_text()? {
+        let line = match input.read_text()? {
             None if wants.is_empty() => return Ok(None),
             None => {
                 return Err(UploadPackError::request(
@@ -158,10 +159,8 @@ fn negotiate(
                 ))
             }
         };
-        if let Some(rest) = line.strip_prefix(b"have ") {
-            let (id, _) = parse_id(&line, rest, format)?;
-            let id = to_gix(&id);
-            match negotiation.have(graph, id)? {
+        match parse_negotiation_line(&line, format)? {
+            NegotiationLine::Have(id) => match negotiation.have(graph, id)? {
                 Have::Unknown => {
                     got_other = true;
                     if multi_ack != MultiAck::None && negotiation.ready(graph)? {
@@ -184,20 +183,45 @@ fn negotiate(
                         MultiAck::None => {}
                     }
                 }
+            },
+            NegotiationLine::Done => {
+                match last_common.or_else(|| negotiation.common().last().copied()) {
+                    Some(last) if multi_ack != MultiAck::None => {
+                        writeln!(session.out(), "ACK {last}")?
+                    }
+                    Some(_) => {}
+                    None => session.out().write_text("NAK")?,
+                }
+                session.out().flush_buffered()?;
+                return Ok(true);
             }
-        } else if line == b"done" {
-            match last_common.or_else(|| negotiation.common().last().copied()) {
-                Some(last) if multi_ack != MultiAck::None => writeln!(session.out(), "ACK {last}")?,
-                Some(_) => {}
-                None => session.out().write_text("NAK")?,
-            }
-            session.out().flush_buffered()?;
-            return Ok(true);
-        } else {
-            return Err(UploadPackError::request(format!(
-                "upload-pack: protocol error, expected to get a have line or done, not '{}'",
-                String::from_utf8_lossy(&line)
-            )));
         }
+    }
+}
+
+/// A line of the `have` negotiation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum NegotiationLine {
+    /// `have <id>`.
+    Have(ObjectId),
+    /// `done`: send the pack.
+    Done,
+}
+
+/// Parses a line of the negotiation (its LF removed).
+pub(crate) fn parse_negotiation_line(
+    line: &[u8],
+    format: ObjectFormat,
+) -> Result<NegotiationLine, UploadPackError> {
+    if let Some(rest) = line.strip_prefix(b"have ") {
+        let (id, _) = parse_id(line, rest, format)?;
+        Ok(NegotiationLine::Have(to_gix(&id)))
+    } else if line == b"done" {
+        Ok(NegotiationLine::Done)
+    } else {
+        Err(UploadPackError::request(format!(
+            "upload-pack: protocol error, expected to get a have line or done, not '{}'",
+            String::from_utf8_lossy(line)
+        )))
     }
 }

@@ -10,14 +10,22 @@ use super::super::request::{parse_id, ClientOptions};
 use super::super::{v0, walk, wants, Session, UploadPackError};
 use super::unexpected;
 use crate::pkt_line::sideband::SidebandMode;
+use refstore_refs::ObjectFormat;
 
-/// Answers one `fetch` request.
-pub(super) fn serve(
-    session: &mut Session<'_>,
+/// The arguments of a `fetch` request.
+pub(crate) struct FetchArguments {
+    pub wanted: Vec<gix_hash::ObjectId>,
+    pub haves: Vec<gix_hash::ObjectId>,
+    pub done: bool,
+    pub client: ClientOptions,
+}
+
+/// Parses the arguments of a `fetch` request; a request that wants
+/// nothing or asks for what this server does not offer is an error.
+pub(crate) fn parse_arguments(
     arguments: &[Vec<u8>],
-) -> Result<(), UploadPackError> {
-    let repo = session.repo;
-    let format = repo.object_format();
+    format: ObjectFormat,
+) -> Result<FetchArguments, UploadPackError> {
     let mut wanted = Vec::new();
     let mut haves = Vec::new();
     let mut done = false;
@@ -48,6 +56,27 @@ pub(super) fn serve(
             "upload-pack: a fetch request must name at least one object in a want line",
         ));
     }
+    Ok(FetchArguments {
+        wanted,
+        haves,
+        done,
+        client,
+    })
+}
+
+/// Answers one `fetch` request.
+pub(super) fn serve(
+    session: &mut Session<'_>,
+    arguments: &[Vec<u8>],
+) -> Result<(), UploadPackError> {
+    let repo = session.repo;
+    let format = repo.object_format();
+    let FetchArguments {
+        wanted,
+        haves,
+        done,
+        client,
+    } = parse_arguments(arguments, format)?;
 
     let snapshot = RefSnapshot::read(repo.refs.as_ref(), &repo.objects)?;
     let mut graph = Graph::open(repo.objects.objects_dir(), format)?;

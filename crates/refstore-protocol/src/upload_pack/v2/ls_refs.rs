@@ -12,29 +12,49 @@ use std::io::Write;
 /// lists everything: filtering would cost more than it saves.
 const MAX_PREFIXES: usize = 10;
 
+/// The arguments of an `ls-refs` request.
+#[derive(Default)]
+pub(crate) struct LsRefsArguments<'a> {
+    pub symrefs: bool,
+    pub peel: bool,
+    pub unborn: bool,
+    /// Empty: every ref.
+    pub prefixes: Vec<&'a [u8]>,
+}
+
+/// Parses the arguments of an `ls-refs` request.
+pub(crate) fn parse_arguments(
+    arguments: &[Vec<u8>],
+) -> Result<LsRefsArguments<'_>, UploadPackError> {
+    let mut parsed = LsRefsArguments::default();
+    for argument in arguments {
+        match argument.as_slice() {
+            b"symrefs" => parsed.symrefs = true,
+            b"peel" => parsed.peel = true,
+            b"unborn" => parsed.unborn = true,
+            other => match other.strip_prefix(b"ref-prefix ") {
+                Some(prefix) => parsed.prefixes.push(prefix),
+                None => return Err(unexpected("an ls-refs argument", other)),
+            },
+        }
+    }
+    if parsed.prefixes.len() > MAX_PREFIXES {
+        parsed.prefixes.clear();
+    }
+    Ok(parsed)
+}
+
 /// Answers one `ls-refs` request.
 pub(super) fn serve(
     session: &mut Session<'_>,
     arguments: &[Vec<u8>],
 ) -> Result<(), UploadPackError> {
-    let mut symrefs = false;
-    let mut peel = false;
-    let mut unborn = false;
-    let mut prefixes: Vec<&[u8]> = Vec::new();
-    for argument in arguments {
-        match argument.as_slice() {
-            b"symrefs" => symrefs = true,
-            b"peel" => peel = true,
-            b"unborn" => unborn = true,
-            other => match other.strip_prefix(b"ref-prefix ") {
-                Some(prefix) => prefixes.push(prefix),
-                None => return Err(unexpected("an ls-refs argument", other)),
-            },
-        }
-    }
-    if prefixes.len() > MAX_PREFIXES {
-        prefixes.clear();
-    }
+    let LsRefsArguments {
+        symrefs,
+        peel,
+        unborn,
+        prefixes,
+    } = parse_arguments(arguments)?;
     let wanted = |name: &[u8]| prefixes.is_empty() || prefixes.iter().any(|p| name.starts_with(p));
 
     let repo = session.repo;

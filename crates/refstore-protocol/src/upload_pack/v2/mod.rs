@@ -2,13 +2,15 @@
 //! commands. Each command request is `command=<name>`, capability lines,
 //! optionally a delim-pkt and the command's arguments, then a flush-pkt.
 
-mod fetch;
-mod ls_refs;
+pub(crate) mod fetch;
+pub(crate) mod ls_refs;
 
 use super::advertisement::agent;
 use super::request::check_format;
 use super::{Session, UploadPackError};
-use crate::pkt_line::Packet;
+use crate::pkt_line::{Packet, PacketReader};
+use refstore_refs::ObjectFormat;
+use std::io::Read;
 
 /// Serves a v2 connection (or its capability advertisement, or one
 /// stateless request).
@@ -19,7 +21,8 @@ pub(super) fn serve(session: &mut Session<'_>) -> Result<(), UploadPackError> {
     if session.options.advertise_refs {
         return Ok(());
     }
-    while let Some(request) = read_request(session)? {
+    let format = session.repo.object_format();
+    while let Some(request) = read_request(&mut session.input, format)? {
         match request.command.as_slice() {
             b"ls-refs" => ls_refs::serve(session, &request.arguments)?,
             b"fetch" => fetch::serve(session, &request.arguments)?,
@@ -52,16 +55,18 @@ fn advertise(session: &mut Session<'_>) -> Result<(), UploadPackError> {
 }
 
 /// One command request.
-struct Request {
-    command: Vec<u8>,
-    arguments: Vec<Vec<u8>>,
+pub(crate) struct Request {
+    pub command: Vec<u8>,
+    pub arguments: Vec<Vec<u8>>,
 }
 
 /// Reads the next request; `None` when the client is done (the stream
 /// ends, or a flush-pkt comes instead of a command).
-fn read_request(session: &mut Session<'_>) -> Result<Option<Request>, UploadPackError> {
-    let format = session.repo.object_format();
-    let command = match session.input.read_text()? {
+pub(crate) fn read_request<R: Read>(
+    input: &mut PacketReader<R>,
+    format: ObjectFormat,
+) -> Result<Option<Request>, UploadPackError> {
+    let command = match input.read_text()? {
         None | Some(Packet::Flush) => return Ok(None),
         Some(Packet::Data(line)) => match line.strip_prefix(b"command=") {
             Some(command) => command.to_vec(),
@@ -76,7 +81,7 @@ fn read_request(session: &mut Session<'_>) -> Result<Option<Request>, UploadPack
     // Capabilities, up to the arguments or the end of the request.
     let mut has_arguments = false;
     loop {
-        match session.input.read_text()? {
+        match input.read_text()? {
             None => return Err(hung_up()),
             Some(Packet::Flush) => break,
             Some(Packet::Delim) => {
@@ -99,7 +104,7 @@ fn read_request(session: &mut Session<'_>) -> Result<Option<Request>, UploadPack
     let mut arguments = Vec::new();
     if has_arguments {
         loop {
-            match session.input.read_text()? {
+            match input.read_text()? {
                 None => return Err(hung_up()),
                 Some(Packet::Flush) => break,
                 Some(Packet::Data(line)) => arguments.push(line.to_vec()),
