@@ -227,6 +227,20 @@ impl Config {
         })
     }
 
+    /// The configuration held in `bytes`, as if it were a repository's own
+    /// `config` file with no other source and no includes: the settings
+    /// parsers run over untrusted text without touching the filesystem.
+    #[doc(hidden)]
+    pub fn from_local_bytes(bytes: &[u8]) -> Result<Config, ConfigError> {
+        let meta = gix_config::file::Metadata::from(Source::Local);
+        let file = File::from_bytes_owned(&mut bytes.to_vec(), meta, Default::default())
+            .map_err(load_error)?;
+        Ok(Config {
+            file,
+            warnings: Vec::new(),
+        })
+    }
+
     /// Warnings collected while interpreting values (git prints them as
     /// `warning: ...` and goes on).
     pub fn warnings(&self) -> &[String] {
