@@ -409,8 +409,10 @@ fn path_of(name: &RefName) -> &Path {
 }
 
 /// One files-format reflog line:
-/// `<old> <new> <name> <<email>> <seconds> <tz>[\t<message>]`.
-fn parse_line(line: &[u8], format: ObjectFormat) -> Option<LogEntry> {
+/// `<old> <new> <name> <<email>> <seconds> <tz>[\t<message>]`, or `None`
+/// for a line that is not one (git skips those too).
+#[doc(hidden)]
+pub fn parse_line(line: &[u8], format: ObjectFormat) -> Option<LogEntry> {
     let hex = format.hex_len();
     let old_id = ObjectId::from_hex_in(line.get(..hex)?, format).ok()?;
     let new_id = ObjectId::from_hex_in(line.get(hex + 1..2 * hex + 1)?, format).ok()?;
