@@ -168,6 +168,7 @@ fn transactions() -> Vec<(&'static str, Vec<Update>)> {
             )],
         ),
         ("update 1", vec![update(name(1), Some(id(2)), Some(id(12)))]),
+        ("delete 1 loose", vec![update(name(5), Some(id(6)), None)]),
         (
             "delete 1 packed",
             vec![update(
@@ -402,7 +403,10 @@ fn a_restarted_writer_meets_stale_locks_as_in_git() {
     for method in [FlushMethod::Fsync, FlushMethod::Batch] {
         let fs = setup();
         fs.start_recording();
-        let (_, updates) = transactions().swap_remove(3);
+        let (_, updates) = transactions()
+            .into_iter()
+            .find(|(label, _)| *label == "10 refs")
+            .unwrap();
         commit(&fs, updates, method).unwrap();
         let options = CrashOptions {
             exhaustive_limit: 16,

@@ -1,5 +1,5 @@
 //! Fault injection into the reftable backend: every operation of a
-//! transaction (1 and 10 refs, the 10 followed by auto-compaction, an
+//! transaction (creating or deleting 1 ref, changing 10, an
 //! update through HEAD, HEAD pointed at another branch) and of a full
 //! compaction fails in turn with EIO, and with ENOSPC where space is
 //! consumed, under the `fsync`, `batch` and `none` flush methods. See
@@ -217,6 +217,7 @@ fn transactions() -> Vec<(&'static str, Vec<Update>, bool)> {
             vec![set(refname("refs/heads/topic/new"), None, Some(id(11)))],
             false,
         ),
+        ("delete 1", vec![set(name(5), Some(id(6)), None)], true),
         (
             "10 refs with auto-compaction",
             (0..10)
@@ -321,7 +322,10 @@ fn a_restarted_writer_meets_stale_locks_and_orphaned_tables_as_in_git() {
     for method in [FlushMethod::Fsync, FlushMethod::Batch] {
         let fs = setup();
         fs.start_recording();
-        let (_, updates, _) = transactions().swap_remove(1);
+        let (_, updates, _) = transactions()
+            .into_iter()
+            .find(|(label, _, _)| label.starts_with("10 refs"))
+            .unwrap();
         commit(&fs, updates, method).unwrap();
         let options = CrashOptions {
             exhaustive_limit: 16,
