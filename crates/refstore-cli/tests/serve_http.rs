@@ -5,109 +5,12 @@
 //! services are the code of `upload-pack` and `receive-pack`, which their
 //! own tests compare with git's.
 
+mod served;
 mod support;
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
+use served::*;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use support::*;
-
-/// A running `refstore serve`, stopped with SIGTERM when dropped.
-struct Served {
-    child: Child,
-    addr: String,
-}
-
-impl Served {
-    fn start(home: &Path, root: &Path, extra: &[&str]) -> Served {
-        let mut child = isolate(&mut Command::new(env!("CARGO_BIN_EXE_refstore")), home)
-            .args([
-                "serve",
-                "--listen",
-                "127.0.0.1:0",
-                "--print-address",
-                "--workers",
-                "4",
-            ])
-            .arg("--root")
-            .arg(root)
-            .args(extra)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        assert!(!line.is_empty(), "serve printed no address");
-        Served {
-            child,
-            addr: line.trim().to_owned(),
-        }
-    }
-
-    fn url(&self, path: &str) -> String {
-        format!("http://{}/{path}", self.addr)
-    }
-
-    fn url_as(&self, user: &str, password: &str, path: &str) -> String {
-        format!("http://{user}:{password}@{}/{path}", self.addr)
-    }
-
-    /// A raw HTTP/1.0 request; returns the status code and the whole answer.
-    fn raw(&self, request_line: &str) -> (u16, String) {
-        let mut stream = TcpStream::connect(&self.addr).unwrap();
-        write!(stream, "{request_line} HTTP/1.0\r\nHost: x\r\n\r\n").unwrap();
-        let mut answer = String::new();
-        let _ = stream.read_to_string(&mut answer);
-        let status = answer
-            .split_whitespace()
-            .nth(1)
-            .and_then(|s| s.parse().ok())
-            .unwrap_or(0);
-        (status, answer)
-    }
-
-    /// Stops the server with SIGTERM; returns its exit code and log.
-    fn stop(mut self) -> (Option<i32>, String) {
-        let pid = self.child.id().to_string();
-        assert!(Command::new("kill")
-            .args(["-TERM", &pid])
-            .status()
-            .unwrap()
-            .success());
-        let mut log = String::new();
-        self.child
-            .stderr
-            .take()
-            .unwrap()
-            .read_to_string(&mut log)
-            .unwrap();
-        let status = self.child.wait().unwrap();
-        std::mem::forget(self);
-        (status.code(), log)
-    }
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// git with prompts off, so a refused push fails instead of asking.
-fn git_net(home: &Path, cwd: &Path, args: &[&str]) -> std::process::Output {
-    isolate(&mut Command::new("git"), home)
-        .env("GIT_TERMINAL_PROMPT", "0")
-        .env_remove("GIT_ASKPASS")
-        .env_remove("SSH_ASKPASS")
-        .args(args)
-        .current_dir(cwd)
-        .output()
-        .unwrap()
-}
 
 fn refs_of(home: &Path, git_dir: &Path) -> String {
     git_ok(

@@ -32,6 +32,14 @@ pub struct Args {
     /// per 64 KiB they moved).
     #[arg(long, value_name = "seconds", default_value_t = 60.0)]
     timeout: f64,
+    /// The largest fetch request body accepted, in bytes after
+    /// decompression (answered 413 beyond).
+    #[arg(long, value_name = "bytes", default_value_t = 256 << 20)]
+    max_fetch_request: u64,
+    /// The largest push request body (commands and pack) accepted, in
+    /// bytes after decompression (answered 413 beyond).
+    #[arg(long, value_name = "bytes", default_value_t = 8 << 30)]
+    max_push_request: u64,
     /// Print the address the server listens on to standard output once it
     /// is ready (useful with port 0).
     #[arg(long)]
@@ -52,6 +60,8 @@ pub fn run(args: Args, globals: &Globals) -> Result<u8, Fatal> {
     }
     options.timeout = std::time::Duration::from_secs_f64(args.timeout);
     options.allow_push = args.allow_push;
+    options.max_fetch_request = args.max_fetch_request;
+    options.max_push_request = args.max_push_request;
     options.config_overrides = globals.config_overrides().to_vec();
     if let Some(path) = &args.credentials {
         let path = globals.cwd().join(path);

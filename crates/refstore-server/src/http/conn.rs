@@ -57,7 +57,33 @@ pub(super) fn serve(state: &State, stream: TcpStream, shutdown: &AtomicBool) {
             break;
         }
     }
-    let _ = input.get_ref().stream().shutdown(Shutdown::Both);
+    linger(input.get_ref().stream());
+}
+
+/// How long a closing connection keeps reading what the client still
+/// sends.
+const LINGER: Duration = Duration::from_millis(500);
+
+/// Closes the connection so that the client reads the last answer: a
+/// socket closed with unread input resets the connection, and the reset
+/// can destroy the answer before the client reads it (a 408 or 413 sent
+/// while the client is still sending). So the sending side is closed
+/// first, and input is read and dropped for a moment before the close.
+fn linger(stream: &TcpStream) {
+    let _ = stream.shutdown(Shutdown::Write);
+    let until = Instant::now() + LINGER;
+    let mut sink = [0u8; 8192];
+    let mut reader = stream;
+    loop {
+        let left = until.saturating_duration_since(Instant::now());
+        if left.is_zero() || stream.set_read_timeout(Some(left)).is_err() {
+            break;
+        }
+        match std::io::Read::read(&mut reader, &mut sink) {
+            Ok(0) | Err(_) => break,
+            Ok(_) => {}
+        }
+    }
 }
 
 /// Waits until the next request starts arriving. False if the client

@@ -193,8 +193,8 @@ fn answer<W: Write>(
         return;
     }
     let failure = Cell::new(None);
-    let mut input = match body::decoded(body::Watched::new(body, &failure), encoding, limit) {
-        Ok(input) => input,
+    let mut input = match body::decoded(body, encoding, limit) {
+        Ok(input) => body::Watched::new(input, &failure),
         Err(e) => {
             let _ = exchange.text(415, &e.to_string(), &[]);
             return;
@@ -224,12 +224,20 @@ fn answer<W: Write>(
             let _permit = state.permits.acquire();
             let mut output = Vec::new();
             let result = services::receive_pack(&repo, &mut input, &mut output);
+            // A body cut off (too large, too slow) is answered with its
+            // HTTP status even where the service reported it in its own
+            // words, so clients and proxies see what happened.
+            if let Some(failure) = failure.get() {
+                let message = match &result {
+                    Err(message) => message.clone(),
+                    Ok(()) => String::from_utf8_lossy(&output).into_owned(),
+                };
+                tracing::warn!(repo = %route.repo, "push failed: {message}");
+                refuse_body(exchange, failure, &message);
+                return;
+            }
             if let Err(message) = result {
                 tracing::warn!(repo = %route.repo, "push failed: {message}");
-                if let Some(failure) = failure.get() {
-                    refuse_body(exchange, failure, &message);
-                    return;
-                }
                 if output.is_empty() {
                     let _ = exchange.text(500, &message, &[]);
                     return;

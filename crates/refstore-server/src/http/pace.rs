@@ -1,11 +1,12 @@
 //! Time limits on a client's socket, so slow or silent clients are dropped.
 //!
-//! A client gets `timeout` to start sending or reading, plus one second for
-//! every [`MIN_RATE`] bytes it has moved so far. A real client on any usable
-//! network stays far ahead of that allowance; a client that sends (or
-//! reads) a byte now and then falls behind it after about `timeout`
-//! whatever the per-byte gaps, which a plain idle timeout per `read` would
-//! not catch.
+//! A client may keep the server waiting on its socket for `timeout`, plus
+//! one second for every [`MIN_RATE`] bytes it has moved so far. Only time
+//! spent blocked on the client counts, not the time the server takes to
+//! compute between reads or writes. A real client on any usable network
+//! stays far ahead of that allowance; a client that sends (or reads) a byte
+//! now and then falls behind it after about `timeout` whatever the
+//! per-byte gaps, which a plain idle timeout per `read` would not catch.
 
 use std::io::{self, Read, Write};
 use std::net::TcpStream;
@@ -19,7 +20,7 @@ pub const MIN_RATE: u64 = 64 << 10;
 pub struct Paced {
     stream: TcpStream,
     timeout: Duration,
-    started: Instant,
+    waited: Duration,
     moved: u64,
     writing: bool,
 }
@@ -39,7 +40,7 @@ impl Paced {
         Paced {
             stream,
             timeout,
-            started: Instant::now(),
+            waited: Duration::ZERO,
             moved: 0,
             writing,
         }
@@ -47,7 +48,7 @@ impl Paced {
 
     /// Starts a new allowance (a new request or response).
     pub fn restart(&mut self) {
-        self.started = Instant::now();
+        self.waited = Duration::ZERO;
         self.moved = 0;
     }
 
@@ -60,7 +61,7 @@ impl Paced {
     /// allowance is used up.
     fn remaining(&self) -> io::Result<Duration> {
         let allowed = self.timeout + Duration::from_secs_f64(self.moved as f64 / MIN_RATE as f64);
-        let left = allowed.saturating_sub(self.started.elapsed());
+        let left = allowed.saturating_sub(self.waited);
         if left.is_zero() {
             Err(too_slow(self.writing))
         } else {
@@ -68,7 +69,8 @@ impl Paced {
         }
     }
 
-    fn account(&mut self, result: io::Result<usize>) -> io::Result<usize> {
+    fn account(&mut self, since: Instant, result: io::Result<usize>) -> io::Result<usize> {
+        self.waited += since.elapsed();
         match result {
             Ok(n) => {
                 self.moved += n as u64;
@@ -101,8 +103,9 @@ impl Read for Paced {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         let left = self.remaining()?;
         self.stream.set_read_timeout(Some(left))?;
+        let since = Instant::now();
         let result = self.stream.read(buf);
-        self.account(result)
+        self.account(since, result)
     }
 }
 
@@ -110,8 +113,9 @@ impl Write for Paced {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         let left = self.remaining()?;
         self.stream.set_write_timeout(Some(left))?;
+        let since = Instant::now();
         let result = self.stream.write(buf);
-        self.account(result)
+        self.account(since, result)
     }
 
     fn flush(&mut self) -> io::Result<()> {
@@ -167,6 +171,19 @@ mod tests {
         assert!(started.elapsed() < Duration::from_millis(700));
         drop(paced);
         trickle.join().unwrap();
+    }
+
+    #[test]
+    fn time_the_server_spends_between_reads_does_not_count() {
+        let (mut client, server) = pair();
+        let mut paced = Paced::reader(server, Duration::from_millis(200));
+        client.write_all(b"abc").unwrap();
+        for _ in 0..3 {
+            paced.read_exact(&mut [0u8; 1]).unwrap();
+            std::thread::sleep(Duration::from_millis(150));
+        }
+        client.write_all(b"d").unwrap();
+        paced.read_exact(&mut [0u8; 1]).unwrap();
     }
 
     #[test]

@@ -1,0 +1,137 @@
+//! A `refstore serve` child process for tests, and git clients for it.
+#![allow(dead_code)]
+
+use crate::support::isolate;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::thread::JoinHandle;
+
+/// A running `refstore serve`, stopped with SIGTERM by [`Served::stop`]
+/// (killed when dropped). Its log is collected as it is written, so a
+/// chatty server never blocks on a full pipe.
+pub struct Served {
+    child: Child,
+    pub addr: String,
+    log: Option<JoinHandle<String>>,
+}
+
+impl Served {
+    /// Serves `root` on a free loopback port with four workers unless
+    /// `extra` says otherwise.
+    pub fn start(home: &Path, root: &Path, extra: &[&str]) -> Served {
+        Served::start_with_env(home, root, extra, &[])
+    }
+
+    /// [`Served::start`] with environment variables set (`RUST_LOG`).
+    pub fn start_with_env(
+        home: &Path,
+        root: &Path,
+        extra: &[&str],
+        env: &[(&str, &str)],
+    ) -> Served {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_refstore"));
+        isolate(&mut cmd, home)
+            .envs(env.iter().copied())
+            .args(["serve", "--listen", "127.0.0.1:0", "--print-address"])
+            .arg("--root")
+            .arg(root)
+            .args(extra);
+        if !extra.contains(&"--workers") {
+            cmd.args(["--workers", "4"]);
+        }
+        let mut child = cmd
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stderr = child.stderr.take().unwrap();
+        let log = std::thread::spawn(move || {
+            let mut log = String::new();
+            let _ = stderr.read_to_string(&mut log);
+            log
+        });
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        assert!(!line.is_empty(), "serve printed no address");
+        Served {
+            child,
+            addr: line.trim().to_owned(),
+            log: Some(log),
+        }
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}/{path}", self.addr)
+    }
+
+    pub fn url_as(&self, user: &str, password: &str, path: &str) -> String {
+        format!("http://{user}:{password}@{}/{path}", self.addr)
+    }
+
+    /// A raw HTTP/1.0 request; returns the status code and the whole answer.
+    pub fn raw(&self, request_line: &str) -> (u16, String) {
+        self.exchange(format!("{request_line} HTTP/1.0\r\nHost: x\r\n\r\n").as_bytes())
+    }
+
+    /// Sends `request` as it is and reads the answer until the server
+    /// closes the connection; returns the status code and the answer.
+    pub fn exchange(&self, request: &[u8]) -> (u16, String) {
+        let mut stream = TcpStream::connect(&self.addr).unwrap();
+        let _ = stream.write_all(request);
+        read_answer(&mut stream)
+    }
+
+    /// Stops the server with SIGTERM; returns its exit code and log.
+    pub fn stop(mut self) -> (Option<i32>, String) {
+        let pid = self.child.id().to_string();
+        assert!(Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap()
+            .success());
+        let status = self.child.wait().unwrap();
+        let log = self.log.take().unwrap().join().unwrap();
+        (status.code(), log)
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Reads an HTTP answer until the connection closes; the status code (0
+/// if there is none) and the text.
+pub fn read_answer(stream: &mut TcpStream) -> (u16, String) {
+    let mut answer = Vec::new();
+    let _ = stream.read_to_end(&mut answer);
+    let answer = String::from_utf8_lossy(&answer).into_owned();
+    let status = answer
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    (status, answer)
+}
+
+/// git with prompts off, so a refused push fails instead of asking.
+pub fn git_net(home: &Path, cwd: &Path, args: &[&str]) -> std::process::Output {
+    isolate(&mut Command::new("git"), home)
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .env_remove("GIT_ASKPASS")
+        .env_remove("SSH_ASKPASS")
+        .args(args)
+        .current_dir(cwd)
+        .output()
+        .unwrap()
+}
