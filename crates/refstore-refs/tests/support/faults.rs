@@ -202,9 +202,17 @@ pub fn run(case: &Case<'_>) -> Tally {
                 errno,
             };
             let fs = (case.setup)();
+            let start = fs.op_count();
             fs.inject(Fault::nth_op(index, errno));
             let result = catch_unwind(AssertUnwindSafe(|| (case.workload)(&fs)))
                 .unwrap_or_else(|_| panic!("{}: {fault}: the workload panicked", case.label));
+            // The run is the fault-free one up to the fault, so the fault
+            // fired; a run that diverged earlier would test something else.
+            assert!(
+                fs.op_count() - start > index,
+                "{}: {fault}: the run ended before the faulted operation",
+                case.label
+            );
             tally.faults += 1;
             let verdict = judge(
                 case,
