@@ -202,9 +202,14 @@ fn transactions() -> Vec<(&'static str, Vec<Update>)> {
     ]
 }
 
-/// Refs (HEAD resolved) and reflogs, one per line.
+/// Refs (HEAD resolved) and reflogs, one per line; an error if
+/// `refs verify` finds anything.
 fn state(fs: &SimFs) -> Result<String, String> {
     let store = backend(fs);
+    let findings = store.verify().map_err(|e| e.to_string())?;
+    if let Some(finding) = findings.first() {
+        return Err(format!("refs verify: {finding}"));
+    }
     let listing = store.list(b"").map_err(|e| e.to_string())?;
     if let Some(broken) = listing.broken.first() {
         return Err(format!("broken ref {broken}"));

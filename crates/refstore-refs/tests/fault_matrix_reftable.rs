@@ -158,8 +158,13 @@ fn setup_layered() -> SimFs {
     fs
 }
 
-/// Every ref record and log record the stack holds, one per line.
+/// Every ref record and log record the stack holds, one per line; an
+/// error if `refs verify` finds anything.
 fn state(fs: &SimFs) -> Result<String, String> {
+    let findings = backend(fs).verify().map_err(|e| e.to_string())?;
+    if let Some(finding) = findings.first() {
+        return Err(format!("refs verify: {finding}"));
+    }
     let stack = Stack::open(Arc::new(fs.clone()), DIR).map_err(|e| e.to_string())?;
     let merged = stack.merged();
     let mut out = String::new();
