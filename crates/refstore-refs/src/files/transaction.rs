@@ -71,17 +71,23 @@ struct Journal {
     /// Index (in `Prepared::locked`) of the update being logged.
     update: usize,
     /// Each append: the reflog, its length before (`None`: it was created),
-    /// and the update it was for.
-    appended: Vec<(PathBuf, Option<u64>, usize)>,
+    /// the length of the line, and the update it was for.
+    appended: Vec<(PathBuf, Option<u64>, u64, usize)>,
 }
 
 impl Journal {
-    /// Cuts back every reflog appended to for an update at or after index
-    /// `visible` that did not become visible. Best effort: the
-    /// transaction's own error is what is reported.
+    /// Cuts back every reflog appended to for an update that did not become
+    /// visible. A reflog that grew by more than this transaction's line was
+    /// appended to by another writer (HEAD's is not locked) and is left as
+    /// it is. Best effort: the transaction's own error is what is reported.
     fn undo(self, vfs: &dyn refstore_fs::Vfs, visible: &[bool]) {
-        for (path, previous, update) in self.appended.into_iter().rev() {
+        for (path, previous, line, update) in self.appended.into_iter().rev() {
             if visible.get(update).copied().unwrap_or(false) {
+                continue;
+            }
+            let Ok(now) = vfs.stat(&path) else { continue };
+            let start = previous.unwrap_or(0);
+            if now.len < start || now.len > start + line {
                 continue;
             }
             let _ = match previous {
@@ -766,7 +772,7 @@ impl FilesBackend {
         let mut file = self.vfs.open_append(&path)?;
         journal
             .appended
-            .push((path.clone(), previous, journal.update));
+            .push((path.clone(), previous, line.len() as u64, journal.update));
         file.write_all(line)?;
         batch.stage(file)?;
         Ok(())
