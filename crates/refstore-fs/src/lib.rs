@@ -65,8 +65,10 @@ pub mod confine;
 pub mod discover;
 pub mod flush;
 pub mod lock;
+mod mapped;
 pub mod real;
 pub mod sim;
 mod vfs;
 
+pub use mapped::Mapped;
 pub use vfs::{DirEntry, Error, FileKind, Metadata, Op, Result, Vfs, VfsFile};

@@ -5,7 +5,9 @@
 //! succeeds would report durability for data that is gone. The error is
 //! returned and the caller's transaction fails.
 
+use crate::mapped::MAP_THRESHOLD;
 use crate::vfs::{DirEntry, Error, FileKind, Metadata, Op, Result, Vfs, VfsFile};
+use crate::Mapped;
 use rustix::fd::OwnedFd;
 use rustix::fs::{FileType, Mode, OFlags, Timestamps, CWD};
 use rustix::io::Errno;
@@ -142,6 +144,25 @@ impl Vfs for RealFs {
 
     fn read(&self, path: &Path) -> Result<Vec<u8>> {
         std::fs::read(path).map_err(|e| Error::new(Op::Read, path, e))
+    }
+
+    fn read_mapped(&self, path: &Path) -> Result<Mapped> {
+        let fd = open(path, OFlags::RDONLY, Op::Read)?;
+        let size = rustix::fs::fstat(&fd)
+            .map_err(|e| err(Op::Read, path, e))?
+            .st_size;
+        match u64::try_from(size) {
+            Ok(len) if len >= MAP_THRESHOLD => {
+                let len = usize::try_from(len).map_err(|_| err(Op::Read, path, Errno::FBIG))?;
+                Mapped::map(&fd, len).map_err(|e| err(Op::Read, path, e))
+            }
+            _ => {
+                let mut bytes = Vec::new();
+                std::io::Read::read_to_end(&mut std::fs::File::from(fd), &mut bytes)
+                    .map_err(|e| Error::new(Op::Read, path, e))?;
+                Ok(Mapped::owned(bytes))
+            }
+        }
     }
 
     fn read_link(&self, path: &Path) -> Result<PathBuf> {

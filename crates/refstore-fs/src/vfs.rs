@@ -10,6 +10,7 @@
 //! Errors carry the operation and the path, so a message shown to a user
 //! always names the file that failed.
 
+use crate::Mapped;
 use std::fmt;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -196,6 +197,12 @@ pub trait Vfs: Send + Sync + fmt::Debug {
     fn open_append(&self, path: &Path) -> Result<Box<dyn VfsFile>>;
     /// Reads a whole file.
     fn read(&self, path: &Path) -> Result<Vec<u8>>;
+    /// Reads a whole file that is only ever replaced by rename, never
+    /// written in place: large ones may be mapped into memory instead of
+    /// copied.
+    fn read_mapped(&self, path: &Path) -> Result<Mapped> {
+        self.read(path).map(Mapped::from)
+    }
     /// Reads the target of a symbolic link.
     fn read_link(&self, path: &Path) -> Result<PathBuf>;
     /// `rename(2)`: atomically replaces `to` with `from`.

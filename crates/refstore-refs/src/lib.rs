@@ -10,6 +10,7 @@ pub mod availability;
 pub mod backend;
 pub mod error;
 pub mod files;
+mod hex;
 pub mod name;
 pub mod oid;
 pub mod peel;

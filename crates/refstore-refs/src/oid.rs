@@ -4,6 +4,7 @@
 //! ref storage has no business resolving ambiguity, and skipping it is one of
 //! the costs seed 003 removes from large transactions.
 
+use crate::hex::{self, Case};
 use std::fmt;
 use std::str::FromStr;
 
@@ -103,31 +104,29 @@ impl ObjectId {
     /// Parses a full hex id of the given format. Upper-case hex is rejected,
     /// as git does for ids stored in refs.
     pub fn from_hex_in(hex: &[u8], format: ObjectFormat) -> Result<Self, ParseOidError> {
-        Self::decode(hex, format, &LOWER_HEX)
+        Self::decode(hex, format, Case::Lower)
     }
 
     /// Parses a full hex id of the given format in either case, as git
     /// reads ids from ref files (`packed-refs`, loose refs).
     pub fn from_hex_any_case(hex: &[u8], format: ObjectFormat) -> Result<Self, ParseOidError> {
-        Self::decode(hex, format, &ANY_CASE_HEX)
+        Self::decode(hex, format, Case::Any)
     }
 
-    /// Decodes with `table` (digit values, [`NOT_HEX`] elsewhere). Invalid
-    /// digits are collected with a bitwise or and tested once at the end,
-    /// so the loop has no branch per character: ids are parsed by the
-    /// million when a large `packed-refs` is read.
-    fn decode(hex: &[u8], format: ObjectFormat, table: &[u8; 256]) -> Result<Self, ParseOidError> {
+    /// Decodes `hex` ([`hex::decode`]): ids are parsed by the million
+    /// when a large `packed-refs` is read.
+    fn decode(hex: &[u8], format: ObjectFormat, case: Case) -> Result<Self, ParseOidError> {
         if hex.len() != format.hex_len() {
             return Err(ParseOidError::Length(
                 String::from_utf8_lossy(hex).into_owned(),
             ));
         }
         let mut bytes = [0; 32];
-        let invalid = match format {
-            ObjectFormat::Sha1 => decode_fixed::<20>(hex, table, &mut bytes),
-            ObjectFormat::Sha256 => decode_fixed::<32>(hex, table, &mut bytes),
+        let valid = match format {
+            ObjectFormat::Sha1 => hex::decode::<20>(hex, case, &mut bytes),
+            ObjectFormat::Sha256 => hex::decode::<32>(hex, case, &mut bytes),
         };
-        if invalid & NOT_HEX != 0 {
+        if !valid {
             return Err(ParseOidError::NotHex(
                 String::from_utf8_lossy(hex).into_owned(),
             ));
@@ -183,44 +182,6 @@ impl ObjectId {
         self.write_hex(&mut out);
         String::from_utf8(out).expect("hex digits are ASCII")
     }
-}
-
-/// Decodes `2 * N` hex digits of `hex` into `out`, returning the digit
-/// values or-ed together (with [`NOT_HEX`] set if one was not a digit). A
-/// fixed length lets the compiler drop bounds checks and unroll the loop.
-fn decode_fixed<const N: usize>(hex: &[u8], table: &[u8; 256], out: &mut [u8; 32]) -> u8 {
-    let hex = &hex[..2 * N];
-    let mut invalid = 0u8;
-    for i in 0..N {
-        let (high, low) = (table[hex[2 * i] as usize], table[hex[2 * i + 1] as usize]);
-        invalid |= high | low;
-        out[i] = (high << 4) | (low & 0x0f);
-    }
-    invalid
-}
-
-/// Marks a byte that is not a hex digit in the decoding tables; digit
-/// values only use the low four bits.
-const NOT_HEX: u8 = 0xf0;
-
-/// Digit values of `0-9a-f`.
-const LOWER_HEX: [u8; 256] = decoding_table(false);
-
-/// Digit values of `0-9a-fA-F`.
-const ANY_CASE_HEX: [u8; 256] = decoding_table(true);
-
-const fn decoding_table(upper: bool) -> [u8; 256] {
-    let mut table = [NOT_HEX; 256];
-    let mut i = 0;
-    while i < 16 {
-        let lower = b"0123456789abcdef"[i];
-        table[lower as usize] = i as u8;
-        if upper {
-            table[lower.to_ascii_uppercase() as usize] = i as u8;
-        }
-        i += 1;
-    }
-    table
 }
 
 /// The two hex digits of every byte value.

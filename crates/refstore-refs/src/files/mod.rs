@@ -16,7 +16,7 @@ pub use crate::error::ReadError;
 use crate::value::{Peeled, Ref, RefView, Target, TargetView};
 use crate::{ObjectFormat, ObjectId, RefName};
 use packed::{PackedError, PackedRefs, PackedView};
-use refstore_fs::{FileKind, Vfs};
+use refstore_fs::{FileKind, Mapped, Vfs};
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -137,10 +137,10 @@ impl FilesBackend {
     }
 
     /// The bytes of `packed-refs` (empty if there is none).
-    fn packed_text(&self) -> Result<Vec<u8>, ReadError> {
-        match self.vfs.read(&self.packed_path()) {
+    fn packed_text(&self) -> Result<Mapped, ReadError> {
+        match self.vfs.read_mapped(&self.packed_path()) {
             Ok(text) => Ok(text),
-            Err(e) if e.is_not_found() => Ok(Vec::new()),
+            Err(e) if e.is_not_found() => Ok(Mapped::owned(Vec::new())),
             Err(e) => Err(e.into()),
         }
     }
@@ -343,34 +343,44 @@ impl FilesBackend {
         let path = self.packed_path();
         let text = self.packed_text()?;
         let parsed;
-        let mut packed: Box<dyn Iterator<Item = Result<PackedView<'_>, PackedError>>> =
-            match packed::Scan::new(&text, self.format, prefix) {
-                Some(scan) => Box::new(scan),
-                None => {
-                    parsed = PackedRefs::parse(text.clone(), self.format).map_err(|error| {
-                        ReadError::Packed {
-                            path: path.clone(),
-                            error,
-                        }
-                    })?;
-                    let start = parsed.seek(prefix);
-                    Box::new(
-                        (start..)
-                            .map_while(|i| parsed.view(i))
-                            .take_while(|view| view.name.starts_with(prefix))
-                            .map(Ok),
-                    )
+        let mut packed = match packed::Scan::new(&text, self.format, prefix) {
+            Some(scan) => PackedSource::Scan(scan),
+            None => {
+                parsed = PackedRefs::parse(text.to_vec(), self.format).map_err(|error| {
+                    ReadError::Packed {
+                        path: path.clone(),
+                        error,
+                    }
+                })?;
+                PackedSource::Parsed {
+                    next: parsed.seek(prefix),
+                    packed: &parsed,
+                    prefix,
                 }
-            };
-        let mut next_packed = || {
-            packed
-                .next()
-                .transpose()
-                .map_err(|error| ReadError::Packed {
-                    path: path.clone(),
-                    error,
-                })
+            }
         };
+        let corrupt = |error| ReadError::Packed {
+            path: path.clone(),
+            error,
+        };
+        if loose_names.is_empty() {
+            // The common case of a large store: everything is packed, and
+            // the refs go from the file's text to the visitor directly.
+            match &mut packed {
+                PackedSource::Scan(scan) => scan
+                    .try_for_each(|view| show_packed(visitor, view))
+                    .map_err(corrupt)?,
+                PackedSource::Parsed { .. } => {
+                    while let Some(view) = packed.next().transpose().map_err(corrupt)? {
+                        if show_packed(visitor, view).is_break() {
+                            break;
+                        }
+                    }
+                }
+            }
+            return Ok(());
+        }
+        let mut next_packed = || packed.next().transpose().map_err(corrupt);
         let mut pending = next_packed()?;
         for name in &loose_names {
             while let Some(view) = pending.filter(|view| view.name < name.as_bytes()) {
@@ -449,6 +459,35 @@ impl FilesBackend {
     }
 }
 
+/// The packed refs of a prefix: read in place from a sorted file, or from
+/// a parsed one.
+enum PackedSource<'t> {
+    Scan(packed::Scan<'t>),
+    Parsed {
+        packed: &'t PackedRefs,
+        next: usize,
+        prefix: &'t [u8],
+    },
+}
+
+impl<'t> PackedSource<'t> {
+    fn next(&mut self) -> Option<Result<PackedView<'t>, PackedError>> {
+        match self {
+            PackedSource::Scan(scan) => scan.next(),
+            PackedSource::Parsed {
+                packed,
+                next,
+                prefix,
+            } => {
+                let view = packed.view(*next).filter(|v| v.name.starts_with(prefix))?;
+                *next += 1;
+                Some(Ok(view))
+            }
+        }
+    }
+}
+
+#[inline(always)]
 fn show_packed(
     visitor: &mut dyn FnMut(RefView<'_>) -> ControlFlow<()>,
     view: PackedView<'_>,

@@ -262,7 +262,7 @@ impl PackedRefs {
 }
 
 fn memchr_newline(bytes: &[u8]) -> Option<usize> {
-    bytes.iter().position(|&b| b == b'\n')
+    memchr::memchr(b'\n', bytes)
 }
 
 /// Writes a `packed-refs` file for refs given in sorted order.

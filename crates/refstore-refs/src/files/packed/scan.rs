@@ -8,6 +8,7 @@ use super::{parse_id, split_ref_line, PackedError, Traits, INVALID_NAME, NOT_SOR
 use crate::value::Peeled;
 use crate::RefName;
 use crate::{ObjectFormat, ObjectId};
+use std::ops::ControlFlow;
 
 /// A packed ref, borrowing its name from the file's text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -109,6 +110,31 @@ impl<'t> Scan<'t> {
         PackedError { line, reason }
     }
 
+    /// Shows `visit` the remaining refs in order, until it breaks. Unlike
+    /// the iterator, the view goes from the line to `visit` without being
+    /// wrapped and moved on the way, which matters at a million refs.
+    pub fn try_for_each(
+        &mut self,
+        mut visit: impl FnMut(PackedView<'t>) -> ControlFlow<()>,
+    ) -> Result<(), PackedError> {
+        while !self.done {
+            match self.read() {
+                Ok(Some(view)) => {
+                    if visit(view).is_break() {
+                        break;
+                    }
+                }
+                Ok(None) => self.done = true,
+                Err(e) => {
+                    self.done = true;
+                    return Err(e);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    #[inline(always)]
     fn read(&mut self) -> Result<Option<PackedView<'t>>, PackedError> {
         if self.pos >= self.text.len() {
             return Ok(None);
