@@ -69,9 +69,10 @@ impl Tally {
         }
     }
 
-    /// Accounts for a fetch or clone; true if it succeeded. A protocol v0
-    /// fetch may ask for a tip that a push moved since the advertisement
-    /// (the request is a second HTTP round): counted, not a failure.
+    /// Accounts for a fetch or clone; true if it succeeded. A fetch may ask
+    /// for a tip that a forced push has made unreachable since the
+    /// advertisement (the request is a second HTTP round); git's server
+    /// refuses it the same way: counted, not a failure.
     fn fetched(&self, o: &std::process::Output) -> bool {
         if o.status.success() {
             self.fetches.fetch_add(1, Ordering::Relaxed);
