@@ -461,3 +461,123 @@ fn a_restarted_writer_meets_stale_locks_as_in_git() {
     );
     assert!(stale_locks > 0 && crash_states > 50);
 }
+
+/// A filesystem on which another writer appends to HEAD's reflog just
+/// before a given rename, as a concurrent update of HEAD's branch through
+/// another name may (HEAD's reflog is appended to without HEAD's lock).
+#[derive(Debug)]
+struct AppendBeforeRename {
+    fs: SimFs,
+    rename: std::path::PathBuf,
+    line: &'static [u8],
+}
+
+impl Vfs for AppendBeforeRename {
+    fn create_exclusive(&self, p: &Path) -> refstore_fs::Result<Box<dyn refstore_fs::VfsFile>> {
+        self.fs.create_exclusive(p)
+    }
+    fn open_append(&self, p: &Path) -> refstore_fs::Result<Box<dyn refstore_fs::VfsFile>> {
+        self.fs.open_append(p)
+    }
+    fn read(&self, p: &Path) -> refstore_fs::Result<Vec<u8>> {
+        self.fs.read(p)
+    }
+    fn read_link(&self, p: &Path) -> refstore_fs::Result<std::path::PathBuf> {
+        self.fs.read_link(p)
+    }
+    fn rename(&self, from: &Path, to: &Path) -> refstore_fs::Result<()> {
+        if from == self.rename {
+            let log = Path::new(GIT_DIR).join("logs/HEAD");
+            self.fs.open_append(&log)?.write_all(self.line)?;
+        }
+        self.fs.rename(from, to)
+    }
+    fn link(&self, from: &Path, to: &Path) -> refstore_fs::Result<()> {
+        self.fs.link(from, to)
+    }
+    fn unlink(&self, p: &Path) -> refstore_fs::Result<()> {
+        self.fs.unlink(p)
+    }
+    fn mkdir(&self, p: &Path) -> refstore_fs::Result<()> {
+        self.fs.mkdir(p)
+    }
+    fn rmdir(&self, p: &Path) -> refstore_fs::Result<()> {
+        self.fs.rmdir(p)
+    }
+    fn read_dir(&self, p: &Path) -> refstore_fs::Result<Vec<refstore_fs::DirEntry>> {
+        self.fs.read_dir(p)
+    }
+    fn stat(&self, p: &Path) -> refstore_fs::Result<refstore_fs::Metadata> {
+        self.fs.stat(p)
+    }
+    fn fsync_dir(&self, p: &Path) -> refstore_fs::Result<()> {
+        self.fs.fsync_dir(p)
+    }
+    fn syncfs(&self, p: &Path) -> refstore_fs::Result<()> {
+        self.fs.syncfs(p)
+    }
+    fn touch(&self, p: &Path) -> refstore_fs::Result<()> {
+        self.fs.touch(p)
+    }
+    fn truncate(&self, p: &Path, len: u64) -> refstore_fs::Result<()> {
+        self.fs.truncate(p, len)
+    }
+}
+
+/// A failed transaction takes back its own reflog lines, but never a line
+/// another writer appended after them.
+#[test]
+fn a_failed_transaction_keeps_reflog_lines_of_other_writers() {
+    let fs = setup();
+    let head_log = Path::new(GIT_DIR).join("logs/HEAD");
+    let main_log = Path::new(GIT_DIR).join("logs/refs/heads/main");
+    let (head_before, main_before) = (fs.read(&head_log).unwrap(), fs.read(&main_log).unwrap());
+    let other = b"0000000000000000000000000000000000000007 0000000000000000000000000000000000000042 O Ther <o@example.com> 1700000001 +0000\tother\n";
+    let main_lock = Path::new(GIT_DIR).join("refs/heads/main.lock");
+    fs.inject(refstore_fs::sim::Fault {
+        op: Some(Op::Rename),
+        path_contains: Some("refs/heads/main.lock".into()),
+        skip: 0,
+        errno: refstore_fs::sim::EIO,
+    });
+    let vfs = AppendBeforeRename {
+        fs: fs.clone(),
+        rename: main_lock,
+        line: other,
+    };
+    let store = FilesBackend::new(
+        Arc::new(vfs),
+        GIT_DIR.into(),
+        GIT_DIR.into(),
+        ObjectFormat::Sha1,
+    );
+    let tx = Transaction {
+        updates: vec![update(
+            RefName::new("HEAD").unwrap(),
+            Some(id(7)),
+            Some(id(13)),
+        )],
+        message: Some("fault matrix".into()),
+        ..Transaction::default()
+    };
+    let err = store
+        .commit(&tx, &options(FlushMethod::Fsync))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("main.lock") && err.contains("os error 5"),
+        "{err}"
+    );
+    assert_eq!(
+        store.read(&main_ref()).unwrap().unwrap().target,
+        Target::Object(id(7))
+    );
+    // main's own reflog is as before; HEAD's keeps the other writer's line,
+    // which follows this transaction's, so both stay.
+    assert_eq!(fs.read(&main_log).unwrap(), main_before);
+    let head_now = fs.read(&head_log).unwrap();
+    assert!(head_now.starts_with(&head_before) && head_now.ends_with(other));
+    let ours = &head_now[head_before.len()..head_now.len() - other.len()];
+    let wanted = format!("{} {} {SIGNATURE}\tfault matrix\n", id(7), id(13));
+    assert_eq!(String::from_utf8_lossy(ours), wanted);
+}
