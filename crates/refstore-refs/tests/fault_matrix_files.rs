@@ -1,11 +1,13 @@
 //! Fault injection into the files backend: every operation of a ref
 //! transaction (1 and 10 refs, creations, updates, deletions of loose and
 //! packed refs, an update through HEAD, HEAD pointed at another branch)
-//! and of `pack-refs` fails in turn
-//! with EIO, and with ENOSPC where space is consumed, under the `fsync`,
-//! `batch` and `none` flush methods. See `support/faults.rs` for the rules
+//! and of `pack-refs` fails in turn with EIO, and with ENOSPC where space
+//! is consumed, under the `fsync`, `batch` and `none` flush methods. See
+//! `support/faults.rs` for the rules
 //! every faulted run is held to; on top of them, a transaction that failed
-//! halfway leaves each ref old or new with its reflog to match.
+//! halfway leaves exactly the refs whose updates came before the failure
+//! new, each with its reflog to match, and takes back its reflog lines
+//! without ever cutting a line another writer appended.
 //!
 //! Then "crash, restart, write again": after a crash at every point of a
 //! transaction, the next writer finds git's situation: a stale `<ref>.lock`
