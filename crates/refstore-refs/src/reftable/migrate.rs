@@ -410,7 +410,7 @@ fn path_of(name: &RefName) -> &Path {
 
 /// One files-format reflog line:
 /// `<old> <new> <name> <<email>> <seconds> <tz>[\t<message>]`, or `None`
-/// for a line that is not one (git skips those too).
+/// for a line that is not one.
 #[doc(hidden)]
 pub fn parse_line(line: &[u8], format: ObjectFormat) -> Option<LogEntry> {
     let hex = format.hex_len();
@@ -428,7 +428,10 @@ pub fn parse_line(line: &[u8], format: ObjectFormat) -> Option<LogEntry> {
     let mut fields = when.split_whitespace();
     let time = fields.next()?.parse().ok()?;
     let tz: i16 = fields.next()?.parse().ok()?;
-    let tz_offset = tz.signum() * (tz.abs() / 100 * 60 + tz.abs() % 100);
+    // Widened: `-32768` has no 16-bit absolute value, and its minutes
+    // (-19688) fit the field again.
+    let hhmm = i32::from(tz).abs();
+    let tz_offset = (i32::from(tz.signum()) * (hhmm / 100 * 60 + hhmm % 100)) as i16;
     let mut message = message.to_vec();
     if !message.is_empty() {
         message.push(b'\n');
@@ -461,6 +464,10 @@ mod tests {
         assert_eq!((entry.time, entry.tz_offset), (1_700_000_000, -90));
         assert_eq!(entry.message, b"commit: one\n");
         assert!(parse_line(b"garbage", ObjectFormat::Sha1).is_none());
+        // The most negative 16-bit offset once overflowed on negation.
+        let line = format!("{} {} A <a@b> 1 -32768", "0".repeat(40), "1".repeat(40));
+        let entry = parse_line(line.as_bytes(), ObjectFormat::Sha1).unwrap();
+        assert_eq!(entry.tz_offset, -(327 * 60 + 68));
         let config = b"[core]\n\trepositoryformatversion = 0\n\tbare = true\n";
         assert_eq!(
             String::from_utf8(config_for_reftable(config)).unwrap(),
