@@ -1,0 +1,4 @@
+#![no_main]
+libfuzzer_sys::fuzz_target!(
+    |data: &[u8]| refstore_fuzz_targets::update_ref::update_ref_stdin_z(data)
+);
