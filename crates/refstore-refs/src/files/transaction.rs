@@ -114,6 +114,9 @@ struct Existing<'a> {
     backend: &'a FilesBackend,
     packed: &'a PackedRefs,
     loose_dirs: BTreeMap<Vec<u8>, Vec<Vec<u8>>>,
+    /// The first read error, reported once the check is over (the check's
+    /// interface cannot fail).
+    error: Option<ReadError>,
 }
 
 impl ExistingRefs for Existing<'_> {
@@ -121,11 +124,16 @@ impl ExistingRefs for Existing<'_> {
         let Ok(ref_name) = RefName::new(name) else {
             return false;
         };
-        let loose = self
-            .backend
-            .vfs
-            .stat(&self.backend.loose_path(&ref_name))
-            .is_ok_and(|m| m.kind == FileKind::File);
+        let loose = match self.backend.vfs.stat(&self.backend.loose_path(&ref_name)) {
+            Ok(m) => m.kind == FileKind::File,
+            // A prefix of the name being a file, or a name too long for the
+            // filesystem, is "no such ref" too (locking it reports why).
+            Err(e) if e.is_not_found() || matches!(e.raw_os_error(), Some(20 | 36)) => false,
+            Err(e) => {
+                self.error.get_or_insert(e.into());
+                false
+            }
+        };
         loose || self.packed.find(name).is_some()
     }
 
@@ -137,12 +145,16 @@ impl ExistingRefs for Existing<'_> {
         let dir_len = from.iter().rposition(|&b| b == b'/').map_or(0, |i| i + 1);
         let dir = from[..dir_len].to_vec();
         let backend = self.backend;
+        let error = &mut self.error;
         let names = self.loose_dirs.entry(dir.clone()).or_insert_with(|| {
             // Packed refs are searched separately; only loose names here.
-            backend
-                .loose_names(&dir)
-                .map(|names| names.into_iter().map(|n| n.as_bytes().to_vec()).collect())
-                .unwrap_or_default()
+            match backend.loose_names(&dir) {
+                Ok(names) => names.into_iter().map(|n| n.as_bytes().to_vec()).collect(),
+                Err(e) => {
+                    error.get_or_insert(e);
+                    Vec::new()
+                }
+            }
         });
         let i = names.partition_point(|n| n.as_slice() < from);
         let loose = names.get(i).cloned();
@@ -483,9 +495,14 @@ impl FilesBackend {
             backend: self,
             packed: &packed,
             loose_dirs: BTreeMap::new(),
+            error: None,
         };
+        let conflicts = availability::check(&missing, &affected, &mut existing);
+        if let Some(e) = existing.error {
+            return Err(e.into());
+        }
         let mut blocked: BTreeMap<RefName, Rejection> = BTreeMap::new();
-        for c in availability::check(&missing, &affected, &mut existing) {
+        for c in conflicts {
             let reason = if c.in_transaction {
                 Rejection::ConflictInTransaction { other: c.existing }
             } else {
