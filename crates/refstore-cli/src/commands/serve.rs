@@ -34,7 +34,7 @@ pub struct Args {
     timeout: f64,
     /// The largest fetch request body accepted, in bytes after
     /// decompression (answered 413 beyond).
-    #[arg(long, value_name = "bytes", default_value_t = 256 << 20)]
+    #[arg(long, value_name = "bytes", default_value_t = 10 << 20)]
     max_fetch_request: u64,
     /// The largest push request body (commands and pack) accepted, in
     /// bytes after decompression (answered 413 beyond).

@@ -70,7 +70,9 @@ impl ServeOptions {
             workers: 16,
             max_connections: 512,
             timeout: Duration::from_secs(60),
-            max_fetch_request: 256 << 20,
+            // As git http-backend (GIT_HTTP_MAX_REQUEST_BUFFER): room for
+            // some 200k "have" lines, and a fetch request is held in memory.
+            max_fetch_request: 10 << 20,
             max_push_request: 8 << 30,
             config_overrides: Vec::new(),
         }
