@@ -130,6 +130,7 @@ fn every_fault_in_storing_a_pack_fails_cleanly() {
             workload: &workload,
             state: &state,
             partial: Some(&pack_all_or_nothing),
+            absorbed: None,
             next: &next_write,
         }));
     }
@@ -166,6 +167,7 @@ fn every_fault_in_a_loose_object_batch_fails_cleanly() {
             workload: &workload,
             state: &state,
             partial: None,
+            absorbed: None,
             next: &next_write,
         }));
     }

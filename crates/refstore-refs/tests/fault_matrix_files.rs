@@ -361,6 +361,7 @@ fn every_fault_in_a_transaction_fails_cleanly() {
                 workload: &workload,
                 state: &state,
                 partial: Some(&refs_old_or_new_with_their_logs),
+                absorbed: None,
                 next: &next_write,
             }));
         }
@@ -392,6 +393,7 @@ fn every_fault_in_pack_refs_fails_cleanly() {
             workload: &workload,
             state: &state,
             partial: None,
+            absorbed: None,
             next: &next_write,
         }));
     }

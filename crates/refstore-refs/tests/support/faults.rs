@@ -99,6 +99,9 @@ pub struct Case<'a> {
     /// Decides a run that failed between the first and the last visible
     /// change; `None`: each file before or after ([`files_old_or_new`]).
     pub partial: Option<Rule<'a>>,
+    /// An extra check of a run whose fault the store absorbed (it reads as
+    /// after the fault-free run in any case).
+    pub absorbed: Option<Rule<'a>>,
     /// A write run after the faulted one, which must succeed.
     pub next: &'a dyn Fn(&SimFs) -> Result<(), String>,
 }
@@ -272,6 +275,19 @@ fn judge(
                 return Err(format!(
                     "the workload succeeded but the store reads\n{state_now}\ninstead of\n{state_after}"
                 ));
+            }
+            if let Some(check) = case.absorbed {
+                check(&Faulted {
+                    fault,
+                    result,
+                    fs,
+                    before,
+                    after,
+                    state_before,
+                    state_after,
+                    state_now: &state_now,
+                    trace,
+                })?;
             }
         }
         Err(message) => {
