@@ -90,19 +90,24 @@ fn write_ref<W: Write>(
     peel: bool,
 ) -> Result<(), UploadPackError> {
     let (mut id, mut peeled) = ([0; 64], [0; 64]);
+    // Only the parts this line has: a million lines pass through here.
     let mut parts: [&[u8]; 8] = [&[]; 8];
     parts[0] = offered.id.encode_hex(&mut id);
     parts[1] = b" ";
     parts[2] = offered.name;
+    let mut len = 3;
     if let (true, Some(target)) = (symrefs, offered.symref_target) {
-        parts[3] = b" symref-target:";
-        parts[4] = target.as_bytes();
+        parts[len] = b" symref-target:";
+        parts[len + 1] = target.as_bytes();
+        len += 2;
     }
     if let (true, Some(id)) = (peel, &offered.peeled) {
-        parts[5] = b" peeled:";
-        parts[6] = id.encode_hex(&mut peeled);
+        parts[len] = b" peeled:";
+        parts[len + 1] = id.encode_hex(&mut peeled);
+        len += 2;
     }
-    parts[7] = b"\n";
-    out.write_parts(&parts)?;
+    parts[len] = b"\n";
+    len += 1;
+    out.write_parts(&parts[..len])?;
     Ok(())
 }
