@@ -111,7 +111,20 @@ fn slow_clients_are_dropped_without_starving_real_ones() {
 
     // A real client is served at once, long before the slow ones are gone.
     let asked = Instant::now();
-    let o = git_net(home, home, &["ls-remote", &server.url("proj.git")]);
+    // curl gives up if the server sends nothing for the timeout, so a
+    // starved client fails this test instead of hanging it.
+    let o = git_net(
+        home,
+        home,
+        &[
+            "-c",
+            "http.lowSpeedLimit=1",
+            "-c",
+            "http.lowSpeedTime=3",
+            "ls-remote",
+            &server.url("proj.git"),
+        ],
+    );
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(
         stdout(&o).lines().find(|l| l.ends_with("refs/heads/main")),
@@ -147,6 +160,43 @@ fn slow_clients_are_dropped_without_starving_real_ones() {
     let (code, log) = server.stop();
     assert_eq!(code, Some(0), "{log}");
     assert!(log.contains("status=408"), "{log}");
+}
+
+#[test]
+fn connections_beyond_the_limit_get_503_and_slow_clients_do_not_delay_shutdown() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path();
+    let root = home.join("root");
+    setup(home, &root);
+    let server = Served::start(home, &root, &["--max-connections", "2", "--timeout", "60"]);
+    let silent = TcpStream::connect(&server.addr).unwrap();
+    let trickler = TcpStream::connect(&server.addr).unwrap();
+    let writer = trickler.try_clone().unwrap();
+    let trickling = std::thread::spawn(move || {
+        trickle(
+            writer,
+            b"GET /proj.git/info/refs?service=git-upload-pack HTTP/1.1\r\n".to_vec(),
+            Duration::from_millis(100),
+        )
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    let (status, answer) = server.raw("GET /proj.git/info/refs?service=git-upload-pack");
+    assert_eq!(status, 503, "{answer}");
+
+    // SIGTERM: the request still arriving is given up, the idle
+    // connection closed, long before the 60 s timeout.
+    let stopping = Instant::now();
+    let (code, log) = server.stop();
+    assert_eq!(code, Some(0), "{log}");
+    assert!(
+        stopping.elapsed() < Duration::from_secs(10),
+        "shutdown took {:?} with slow clients connected",
+        stopping.elapsed()
+    );
+    assert!(log.contains("too many connections"), "{log}");
+    drop(silent);
+    drop(trickler);
+    trickling.join().unwrap();
 }
 
 /// A chunked body made of `data` in chunks of at most 1000 bytes.

@@ -36,7 +36,12 @@ pub(super) fn serve(state: &State, stream: TcpStream, shutdown: &AtomicBool) {
         input.get_mut().restart();
         output.get_mut().restart();
         let started = Instant::now();
-        let head = match head::read(&mut input) {
+        // A head still arriving when the server shuts down is given up
+        // on: a slow client must not hold up the exit for `timeout`.
+        input.get_mut().abandon_when(Some(shutdown));
+        let head = head::read(&mut input);
+        input.get_mut().abandon_when(None);
+        let head = match head {
             Ok(head) => head,
             Err(HeadError::Closed) => break,
             Err(e) => {

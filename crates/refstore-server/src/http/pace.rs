@@ -10,35 +10,42 @@
 
 use std::io::{self, Read, Write};
 use std::net::TcpStream;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
+
+/// How often a read that may be abandoned looks at its flag.
+const POLL: Duration = Duration::from_millis(100);
 
 /// The slowest transfer rate a client may keep up for long, in bytes per
 /// second.
 pub const MIN_RATE: u64 = 64 << 10;
 
 /// One direction of a connection, with its allowance.
-pub struct Paced {
+pub struct Paced<'a> {
     stream: TcpStream,
+    /// While set, reads give up (as too slow) once this flag is set.
+    abandon: Option<&'a AtomicBool>,
     timeout: Duration,
     waited: Duration,
     moved: u64,
     writing: bool,
 }
 
-impl Paced {
+impl<'a> Paced<'a> {
     /// The reading side of `stream`.
-    pub fn reader(stream: TcpStream, timeout: Duration) -> Paced {
+    pub fn reader(stream: TcpStream, timeout: Duration) -> Paced<'a> {
         Paced::new(stream, timeout, false)
     }
 
     /// The writing side of `stream`.
-    pub fn writer(stream: TcpStream, timeout: Duration) -> Paced {
+    pub fn writer(stream: TcpStream, timeout: Duration) -> Paced<'a> {
         Paced::new(stream, timeout, true)
     }
 
-    fn new(stream: TcpStream, timeout: Duration, writing: bool) -> Paced {
+    fn new(stream: TcpStream, timeout: Duration, writing: bool) -> Paced<'a> {
         Paced {
             stream,
+            abandon: None,
             timeout,
             waited: Duration::ZERO,
             moved: 0,
@@ -50,6 +57,12 @@ impl Paced {
     pub fn restart(&mut self) {
         self.waited = Duration::ZERO;
         self.moved = 0;
+    }
+
+    /// Makes reads give up once `flag` is set (`None`: never). A server
+    /// that shuts down abandons requests that have not fully arrived.
+    pub fn abandon_when(&mut self, flag: Option<&'a AtomicBool>) {
+        self.abandon = flag;
     }
 
     /// The socket.
@@ -99,17 +112,31 @@ fn too_slow(writing: bool) -> io::Error {
     io::Error::new(io::ErrorKind::TimedOut, what)
 }
 
-impl Read for Paced {
+impl Read for Paced<'_> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let left = self.remaining()?;
-        self.stream.set_read_timeout(Some(left))?;
-        let since = Instant::now();
-        let result = self.stream.read(buf);
-        self.account(since, result)
+        loop {
+            let mut left = self.remaining()?;
+            if let Some(flag) = self.abandon {
+                if flag.load(Ordering::Relaxed) {
+                    return Err(too_slow(false));
+                }
+                left = left.min(POLL);
+            }
+            self.stream.set_read_timeout(Some(left))?;
+            let since = Instant::now();
+            let result = self.stream.read(buf);
+            match self.account(since, result) {
+                // A slice of the wait ran out, not the allowance.
+                Err(e) if e.kind() == io::ErrorKind::TimedOut && self.abandon.is_some() => {
+                    self.remaining()?;
+                }
+                other => return other,
+            }
+        }
     }
 }
 
-impl Write for Paced {
+impl Write for Paced<'_> {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         let left = self.remaining()?;
         self.stream.set_write_timeout(Some(left))?;
@@ -184,6 +211,24 @@ mod tests {
         }
         client.write_all(b"d").unwrap();
         paced.read_exact(&mut [0u8; 1]).unwrap();
+    }
+
+    #[test]
+    fn an_abandoned_read_gives_up_soon_after_the_flag() {
+        let (_client, server) = pair();
+        let flag = AtomicBool::new(false);
+        let mut paced = Paced::reader(server, Duration::from_secs(30));
+        paced.abandon_when(Some(&flag));
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                std::thread::sleep(Duration::from_millis(300));
+                flag.store(true, Ordering::Relaxed);
+            });
+            let started = Instant::now();
+            let err = paced.read(&mut [0u8; 4]).unwrap_err();
+            assert_eq!(err.kind(), io::ErrorKind::TimedOut);
+            assert!(started.elapsed() < Duration::from_secs(5));
+        });
     }
 
     #[test]
