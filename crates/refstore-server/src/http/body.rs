@@ -449,6 +449,48 @@ mod tests {
             .is_err());
     }
 
+    proptest::proptest! {
+        #[test]
+        fn chunked_bodies_decode_to_what_was_encoded(
+            data in proptest::collection::vec(proptest::num::u8::ANY, 0..3000),
+            sizes in proptest::collection::vec(1usize..700, 1..20),
+            next in proptest::collection::vec(proptest::num::u8::ANY, 0..20),
+        ) {
+            let mut wire = Vec::new();
+            let mut rest = &data[..];
+            for size in sizes.iter().cycle() {
+                if rest.is_empty() {
+                    break;
+                }
+                let (chunk, tail) = rest.split_at((*size).min(rest.len()));
+                wire.extend_from_slice(format!("{:X}\r\n", chunk.len()).as_bytes());
+                wire.extend_from_slice(chunk);
+                wire.extend_from_slice(b"\r\n");
+                rest = tail;
+            }
+            wire.extend_from_slice(b"0\r\n\r\n");
+            wire.extend_from_slice(&next);
+            let mut input = &wire[..];
+            let mut body = Framed::new(&mut input, Framing::Chunked);
+            let mut out = Vec::new();
+            body.read_to_end(&mut out).unwrap();
+            proptest::prop_assert!(body.is_done());
+            proptest::prop_assert_eq!(out, data);
+            proptest::prop_assert_eq!(input, &next[..]);
+        }
+
+        #[test]
+        fn any_bytes_as_a_chunked_body_end_or_fail_without_panic(
+            wire in proptest::collection::vec(proptest::num::u8::ANY, 0..600),
+        ) {
+            let mut input = &wire[..];
+            let mut out = Vec::new();
+            if Framed::new(&mut input, Framing::Chunked).read_to_end(&mut out).is_ok() {
+                proptest::prop_assert!(out.len() < wire.len());
+            }
+        }
+    }
+
     #[test]
     fn length_bodies_stop_at_their_length() {
         let mut input = &b"hello, next"[..];

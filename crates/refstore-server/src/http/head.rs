@@ -206,6 +206,42 @@ mod tests {
         assert!(matches!(parse("\r\n\r\n"), Err(HeadError::Closed)));
     }
 
+    proptest::proptest! {
+        #[test]
+        fn any_bytes_give_a_head_or_an_error_within_the_limit(
+            bytes in proptest::collection::vec(proptest::num::u8::ANY, 0..2000),
+        ) {
+            let mut input = &bytes[..];
+            if let Ok(head) = read(&mut input) {
+                let consumed = bytes.len() - input.len();
+                proptest::prop_assert!(consumed <= MAX_HEAD);
+                proptest::prop_assert!(head.fields.len() <= MAX_FIELDS);
+                proptest::prop_assert!(!head.method.is_empty() && !head.target.is_empty());
+            }
+        }
+
+        #[test]
+        fn heads_written_out_read_back(
+            target in "/[a-z0-9/._%?=&-]{0,60}",
+            fields in proptest::collection::vec(("[A-Za-z][A-Za-z0-9-]{0,15}", "[ -~]{0,40}"), 0..10),
+        ) {
+            let mut text = format!("POST {target} HTTP/1.1\r\n");
+            for (name, value) in &fields {
+                text.push_str(&format!("{name}: {value}\r\n"));
+            }
+            text.push_str("\r\nbody");
+            let mut input = text.as_bytes();
+            let head = read(&mut input).unwrap();
+            proptest::prop_assert_eq!(input, b"body");
+            proptest::prop_assert_eq!(&head.target, &target);
+            let expected: Vec<(String, String)> = fields
+                .iter()
+                .map(|(n, v)| (n.clone(), v.trim().to_owned()))
+                .collect();
+            proptest::prop_assert_eq!(head.fields, expected);
+        }
+    }
+
     #[test]
     fn heads_beyond_the_limits_are_too_large() {
         let long = format!("GET /{} HTTP/1.1\r\n\r\n", "a".repeat(MAX_HEAD));
