@@ -103,9 +103,10 @@ impl<'a, W: Write> Exchange<'a, W> {
             self.reusable = false;
         }
         let mut text = format!(
-            "HTTP/1.{} {status} {}\r\nServer: refstore\r\n",
+            "HTTP/1.{} {status} {}\r\nServer: refstore\r\nDate: {}\r\n",
             u8::from(self.http11),
-            reason(status)
+            reason(status),
+            http_date(std::time::SystemTime::now())
         );
         for (name, value) in headers {
             text.push_str(&format!("{name}: {value}\r\n"));
@@ -183,6 +184,36 @@ impl<'a, W: Write> Exchange<'a, W> {
     }
 }
 
+/// `time` as an HTTP date (RFC 9110 5.6.7): `Sun, 06 Nov 1994 08:49:37 GMT`.
+fn http_date(time: std::time::SystemTime) -> String {
+    let seconds = time
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let (days, of_day) = (seconds / 86_400, seconds % 86_400);
+    // 1970-01-01 was a Thursday.
+    let weekday = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"][(days % 7) as usize];
+    // Days to civil date, after Howard Hinnant's algorithm: eras of 400
+    // years starting on March 1st.
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    let month = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ][(month - 1) as usize];
+    format!(
+        "{weekday}, {day:02} {month} {year} {:02}:{:02}:{:02} GMT",
+        of_day / 3600,
+        of_day / 60 % 60,
+        of_day % 60
+    )
+}
+
 /// A streamed body: each write is one chunk (or raw bytes for HTTP/1.0).
 struct Body<'a, W: Write> {
     out: &'a mut W,
@@ -255,6 +286,18 @@ mod tests {
         let text = String::from_utf8(out).unwrap();
         assert!(text.contains("Connection: close\r\n"));
         assert!(text.ends_with("\r\n\r\nhello"), "{text:?}");
+    }
+
+    #[test]
+    fn dates_are_written_as_http_wants_them() {
+        use std::time::{Duration, UNIX_EPOCH};
+        let at = |s| http_date(UNIX_EPOCH + Duration::from_secs(s));
+        assert_eq!(at(0), "Thu, 01 Jan 1970 00:00:00 GMT");
+        assert_eq!(at(784_111_777), "Sun, 06 Nov 1994 08:49:37 GMT");
+        assert_eq!(at(951_782_400), "Tue, 29 Feb 2000 00:00:00 GMT");
+        // 2100 is no leap year.
+        assert_eq!(at(4_107_542_399), "Sun, 28 Feb 2100 23:59:59 GMT");
+        assert_eq!(at(4_107_542_400), "Mon, 01 Mar 2100 00:00:00 GMT");
     }
 
     #[test]
