@@ -2,7 +2,7 @@
 //! record the peeled values of annotated tags (reftable keeps them beside
 //! each ref, as git's and JGit's writers do).
 
-use crate::Odb;
+use crate::{ObjectKind, Odb};
 use refstore_refs::{ObjectFormat, ObjectId, PeelObjects};
 use std::path::PathBuf;
 use std::sync::{Mutex, OnceLock};
@@ -17,7 +17,15 @@ pub struct TagPeeler {
     /// `None` once opening failed: nothing can be peeled then, and a ref
     /// is written without a peeled value, which readers handle by asking
     /// the object database themselves.
-    odb: OnceLock<Option<Mutex<Odb>>>,
+    odb: OnceLock<Option<Mutex<Peeling>>>,
+}
+
+/// The open database and the last answer: a transaction often sets many
+/// refs to one object.
+#[derive(Debug)]
+struct Peeling {
+    odb: Odb,
+    last: Option<(ObjectId, Option<ObjectId>)>,
 }
 
 impl TagPeeler {
@@ -33,15 +41,27 @@ impl TagPeeler {
 
 impl PeelObjects for TagPeeler {
     fn peel(&self, id: &ObjectId) -> Option<ObjectId> {
-        let odb = self
+        let peeling = self
             .odb
             .get_or_init(|| {
-                Odb::open(&self.objects_dir, self.format)
-                    .ok()
-                    .map(Mutex::new)
+                let odb = Odb::open(&self.objects_dir, self.format).ok()?;
+                Some(Mutex::new(Peeling { odb, last: None }))
             })
             .as_ref()?;
-        let odb = odb.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        odb.peel(id).ok().flatten()
+        let mut peeling = peeling
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some((last, answer)) = peeling.last {
+            if last == *id {
+                return answer;
+            }
+        }
+        // Only a tag is read whole; for anything else its header says so.
+        let answer = match peeling.odb.kind(id) {
+            Ok(Some(ObjectKind::Tag)) => peeling.odb.peel(id).ok().flatten(),
+            _ => None,
+        };
+        peeling.last = Some((*id, answer));
+        answer
     }
 }
