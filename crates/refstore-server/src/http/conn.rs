@@ -62,6 +62,8 @@ pub(super) fn serve(state: &State, stream: TcpStream, shutdown: &AtomicBool) {
             break;
         }
     }
+    // Whatever is still buffered goes out before the sending side closes.
+    drop(output);
     linger(input.get_ref().stream());
 }
 
