@@ -14,6 +14,7 @@ mod hex;
 pub mod name;
 pub mod oid;
 pub mod peel;
+mod plan;
 pub mod reftable;
 pub mod transaction;
 pub mod value;

@@ -28,6 +28,7 @@ use super::packed::{self, PackedRefs};
 use super::{loose, reflog, FilesBackend, ReadError};
 use crate::availability::{self, ExistingRefs};
 pub use crate::error::CommitError;
+use crate::plan::{self, Planned};
 use crate::transaction::{Change, Expected, Outcome, Rejected, Rejection, Transaction};
 use crate::value::Target;
 use crate::RefName;
@@ -53,15 +54,6 @@ pub struct CommitOptions {
     pub log_updates: LogRefUpdates,
     /// The committer signature for reflog lines.
     pub signature: String,
-}
-
-/// One update after symbolic refs were followed.
-struct Planned {
-    index: usize,
-    /// The ref actually changed.
-    target: RefName,
-    /// The symbolic ref the user named, if the update went through one.
-    via: Option<RefName>,
 }
 
 /// Reflog lines appended by a transaction, so that a transaction that fails
@@ -438,48 +430,17 @@ impl FilesBackend {
         options: &'a CommitOptions,
     ) -> Result<Prepared<'a>, CommitError> {
         let mut outcome = Outcome::default();
-        let reject =
-            |outcome: &mut Outcome, name: &RefName, reason: Rejection| -> Result<(), CommitError> {
-                let rejected = Rejected {
-                    name: name.clone(),
-                    reason,
-                };
-                if tx.batch {
-                    outcome.rejected.push(rejected);
-                    Ok(())
-                } else {
-                    Err(CommitError::Rejected(rejected))
-                }
-            };
+        let reject = |outcome: &mut Outcome, name: &RefName, reason: Rejection| {
+            plan::reject(&tx, outcome, name, reason)
+        };
 
         // packed-refs is read once; it is read again under its lock only if
         // the transaction rewrites it.
         let packed = self.packed()?;
 
         // 1. Resolve symbolic refs and reject duplicates.
-        let mut planned: Vec<Planned> = Vec::new();
-        let mut seen: BTreeMap<RefName, Option<RefName>> = BTreeMap::new();
-        for (index, update) in tx.updates.iter().enumerate() {
-            let symbolic_set = matches!(update.change, Change::Set(Target::Symbolic(_)));
-            let target = if update.no_deref || symbolic_set {
-                update.name.clone()
-            } else {
-                self.deref_target(&update.name, &packed)?
-            };
-            let via = (target != update.name).then(|| update.name.clone());
-            if let Some(previous_via) = seen.get(&target) {
-                let reason = match via.as_ref().or(previous_via.as_ref()) {
-                    Some(symref) => Rejection::DuplicateViaSymref {
-                        symref: symref.clone(),
-                    },
-                    None => Rejection::Duplicate,
-                };
-                reject(&mut outcome, &target, reason)?;
-                continue;
-            }
-            seen.insert(target.clone(), via.clone());
-            planned.push(Planned { index, target, via });
-        }
+        let planned =
+            plan::follow_symrefs(&tx, &mut outcome, |name| self.deref_target(name, &packed))?;
 
         // Availability of every touched ref that does not exist yet, against
         // the store and the transaction's other refs (git's rule, in input

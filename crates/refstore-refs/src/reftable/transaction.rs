@@ -26,6 +26,7 @@ use crate::error::{CommitError, ReadError};
 use crate::files::reflog::autocreates;
 use crate::files::transaction::CommitOptions;
 use crate::files::SYMREF_MAX_DEPTH;
+use crate::plan::{self, Planned};
 use crate::transaction::{Change, Expected, Outcome, Rejected, Rejection, Transaction};
 use crate::value::Target;
 use crate::{ObjectId, RefName};
@@ -85,15 +86,6 @@ impl Prepared<'_> {
         }
         Ok(outcome)
     }
-}
-
-/// One update after symbolic refs were followed.
-struct Planned {
-    index: usize,
-    /// The ref actually changed.
-    target: RefName,
-    /// The symbolic ref the user named, if the update went through one.
-    via: Option<RefName>,
 }
 
 /// The stack's refs for the availability check; a read error is kept and
@@ -197,44 +189,12 @@ impl ReftableBackend {
         update_index: u64,
     ) -> Result<(Records, Outcome), CommitError> {
         let mut outcome = Outcome::default();
-        let reject =
-            |outcome: &mut Outcome, name: &RefName, reason: Rejection| -> Result<(), CommitError> {
-                let rejected = Rejected {
-                    name: name.clone(),
-                    reason,
-                };
-                if tx.batch {
-                    outcome.rejected.push(rejected);
-                    Ok(())
-                } else {
-                    Err(CommitError::Rejected(rejected))
-                }
-            };
+        let reject = |outcome: &mut Outcome, name: &RefName, reason: Rejection| {
+            plan::reject(tx, outcome, name, reason)
+        };
 
         // Resolve symbolic refs and reject duplicates.
-        let mut planned: Vec<Planned> = Vec::new();
-        let mut seen: BTreeMap<RefName, Option<RefName>> = BTreeMap::new();
-        for (index, update) in tx.updates.iter().enumerate() {
-            let symbolic_set = matches!(update.change, Change::Set(Target::Symbolic(_)));
-            let target = if update.no_deref || symbolic_set {
-                update.name.clone()
-            } else {
-                deref_target(stack, &update.name)?
-            };
-            let via = (target != update.name).then(|| update.name.clone());
-            if let Some(previous_via) = seen.get(&target) {
-                let reason = match via.as_ref().or(previous_via.as_ref()) {
-                    Some(symref) => Rejection::DuplicateViaSymref {
-                        symref: symref.clone(),
-                    },
-                    None => Rejection::Duplicate,
-                };
-                reject(&mut outcome, &target, reason)?;
-                continue;
-            }
-            seen.insert(target.clone(), via.clone());
-            planned.push(Planned { index, target, via });
-        }
+        let planned = plan::follow_symrefs(tx, &mut outcome, |name| deref_target(stack, name))?;
 
         // Availability of every touched ref that does not exist yet, against
         // the stack and the transaction's other refs, in input order.

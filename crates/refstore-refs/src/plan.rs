@@ -1,0 +1,78 @@
+//! The first steps every backend takes with a transaction: follow each
+//! update's symbolic ref to the ref it changes, refuse a second update of
+//! one ref, and record refusals as the transaction's mode asks (a batch
+//! notes them and goes on; an atomic transaction fails with the first).
+
+use crate::error::CommitError;
+use crate::transaction::{Change, Outcome, Rejected, Rejection, Transaction};
+use crate::value::Target;
+use crate::RefName;
+use std::collections::BTreeMap;
+
+/// One update after symbolic refs were followed.
+pub(crate) struct Planned {
+    /// Its position in the transaction.
+    pub index: usize,
+    /// The ref actually changed.
+    pub target: RefName,
+    /// The symbolic ref the user named, if the update went through one.
+    pub via: Option<RefName>,
+}
+
+/// Refuses the update of `name` for `reason`: noted in `outcome` for a
+/// batch transaction, the transaction's error otherwise.
+pub(crate) fn reject(
+    tx: &Transaction,
+    outcome: &mut Outcome,
+    name: &RefName,
+    reason: Rejection,
+) -> Result<(), CommitError> {
+    let rejected = Rejected {
+        name: name.clone(),
+        reason,
+    };
+    if tx.batch {
+        outcome.rejected.push(rejected);
+        Ok(())
+    } else {
+        Err(CommitError::Rejected(rejected))
+    }
+}
+
+/// The ref each update of `tx` changes: its own name with `no-deref` and
+/// for a symbolic ref being set, otherwise where `deref` follows it. A
+/// second update of one ref, directly or through a symbolic ref, is
+/// refused as git refuses it.
+pub(crate) fn follow_symrefs<E>(
+    tx: &Transaction,
+    outcome: &mut Outcome,
+    mut deref: impl FnMut(&RefName) -> Result<RefName, E>,
+) -> Result<Vec<Planned>, CommitError>
+where
+    CommitError: From<E>,
+{
+    let mut planned: Vec<Planned> = Vec::new();
+    let mut seen: BTreeMap<RefName, Option<RefName>> = BTreeMap::new();
+    for (index, update) in tx.updates.iter().enumerate() {
+        let symbolic_set = matches!(update.change, Change::Set(Target::Symbolic(_)));
+        let target = if update.no_deref || symbolic_set {
+            update.name.clone()
+        } else {
+            deref(&update.name)?
+        };
+        let via = (target != update.name).then(|| update.name.clone());
+        if let Some(previous_via) = seen.get(&target) {
+            let reason = match via.as_ref().or(previous_via.as_ref()) {
+                Some(symref) => Rejection::DuplicateViaSymref {
+                    symref: symref.clone(),
+                },
+                None => Rejection::Duplicate,
+            };
+            reject(tx, outcome, &target, reason)?;
+            continue;
+        }
+        seen.insert(target.clone(), via.clone());
+        planned.push(Planned { index, target, via });
+    }
+    Ok(planned)
+}
