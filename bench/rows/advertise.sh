@@ -46,7 +46,7 @@ for n in 100000 1000000; do
             ours="GIT_PROTOCOL=version=2 $REFSTORE upload-pack --stateless-rpc $repo <$ls_refs >/dev/null"
         fi
         # Both must produce the same advertisement before it is timed.
-        diff <(bash -c "${git_cmd%>/dev/null} | grep -v agent=" ) <(bash -c "${ours%>/dev/null} | grep -v agent=") >/dev/null \
+        diff <(bash -c "${git_cmd%>/dev/null} | grep -a -v agent=" ) <(bash -c "${ours%>/dev/null} | grep -a -v agent=") >/dev/null \
             || echo "warning: advertisements differ for $label $protocol (beyond agent=)" >&2
         variant="$label refs, $protocol"
         compare advertise "$variant" "true" "$git_cmd" "$ours"
