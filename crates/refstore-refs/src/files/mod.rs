@@ -16,6 +16,7 @@ pub use crate::error::ReadError;
 use crate::value::{Peeled, Ref, RefView, Target, TargetView};
 use crate::{ObjectFormat, ObjectId, RefName};
 use packed::{PackedError, PackedRefs, PackedView};
+use refstore_fs::flush::{BatchMechanism, FlushBatch};
 use refstore_fs::{FileKind, Mapped, Vfs};
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
@@ -51,6 +52,8 @@ pub struct FilesBackend {
     git_dir: PathBuf,
     common_dir: PathBuf,
     format: ObjectFormat,
+    /// How the flush points of the `batch` method are carried out.
+    mechanism: BatchMechanism,
 }
 
 impl FilesBackend {
@@ -66,7 +69,22 @@ impl FilesBackend {
             git_dir,
             common_dir,
             format,
+            mechanism: BatchMechanism::default(),
         }
+    }
+
+    /// Chooses how the flush points of the `batch` flush method are carried
+    /// out (one `syncfs` by default; concurrent `fdatasync` calls flush only
+    /// the transaction's own files, which suits hosts with much unrelated
+    /// write traffic).
+    pub fn with_batch_mechanism(mut self, mechanism: BatchMechanism) -> Self {
+        self.mechanism = mechanism;
+        self
+    }
+
+    /// A flush batch for this store's files.
+    fn flush_batch(&self, method: refstore_fs::flush::FlushMethod) -> FlushBatch {
+        FlushBatch::new(self.vfs.clone(), method, &self.common_dir).with_mechanism(self.mechanism)
     }
 
     /// The repository's object format.

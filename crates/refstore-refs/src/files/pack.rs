@@ -62,7 +62,7 @@ impl FilesBackend {
         peel: &dyn Fn(&ObjectId) -> Option<ObjectId>,
     ) -> Result<PackOutcome, CommitError> {
         let vfs = self.vfs.clone();
-        let mut batch = FlushBatch::new(vfs.clone(), options.flush, &self.common_dir);
+        let mut batch = self.flush_batch(options.flush);
         let mut lock = LockFile::acquire(&vfs, self.packed_path(), options.packed_refs_timeout)
             .map_err(|e| match e {
                 LockError::Io(e) => CommitError::Fs(e),
@@ -114,7 +114,7 @@ impl FilesBackend {
             pruned: 0,
         };
         if options.prune {
-            let mut batch = FlushBatch::new(vfs, options.flush, &self.common_dir);
+            let mut batch = self.flush_batch(options.flush);
             for (name, id) in to_prune {
                 if self.prune_loose(&name, &id, options.lock_timeout, &mut batch)? {
                     outcome.pruned += 1;

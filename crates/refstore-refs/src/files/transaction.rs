@@ -476,7 +476,7 @@ impl FilesBackend {
 
         // 2. Lock, check old values, write.
         let vfs = self.vfs.clone();
-        let mut batch = FlushBatch::new(vfs.clone(), options.flush, &self.common_dir);
+        let mut batch = self.flush_batch(options.flush);
         let mut locked: Vec<Locked> = Vec::new();
         for p in planned {
             let update = &tx.updates[p.index];

@@ -20,7 +20,7 @@ use crate::files::{Listing, Resolved, SYMREF_MAX_DEPTH};
 use crate::value::{Ref, Target};
 use crate::{ObjectFormat, ObjectId, PeelObjects, RefName};
 use refstore_fs::config::ReftableSettings;
-use refstore_fs::flush::{FlushBatch, FlushMethod};
+use refstore_fs::flush::{BatchMechanism, FlushBatch, FlushMethod};
 use refstore_fs::Vfs;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -40,6 +40,8 @@ pub struct ReftableOptions {
     /// `reftable.geometricFactor`: each table at least this many times
     /// larger than the next newer one after auto-compaction.
     pub geometric_factor: u32,
+    /// How the flush points of the `batch` flush method are carried out.
+    pub batch_mechanism: BatchMechanism,
 }
 
 impl ReftableOptions {
@@ -53,6 +55,7 @@ impl ReftableOptions {
             lock_timeout: Duration::from_millis(100),
             auto_compaction: true,
             geometric_factor: 2,
+            batch_mechanism: BatchMechanism::default(),
         }
     }
 
@@ -140,6 +143,12 @@ impl ReftableBackend {
         &self.vfs
     }
 
+    /// A flush batch for the stack's files.
+    pub(super) fn flush_batch(&self, method: FlushMethod) -> FlushBatch {
+        FlushBatch::new(self.vfs.clone(), method, &self.dir)
+            .with_mechanism(self.options.batch_mechanism)
+    }
+
     /// The stack as `tables.list` names it now, read afresh.
     pub fn stack(&self) -> Result<Stack, StackError> {
         Stack::open(self.vfs.clone(), self.dir.clone())
@@ -181,7 +190,7 @@ impl ReftableBackend {
     /// before the new table is listed, the old tables removed afterwards.
     pub fn compact_all(&self, flush: FlushMethod) -> Result<(), StackError> {
         let mut stack = self.stack()?;
-        let mut batch = FlushBatch::new(self.vfs.clone(), flush, &self.dir);
+        let mut batch = self.flush_batch(flush);
         stack.compact_all(self.options.write, self.options.lock_timeout, &mut batch)
     }
 

@@ -175,7 +175,7 @@ impl ReftableBackend {
             lock,
             update_index,
             records,
-            batch: FlushBatch::new(self.vfs.clone(), options.flush, &self.dir),
+            batch: self.flush_batch(options.flush),
             outcome,
         })
     }
