@@ -9,6 +9,17 @@
 //! new, each with its reflog to match, and takes back its reflog lines
 //! without ever cutting a line another writer appended.
 //!
+//! Non-atomic batches (git's `update-ref --batch-updates`: the 10-ref mix,
+//! an update through HEAD and one update rejected for its old value) run
+//! under the same faults and methods: a fault either fails the batch as it
+//! fails an atomic transaction, or makes the update it hit rejected with a
+//! reason naming the OS error, and then the store reads exactly as the
+//! batch without the rejected updates would leave it, reflogs included.
+//!
+//! The `batch` method's concurrent-`fdatasync` flush point runs a
+//! representative part of the matrix too: an fsync failure of any one of
+//! the files flushed together fails the transaction as cleanly.
+//!
 //! Then "crash, restart, write again": after a crash at every point of a
 //! transaction, the next writer finds git's situation: a stale `<ref>.lock`
 //! makes updates of that ref fail with git's "Unable to create
@@ -17,7 +28,7 @@
 mod support;
 
 use refstore_fs::config::LogRefUpdates;
-use refstore_fs::flush::FlushMethod;
+use refstore_fs::flush::{BatchMechanism, FlushMethod};
 use refstore_fs::sim::{CrashOptions, SimFs};
 use refstore_fs::{Op, Vfs};
 use refstore_refs::files::pack::PackOptions;
@@ -26,6 +37,7 @@ use refstore_refs::files::FilesBackend;
 use refstore_refs::transaction::{Change, Expected, Transaction, Update};
 use refstore_refs::value::Target;
 use refstore_refs::{ObjectFormat, ObjectId, RefName};
+use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
@@ -146,15 +158,32 @@ fn update(name: RefName, old: Option<ObjectId>, new: Option<ObjectId>) -> Update
 }
 
 fn commit(fs: &SimFs, updates: Vec<Update>, flush: FlushMethod) -> Result<(), String> {
+    commit_with(fs, updates, false, (flush, BatchMechanism::default())).map(|_| ())
+}
+
+/// Commits `updates` (as a non-atomic batch if `batch`); returns the
+/// rejected updates as (ref, message).
+fn commit_with(
+    fs: &SimFs,
+    updates: Vec<Update>,
+    batch: bool,
+    (flush, mechanism): (FlushMethod, BatchMechanism),
+) -> Result<Vec<(String, String)>, String> {
     let tx = Transaction {
         updates,
+        batch,
         message: Some("fault matrix".into()),
         ..Transaction::default()
     };
-    backend(fs)
+    let outcome = backend(fs)
+        .with_batch_mechanism(mechanism)
         .commit(&tx, &options(flush))
-        .map(|_| ())
-        .map_err(|e| e.to_string())
+        .map_err(|e| e.to_string())?;
+    Ok(outcome
+        .rejected
+        .iter()
+        .map(|r| (r.name.to_string(), r.to_string()))
+        .collect())
 }
 
 /// The transactions of the matrix, by name.
@@ -202,6 +231,78 @@ fn transactions() -> Vec<(&'static str, Vec<Update>)> {
             }],
         ),
     ]
+}
+
+/// The non-atomic batch of the matrix: the 10-ref mix, an update through
+/// HEAD, and an update of a packed tag expecting a value it does not have
+/// (rejected in every run).
+fn batch_updates() -> Vec<Update> {
+    let mut updates: Vec<Update> = (0..10)
+        .map(|i| {
+            let (old, new) = before_after(i);
+            update(name(i), old, new)
+        })
+        .collect();
+    updates.push(update(
+        RefName::new("HEAD").unwrap(),
+        Some(id(7)),
+        Some(id(13)),
+    ));
+    updates.push(update(
+        RefName::new("refs/tags/v1").unwrap(),
+        Some(id(3)),
+        Some(id(14)),
+    ));
+    updates
+}
+
+/// Runs every fault of the batch under `method`: a run that rejects the
+/// faulted update must leave the store as the batch without its rejected
+/// updates leaves a fresh copy of the repository.
+fn batch_matrix(label: &str, method: (FlushMethod, BatchMechanism)) -> Tally {
+    let rejections = RefCell::new(Vec::new());
+    let workload = |fs: &SimFs| {
+        rejections.borrow_mut().clear();
+        let rejected = commit_with(fs, batch_updates(), true, method)?;
+        *rejections.borrow_mut() = rejected;
+        Ok(())
+    };
+    let rule = |run: &Faulted<'_>| {
+        // HEAD's update is made (and rejected) as its branch's.
+        let target = |u: &Update| match u.name.as_bytes() {
+            b"HEAD" => main_ref().to_string(),
+            _ => u.name.to_string(),
+        };
+        let kept: Vec<Update> = batch_updates()
+            .into_iter()
+            .filter(|u| !run.rejected.iter().any(|(name, _)| *name == target(u)))
+            .collect();
+        let fresh = setup();
+        commit_with(&fresh, kept, true, method)?;
+        let wanted = state(&fresh)?;
+        if run.state_now != wanted {
+            return Err(format!(
+                "the batch rejected {:?} but the store reads\n{}\ninstead of\n{wanted}",
+                run.rejected, run.state_now
+            ));
+        }
+        Ok(())
+    };
+    faults::run_batch(
+        &Case {
+            label: label.to_owned(),
+            setup: &setup,
+            workload: &workload,
+            state: &state,
+            partial: Some(&refs_old_or_new_with_their_logs),
+            absorbed: None,
+            next: &next_write,
+        },
+        &faults::Batch {
+            rejections: &|| rejections.borrow().clone(),
+            rule: &rule,
+        },
+    )
 }
 
 /// Refs (HEAD resolved) and reflogs, one per line; an error if
@@ -368,6 +469,57 @@ fn every_fault_in_a_transaction_fails_cleanly() {
     }
     tally.print("files transactions");
     assert!(tally.failed > 500, "{tally:?}");
+}
+
+#[test]
+fn every_fault_in_a_batch_fails_cleanly_or_rejects_its_update() {
+    let mut tally = Tally::default();
+    for method in METHODS {
+        let label = format!("files, batch of 12, {}", method.name());
+        tally.add(batch_matrix(&label, (method, BatchMechanism::default())));
+    }
+    tally.print("files batch transactions");
+    assert!(tally.failed > 100 && tally.rejected > 10, "{tally:?}");
+}
+
+/// The 10-ref transaction, the update through HEAD and the batch with the
+/// `batch` method flushing by concurrent `fdatasync` calls.
+#[test]
+fn every_fault_with_concurrent_fsync_fails_cleanly() {
+    let method = (FlushMethod::Batch, BatchMechanism::ConcurrentFsync);
+    // The flush point is several fdatasync calls, not one syncfs.
+    let fs = setup();
+    fs.start_tracing();
+    commit_with(&fs, batch_updates(), true, method).unwrap();
+    let ops = fs.traced_ops();
+    let fdatasyncs = ops.iter().filter(|(op, _)| *op == Op::Fdatasync).count();
+    assert!(fdatasyncs > 10 && !ops.iter().any(|(op, _)| *op == Op::Syncfs));
+    let mut tally = Tally::default();
+    for (label, updates) in transactions() {
+        if !matches!(label, "10 refs" | "update through HEAD") {
+            continue;
+        }
+        let workload = |fs: &SimFs| commit_with(fs, updates.clone(), false, method).map(|_| ());
+        tally.add(faults::run(&Case {
+            label: format!("files, {label}, batch with concurrent fsync"),
+            setup: &setup,
+            workload: &workload,
+            state: &state,
+            partial: Some(&refs_old_or_new_with_their_logs),
+            absorbed: None,
+            next: &next_write,
+        }));
+    }
+    tally.add(batch_matrix(
+        "files, batch of 12, batch with concurrent fsync",
+        method,
+    ));
+    tally.print("files transactions, concurrent fsync");
+    assert!(tally.failed > 50, "{tally:?}");
+    assert!(
+        tally.absorbed_ops.keys().all(|op| op != "Fdatasync"),
+        "{tally:?}"
+    );
 }
 
 #[test]

@@ -7,6 +7,15 @@
 //! of them a transaction is all-or-nothing: the stack reads as before or as
 //! after, whatever failed.
 //!
+//! Non-atomic batches (git's `update-ref --batch-updates`: the 10-ref mix,
+//! an update through HEAD and one update rejected for its old value) are
+//! held to the same rules, or, where a fault makes an update rejected
+//! instead, to reading exactly as the batch without the rejected updates.
+//!
+//! The `batch` method's concurrent-`fdatasync` flush point runs a
+//! representative part of the matrix too: an fsync failure of any one of
+//! the files flushed together fails the transaction as cleanly.
+//!
 //! Then "crash, restart, write again": after a crash at every point of a
 //! transaction and its compaction, a stale `tables.list.lock` makes the
 //! next write fail with git's "Unable to create '...lock': File exists"
@@ -16,7 +25,7 @@
 mod support;
 
 use refstore_fs::config::LogRefUpdates;
-use refstore_fs::flush::FlushMethod;
+use refstore_fs::flush::{BatchMechanism, FlushMethod};
 use refstore_fs::sim::{CrashOptions, SimFs};
 use refstore_fs::{Op, Vfs};
 use refstore_refs::files::transaction::CommitOptions;
@@ -24,6 +33,7 @@ use refstore_refs::reftable::{ReftableBackend, ReftableOptions, Stack};
 use refstore_refs::transaction::{Change, Expected, Transaction, Update};
 use refstore_refs::value::Target;
 use refstore_refs::{ObjectFormat, ObjectId, RefName};
+use std::cell::RefCell;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
@@ -96,15 +106,44 @@ fn commit_with(
     updates: Vec<Update>,
     flush: FlushMethod,
 ) -> Result<(), String> {
+    commit_batch(store, updates, false, flush).map(|_| ())
+}
+
+/// Commits `updates` (as a non-atomic batch if `batch`); returns the
+/// rejected updates as (ref, message).
+fn commit_batch(
+    store: &ReftableBackend,
+    updates: Vec<Update>,
+    batch: bool,
+    flush: FlushMethod,
+) -> Result<Vec<(String, String)>, String> {
     let tx = Transaction {
         updates,
+        batch,
         message: Some("fault matrix".into()),
         ..Transaction::default()
     };
-    store
+    let outcome = store
         .commit(&tx, &options(flush))
-        .map(|_| ())
-        .map_err(|e| e.to_string())
+        .map_err(|e| e.to_string())?;
+    Ok(outcome
+        .rejected
+        .iter()
+        .map(|r| (r.name.to_string(), r.to_string()))
+        .collect())
+}
+
+/// A store whose `batch` flush points use `mechanism`.
+fn backend_with(fs: &SimFs, auto_compaction: bool, mechanism: BatchMechanism) -> ReftableBackend {
+    let store = backend_compacting(fs, auto_compaction);
+    let mut options = *store.options();
+    options.batch_mechanism = mechanism;
+    ReftableBackend::new(
+        Arc::new(fs.clone()),
+        Path::new("/repo/.git"),
+        ObjectFormat::Sha1,
+        options,
+    )
 }
 
 /// A stack of two tables: a large one with HEAD on `main`, 40 filler
@@ -279,6 +318,71 @@ fn transactions() -> Vec<(&'static str, Vec<Update>, bool)> {
     ]
 }
 
+/// The non-atomic batch of the matrix: the 10-ref mix, an update through
+/// HEAD, and an update of a tag expecting a value it does not have
+/// (rejected in every run).
+fn batch_updates() -> Vec<Update> {
+    let mut updates: Vec<Update> = (0..10)
+        .map(|i| {
+            let (old, new) = before_after(i);
+            set(name(i), old, new)
+        })
+        .collect();
+    updates.push(set(refname("HEAD"), Some(id(7)), Some(id(13))));
+    updates.push(set(refname("refs/tags/v1"), Some(id(3)), Some(id(14))));
+    updates
+}
+
+/// Runs every fault of the batch (with auto-compaction) under `method`: a
+/// run that rejects the faulted update must leave the stack as the batch
+/// without its rejected updates leaves a fresh copy of the repository.
+fn batch_matrix(label: &str, (flush, mechanism): (FlushMethod, BatchMechanism)) -> Tally {
+    let rejections = RefCell::new(Vec::new());
+    let workload = |fs: &SimFs| {
+        rejections.borrow_mut().clear();
+        let store = backend_with(fs, true, mechanism);
+        let rejected = commit_batch(&store, batch_updates(), true, flush)?;
+        *rejections.borrow_mut() = rejected;
+        Ok(())
+    };
+    let rule = |run: &Faulted<'_>| {
+        // HEAD's update is made (and rejected) as its branch's.
+        let target = |u: &Update| match u.name.as_bytes() {
+            b"HEAD" => "refs/heads/main".to_owned(),
+            _ => u.name.to_string(),
+        };
+        let kept: Vec<Update> = batch_updates()
+            .into_iter()
+            .filter(|u| !run.rejected.iter().any(|(name, _)| *name == target(u)))
+            .collect();
+        let fresh = setup();
+        commit_batch(&backend_with(&fresh, true, mechanism), kept, true, flush)?;
+        let wanted = state(&fresh)?;
+        if run.state_now != wanted {
+            return Err(format!(
+                "the batch rejected {:?} but the stack reads\n{}\ninstead of\n{wanted}",
+                run.rejected, run.state_now
+            ));
+        }
+        Ok(())
+    };
+    faults::run_batch(
+        &Case {
+            label: label.to_owned(),
+            setup: &setup,
+            workload: &workload,
+            state: &state,
+            partial: Some(&faults::state_old_or_new),
+            absorbed: Some(&no_orphans_but_kept_ones),
+            next: &next_write,
+        },
+        &faults::Batch {
+            rejections: &|| rejections.borrow().clone(),
+            rule: &rule,
+        },
+    )
+}
+
 const METHODS: [FlushMethod; 3] = [FlushMethod::Fsync, FlushMethod::Batch, FlushMethod::None];
 
 fn tables(fs: &SimFs) -> usize {
@@ -318,6 +422,53 @@ fn every_fault_in_a_transaction_leaves_all_or_nothing() {
     }
     tally.print("reftable transactions");
     assert!(tally.failed > 150, "{tally:?}");
+}
+
+#[test]
+fn every_fault_in_a_batch_leaves_all_or_nothing() {
+    let mut tally = Tally::default();
+    for method in METHODS {
+        let label = format!("reftable, batch of 12, {}", method.name());
+        tally.add(batch_matrix(&label, (method, BatchMechanism::default())));
+    }
+    tally.print("reftable batch transactions");
+    assert!(tally.failed > 50, "{tally:?}");
+}
+
+/// The 10-ref transaction, the update through HEAD (both with
+/// auto-compaction) and the batch with the `batch` method flushing by
+/// concurrent `fdatasync` calls.
+#[test]
+fn every_fault_with_concurrent_fsync_leaves_all_or_nothing() {
+    let mechanism = BatchMechanism::ConcurrentFsync;
+    let mut tally = Tally::default();
+    for (label, updates, auto_compaction) in transactions() {
+        if !matches!(
+            label,
+            "10 refs with auto-compaction" | "update through HEAD"
+        ) {
+            continue;
+        }
+        let workload = |fs: &SimFs| {
+            let store = backend_with(fs, auto_compaction, mechanism);
+            commit_with(&store, updates.clone(), FlushMethod::Batch)
+        };
+        tally.add(faults::run(&Case {
+            label: format!("reftable, {label}, batch with concurrent fsync"),
+            setup: &setup,
+            workload: &workload,
+            state: &state,
+            partial: Some(&faults::state_old_or_new),
+            absorbed: Some(&no_orphans_but_kept_ones),
+            next: &next_write,
+        }));
+    }
+    tally.add(batch_matrix(
+        "reftable, batch of 12, batch with concurrent fsync",
+        (FlushMethod::Batch, mechanism),
+    ));
+    tally.print("reftable transactions, concurrent fsync");
+    assert!(tally.failed > 30, "{tally:?}");
 }
 
 #[test]

@@ -17,6 +17,12 @@
 //!   its content from before or from the fault-free run, nothing else);
 //! - leave a store that opens and takes the case's next write.
 //!
+//! A batch workload (git's `update-ref --batch-updates`) may also succeed
+//! with a faulted update rejected instead ([`run_batch`]): then every
+//! rejection the fault-free run did not make names the OS error, no lock or
+//! temporary file is left, and the case's batch rule decides the store
+//! (typically: it reads as the transaction without the rejected updates).
+//!
 //! Shared by the matrices of refstore-refs and refstore-odb.
 #![allow(dead_code)]
 
@@ -81,6 +87,9 @@ pub struct Faulted<'a> {
     /// The operations of the fault-free run (the fault is at
     /// `fault.index`).
     pub trace: &'a [(Op, PathBuf)],
+    /// The updates a batch workload rejected in this run, as (ref, message)
+    /// (empty for other workloads).
+    pub rejected: &'a [(String, String)],
 }
 
 /// A rule for a faulted run.
@@ -106,6 +115,16 @@ pub struct Case<'a> {
     pub next: &'a dyn Fn(&SimFs) -> Result<(), String>,
 }
 
+/// How a batch workload reports what it rejected, and the rule for a run
+/// in which the fault made an update rejected.
+pub struct Batch<'a> {
+    /// The updates the last run of the workload rejected, as (ref, message).
+    pub rejections: &'a dyn Fn() -> Vec<(String, String)>,
+    /// Decides a run that succeeded with more rejections than the
+    /// fault-free run.
+    pub rule: Rule<'a>,
+}
+
 /// What a matrix covered.
 #[derive(Debug, Default, Clone)]
 pub struct Tally {
@@ -118,6 +137,9 @@ pub struct Tally {
     /// Faulted runs whose fault the store absorbed (the result is the
     /// fault-free one).
     pub absorbed: usize,
+    /// Faulted runs of a batch that succeeded with the faulted update
+    /// rejected.
+    pub rejected: usize,
     /// The kinds of operation whose faults were absorbed, and how often.
     pub absorbed_ops: BTreeMap<String, usize>,
 }
@@ -129,6 +151,7 @@ impl Tally {
         self.faults += other.faults;
         self.failed += other.failed;
         self.absorbed += other.absorbed;
+        self.rejected += other.rejected;
         for (op, n) in other.absorbed_ops {
             *self.absorbed_ops.entry(op).or_default() += n;
         }
@@ -136,8 +159,12 @@ impl Tally {
 
     /// Prints the summary line of a matrix (visible with `--nocapture`).
     pub fn print(&self, matrix: &str) {
+        let rejected = match self.rejected {
+            0 => String::new(),
+            n => format!(", {n} rejected one update"),
+        };
         println!(
-            "fault matrix {matrix}: {} cases, {} faults injected ({} failed cleanly, {} absorbed: {:?})",
+            "fault matrix {matrix}: {} cases, {} faults injected ({} failed cleanly{rejected}, {} absorbed: {:?})",
             self.cases, self.faults, self.failed, self.absorbed, self.absorbed_ops
         );
     }
@@ -175,6 +202,17 @@ fn changes_view(op: Op, path: &Path) -> bool {
 /// Runs every fault of `case`; panics with a description of the first run
 /// that breaks a rule.
 pub fn run(case: &Case<'_>) -> Tally {
+    run_with(case, None)
+}
+
+/// [`run`] for a batch workload, which may also reject a faulted update
+/// and commit the rest.
+pub fn run_batch(case: &Case<'_>, batch: &Batch<'_>) -> Tally {
+    run_with(case, Some(batch))
+}
+
+fn run_with(case: &Case<'_>, batch: Option<&Batch<'_>>) -> Tally {
+    let rejections = || batch.map(|b| (b.rejections)()).unwrap_or_default();
     let clean = (case.setup)();
     let before = files(&clean);
     let state_before = (case.state)(&clean)
@@ -182,6 +220,7 @@ pub fn run(case: &Case<'_>) -> Tally {
     clean.start_tracing();
     (case.workload)(&clean).unwrap_or_else(|e| panic!("{}: fault-free run: {e}", case.label));
     let trace = clean.traced_ops();
+    let rejected_without_fault = rejections();
     let after = files(&clean);
     let state_after = (case.state)(&clean).expect("the fault-free result reads");
     let first_change = trace.iter().position(|(op, p)| changes_view(*op, p));
@@ -217,10 +256,15 @@ pub fn run(case: &Case<'_>) -> Tally {
                 case.label
             );
             tally.faults += 1;
+            // Rejections the fault caused, beyond the fault-free run's.
+            let rejected: Vec<(String, String)> = rejections()
+                .into_iter()
+                .filter(|r| !rejected_without_fault.contains(r))
+                .collect();
             let verdict = judge(
-                case,
+                (case, batch),
                 &fault,
-                &result,
+                (&result, &rejected),
                 &fs,
                 (&before, &after),
                 (&state_before, &state_after),
@@ -233,6 +277,7 @@ pub fn run(case: &Case<'_>) -> Tally {
                 );
             }
             match result {
+                Ok(()) if !rejected.is_empty() => tally.rejected += 1,
                 Ok(()) => {
                     tally.absorbed += 1;
                     *tally.absorbed_ops.entry(format!("{op:?}")).or_default() += 1;
@@ -245,9 +290,9 @@ pub fn run(case: &Case<'_>) -> Tally {
 }
 
 fn judge(
-    case: &Case<'_>,
+    (case, batch): (&Case<'_>, Option<&Batch<'_>>),
     fault: &Placed,
-    result: &Result<(), String>,
+    (result, rejected): (&Result<(), String>, &[(String, String)]),
     fs: &SimFs,
     (before, after): (&FileMap, &FileMap),
     (state_before, state_after): (&str, &str),
@@ -269,7 +314,29 @@ fn judge(
     }
     now.retain(|p, _| !is_leftover(p));
     let state_now = (case.state)(fs).map_err(|e| format!("the store does not read: {e}"))?;
+    let view = Faulted {
+        fault,
+        result,
+        fs,
+        before,
+        after,
+        state_before,
+        state_after,
+        state_now: &state_now,
+        trace,
+        rejected,
+    };
     match result {
+        Ok(()) if !rejected.is_empty() => {
+            let batch = batch.expect("only batch workloads report rejections");
+            let os = std::io::Error::from_raw_os_error(fault.errno).to_string();
+            if let Some((name, message)) = rejected.iter().find(|(_, m)| !m.contains(&os)) {
+                return Err(format!(
+                    "{name} was rejected with a reason that does not say what failed ({os}): {message}"
+                ));
+            }
+            (batch.rule)(&view)?;
+        }
         Ok(()) => {
             if state_now != state_after {
                 return Err(format!(
@@ -277,17 +344,7 @@ fn judge(
                 ));
             }
             if let Some(check) = case.absorbed {
-                check(&Faulted {
-                    fault,
-                    result,
-                    fs,
-                    before,
-                    after,
-                    state_before,
-                    state_after,
-                    state_now: &state_now,
-                    trace,
-                })?;
+                check(&view)?;
             }
         }
         Err(message) => {
@@ -295,17 +352,6 @@ fn judge(
             if !message.contains(&os) {
                 return Err(format!("the error does not say what failed ({os})"));
             }
-            let view = Faulted {
-                fault,
-                result,
-                fs,
-                before,
-                after,
-                state_before,
-                state_after,
-                state_now: &state_now,
-                trace,
-            };
             // The failed operation itself had no effect.
             if first_change.is_none_or(|first| fault.index <= first) {
                 if now != *before {
