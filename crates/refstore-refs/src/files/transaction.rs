@@ -496,6 +496,7 @@ impl FilesBackend {
                 Ok(None) if p.target.is_root_ref() => None,
                 Ok(None) => packed.find(p.target.as_bytes()).map(|r| (r.target, true)),
                 Err(ReadError::BrokenRef { .. }) => {
+                    lock.rollback()?;
                     reject(&mut outcome, &update.name, Rejection::Broken)?;
                     continue;
                 }
@@ -537,6 +538,10 @@ impl FilesBackend {
                 },
             };
             if let Err(reason) = check {
+                // A lock left behind would block every later update of the
+                // ref: one that cannot be removed fails the transaction
+                // (nothing is changed yet), naming the file to remove.
+                lock.rollback()?;
                 reject(&mut outcome, &p.target, reason)?;
                 continue;
             }
