@@ -305,10 +305,19 @@ fn judge(
         if fault.op != Op::Unlink || !same_file(&fault.path, left) {
             return Err(format!("{} was left behind", left.display()));
         }
-        if let Err(message) = result {
-            if !message.contains(&*left.to_string_lossy()) {
+        match result {
+            Err(message) if !message.contains(&*left.to_string_lossy()) => {
                 return Err(format!("the error does not name {}", left.display()));
             }
+            // A batch that reports success leaves nothing in the way of
+            // the next update of any ref.
+            Ok(()) if batch.is_some() => {
+                return Err(format!(
+                    "the batch succeeded but {} was left behind",
+                    left.display()
+                ));
+            }
+            _ => {}
         }
         fs.unlink(left).map_err(|e| e.to_string())?;
     }
