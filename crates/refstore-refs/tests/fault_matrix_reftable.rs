@@ -441,6 +441,34 @@ fn every_fault_in_a_batch_leaves_all_or_nothing() {
 #[test]
 fn every_fault_with_concurrent_fsync_leaves_all_or_nothing() {
     let mechanism = BatchMechanism::ConcurrentFsync;
+    // The flush points are fdatasync calls (the table and tables.list.lock
+    // together), not one syncfs.
+    let fs = setup();
+    fs.start_tracing();
+    commit_batch(
+        &backend_with(&fs, true, mechanism),
+        batch_updates(),
+        true,
+        FlushMethod::Batch,
+    )
+    .unwrap();
+    let ops = fs.traced_ops();
+    let fdatasyncs = ops.iter().filter(|(op, _)| *op == Op::Fdatasync).count();
+    assert!(fdatasyncs >= 2 && !ops.iter().any(|(op, _)| *op == Op::Syncfs));
+    // The transaction's own fdatasync failing fails it (the matrix's
+    // absorbed fdatasync faults are the compaction's, after it).
+    for skip in 0..2 {
+        let fs = setup();
+        let before = state(&fs).unwrap();
+        fs.inject(refstore_fs::sim::Fault {
+            skip,
+            ..refstore_fs::sim::Fault::first(Op::Fdatasync, refstore_fs::sim::EIO)
+        });
+        let store = backend_with(&fs, true, mechanism);
+        let err = commit_batch(&store, batch_updates(), true, FlushMethod::Batch).unwrap_err();
+        assert!(err.contains("os error 5"), "{err}");
+        assert_eq!(state(&fs).unwrap(), before);
+    }
     let mut tally = Tally::default();
     for (label, updates, auto_compaction) in transactions() {
         if !matches!(
