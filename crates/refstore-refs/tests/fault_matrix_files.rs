@@ -482,8 +482,9 @@ fn every_fault_in_a_batch_fails_cleanly_or_rejects_its_update() {
     assert!(tally.failed > 100 && tally.rejected > 10, "{tally:?}");
 }
 
-/// The 10-ref transaction, the update through HEAD and the batch with the
-/// `batch` method flushing by concurrent `fdatasync` calls.
+/// The 10-ref transaction, the update through HEAD, the batch and
+/// `pack-refs` with the `batch` method flushing by concurrent `fdatasync`
+/// calls.
 #[test]
 fn every_fault_with_concurrent_fsync_fails_cleanly() {
     let method = (FlushMethod::Batch, BatchMechanism::ConcurrentFsync);
@@ -514,6 +515,16 @@ fn every_fault_with_concurrent_fsync_fails_cleanly() {
         "files, batch of 12, batch with concurrent fsync",
         method,
     ));
+    let workload = |fs: &SimFs| pack_refs(fs, method);
+    tally.add(faults::run(&Case {
+        label: "files, pack-refs --all, batch with concurrent fsync".into(),
+        setup: &setup,
+        workload: &workload,
+        state: &state,
+        partial: None,
+        absorbed: None,
+        next: &next_write,
+    }));
     tally.print("files transactions, concurrent fsync");
     assert!(tally.failed > 50, "{tally:?}");
     assert!(
@@ -526,19 +537,7 @@ fn every_fault_with_concurrent_fsync_fails_cleanly() {
 fn every_fault_in_pack_refs_fails_cleanly() {
     let mut tally = Tally::default();
     for method in METHODS {
-        let workload = |fs: &SimFs| {
-            let options = PackOptions {
-                all: true,
-                prune: true,
-                flush: method,
-                lock_timeout: Duration::ZERO,
-                packed_refs_timeout: Duration::ZERO,
-            };
-            backend(fs)
-                .pack_refs(&options, &|_| None)
-                .map(|_| ())
-                .map_err(|e| e.to_string())
-        };
+        let workload = |fs: &SimFs| pack_refs(fs, (method, BatchMechanism::default()));
         tally.add(faults::run(&Case {
             label: format!("files, pack-refs --all, {}", method.name()),
             setup: &setup,
@@ -551,6 +550,22 @@ fn every_fault_in_pack_refs_fails_cleanly() {
     }
     tally.print("files pack-refs");
     assert!(tally.failed > 100, "{tally:?}");
+}
+
+/// `pack-refs --all --prune`.
+fn pack_refs(fs: &SimFs, (flush, mechanism): (FlushMethod, BatchMechanism)) -> Result<(), String> {
+    let options = PackOptions {
+        all: true,
+        prune: true,
+        flush,
+        lock_timeout: Duration::ZERO,
+        packed_refs_timeout: Duration::ZERO,
+    };
+    backend(fs)
+        .with_batch_mechanism(mechanism)
+        .pack_refs(&options, &|_| None)
+        .map(|_| ())
+        .map_err(|e| e.to_string())
 }
 
 /// After a crash at any point of the 10-ref transaction, the next writer
