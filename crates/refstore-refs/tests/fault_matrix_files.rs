@@ -533,6 +533,50 @@ fn every_fault_with_concurrent_fsync_fails_cleanly() {
     );
 }
 
+/// With more files than a concurrent-fdatasync batch keeps open, the
+/// batch flushes groups early, while refs are still being locked: an
+/// fdatasync failing in any group fails the transaction before anything
+/// changes.
+#[test]
+fn an_early_flushed_group_failing_fails_cleanly() {
+    let updates: Vec<Update> = (0..300)
+        .map(|i| {
+            update(
+                RefName::new(format!("refs/heads/many/{i}")).unwrap(),
+                None,
+                Some(id(3000 + i)),
+            )
+        })
+        .collect();
+    let method = (FlushMethod::Batch, BatchMechanism::ConcurrentFsync);
+    let fs = setup();
+    fs.start_tracing();
+    commit_with(&fs, updates.clone(), false, method).unwrap();
+    let fdatasyncs = fs
+        .traced_ops()
+        .iter()
+        .filter(|(op, _)| *op == Op::Fdatasync)
+        .count();
+    assert!(fdatasyncs >= 300, "{fdatasyncs}");
+    for skip in [0, 255, 256, fdatasyncs - 1] {
+        let fs = setup();
+        let before = faults::files(&fs);
+        fs.inject(refstore_fs::sim::Fault {
+            skip,
+            ..refstore_fs::sim::Fault::first(Op::Fdatasync, refstore_fs::sim::EIO)
+        });
+        let err = commit_with(&fs, updates.clone(), false, method).unwrap_err();
+        assert!(err.contains("os error 5"), "fdatasync {skip}: {err}");
+        let now = faults::files(&fs);
+        assert!(
+            now == before,
+            "fdatasync {skip}:\n{}",
+            faults::diff(&before, &now)
+        );
+        next_write(&fs).unwrap();
+    }
+}
+
 #[test]
 fn every_fault_in_pack_refs_fails_cleanly() {
     let mut tally = Tally::default();
