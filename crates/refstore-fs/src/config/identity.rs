@@ -53,17 +53,19 @@ pub(super) fn committer(
                 .into_owned();
             format!("{login}@{host}")
         });
-    let time = match env("GIT_COMMITTER_DATE") {
+    let (seconds, offset_seconds) = match env("GIT_COMMITTER_DATE") {
         Some(date) => {
-            gix_date::parse(&date, None).map_err(|_| format!("invalid date format: {date}"))?
+            let time =
+                gix_date::parse(&date, None).map_err(|_| format!("invalid date format: {date}"))?;
+            (time.seconds, time.offset)
         }
-        None => gix_date::Time::now_local_or_utc(),
+        None => super::clock::now_local(),
     };
     Ok(Identity {
         name,
         email,
-        seconds: time.seconds,
-        offset_seconds: time.offset,
+        seconds,
+        offset_seconds,
     })
 }
 

@@ -12,6 +12,7 @@
 //! Invalid values produce git's messages (`bad boolean config value 'maybe'
 //! for 'core.bare'`); the command line shows them as `fatal:` and exits 128.
 
+mod clock;
 mod fsync;
 mod identity;
 mod overrides;
