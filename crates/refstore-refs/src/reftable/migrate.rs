@@ -414,6 +414,11 @@ fn path_of(name: &RefName) -> &Path {
 #[doc(hidden)]
 pub fn parse_line(line: &[u8], format: ObjectFormat) -> Option<LogEntry> {
     let hex = format.hex_len();
+    // `<old> <new> <who>`: git refuses a line whose ids are not followed by
+    // single spaces.
+    if line.get(hex) != Some(&b' ') || line.get(2 * hex + 1) != Some(&b' ') {
+        return None;
+    }
     let old_id = ObjectId::from_hex_in(line.get(..hex)?, format).ok()?;
     let new_id = ObjectId::from_hex_in(line.get(hex + 1..2 * hex + 1)?, format).ok()?;
     let rest = line.get(2 * hex + 2..)?;
@@ -450,6 +455,23 @@ pub fn parse_line(line: &[u8], format: ObjectFormat) -> Option<LogEntry> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ids_must_be_followed_by_spaces() {
+        let zero = "0".repeat(40);
+        let one = "1".repeat(40);
+        let good = format!("{zero} {one} C O Mitter <c@example.com> 1700000000 +0000\tmsg");
+        assert!(parse_line(good.as_bytes(), ObjectFormat::Sha1).is_some());
+        for bad in [
+            format!("{zero}x{one} C O Mitter <c@example.com> 1700000000 +0000\tmsg"),
+            format!("{zero} {one}xC O Mitter <c@example.com> 1700000000 +0000\tmsg"),
+        ] {
+            assert!(
+                parse_line(bad.as_bytes(), ObjectFormat::Sha1).is_none(),
+                "{bad}"
+            );
+        }
+    }
 
     #[test]
     fn reflog_lines_and_config() {
