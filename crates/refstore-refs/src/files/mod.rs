@@ -377,63 +377,78 @@ impl FilesBackend {
                 }
             }
         };
-        let corrupt = |error| ReadError::Packed {
-            path: path.clone(),
-            error,
+        // Loose refs shadow packed ones of the same name. Both lists are
+        // sorted: the loose ones are merged in as the packed ones go by,
+        // so a store with everything packed streams the file's text to the
+        // visitor untouched.
+        let mut loose = loose_names.iter().peekable();
+        let mut failure = None;
+        let flow = packed.try_for_each(|view| {
+            // Most packed refs have no loose ref at or before them: one
+            // comparison, then straight to the visitor.
+            if loose
+                .peek()
+                .is_some_and(|name| name.as_bytes() <= view.name)
+            {
+                self.show_loose(&mut loose, Some(view.name), visitor, &mut failure)?;
+                if loose.next_if(|name| name.as_bytes() == view.name).is_some() {
+                    // Shown just now unless broken; either way the packed
+                    // value is shadowed.
+                    return ControlFlow::Continue(());
+                }
+            }
+            show_packed(visitor, view)
+        });
+        let flow = flow.map_err(|error| ReadError::Packed { path, error })?;
+        if flow.is_continue() {
+            let _ = self.show_loose(&mut loose, None, visitor, &mut failure);
+        }
+        failure.map_or(Ok(()), Err)
+    }
+
+    /// Shows `visitor` the loose refs of `loose` that sort before `limit`
+    /// (all of them without one), and the one named `limit` itself, which
+    /// shadows a packed ref; broken ones are skipped, as [`Listing::broken`]
+    /// sets them apart. A read error stops the visit and is kept in
+    /// `failure`.
+    fn show_loose(
+        &self,
+        loose: &mut std::iter::Peekable<std::slice::Iter<'_, RefName>>,
+        limit: Option<&[u8]>,
+        visitor: &mut dyn FnMut(RefView<'_>) -> ControlFlow<()>,
+        failure: &mut Option<ReadError>,
+    ) -> ControlFlow<()> {
+        while let Some(name) = loose.next_if(|name| limit.is_none_or(|l| name.as_bytes() < l)) {
+            self.show_one_loose(name, visitor, failure)?;
+        }
+        if let Some(name) = loose.peek().filter(|name| Some(name.as_bytes()) == limit) {
+            self.show_one_loose(name, visitor, failure)?;
+        }
+        ControlFlow::Continue(())
+    }
+
+    fn show_one_loose(
+        &self,
+        name: &RefName,
+        visitor: &mut dyn FnMut(RefView<'_>) -> ControlFlow<()>,
+        failure: &mut Option<ReadError>,
+    ) -> ControlFlow<()> {
+        let target = match self.read_loose(name) {
+            Ok(Some(target)) => target,
+            Ok(None) | Err(ReadError::BrokenRef { .. }) => return ControlFlow::Continue(()),
+            Err(e) => {
+                *failure = Some(e);
+                return ControlFlow::Break(());
+            }
         };
-        if loose_names.is_empty() {
-            // The common case of a large store: everything is packed, and
-            // the refs go from the file's text to the visitor directly.
-            match &mut packed {
-                PackedSource::Scan(scan) => scan
-                    .try_for_each(|view| show_packed(visitor, view))
-                    .map_err(corrupt)?,
-                PackedSource::Parsed { .. } => {
-                    while let Some(view) = packed.next().transpose().map_err(corrupt)? {
-                        if show_packed(visitor, view).is_break() {
-                            break;
-                        }
-                    }
-                }
-            }
-            return Ok(());
-        }
-        let mut next_packed = || packed.next().transpose().map_err(corrupt);
-        let mut pending = next_packed()?;
-        for name in &loose_names {
-            while let Some(view) = pending.filter(|view| view.name < name.as_bytes()) {
-                if show_packed(visitor, view).is_break() {
-                    return Ok(());
-                }
-                pending = next_packed()?;
-            }
-            if pending.is_some_and(|view| view.name == name.as_bytes()) {
-                pending = next_packed()?;
-            }
-            let target = match self.read_loose(name) {
-                Ok(Some(target)) => target,
-                Ok(None) | Err(ReadError::BrokenRef { .. }) => continue,
-                Err(e) => return Err(e),
-            };
-            let view = RefView {
-                name: name.as_bytes(),
-                target: match &target {
-                    Target::Object(id) => TargetView::Object(*id),
-                    Target::Symbolic(to) => TargetView::Symbolic(to),
-                },
-                peeled: Peeled::Unknown,
-            };
-            if visitor(view).is_break() {
-                return Ok(());
-            }
-        }
-        while let Some(view) = pending {
-            if show_packed(visitor, view).is_break() {
-                return Ok(());
-            }
-            pending = next_packed()?;
-        }
-        Ok(())
+        visitor(RefView {
+            name: name.as_bytes(),
+            target: match &target {
+                Target::Object(id) => TargetView::Object(*id),
+                Target::Symbolic(to) => TargetView::Symbolic(to),
+            },
+            peeled: Peeled::Unknown,
+        })
     }
 
     /// Collects the names of loose refs below `dir` (named `name_prefix`)
@@ -489,19 +504,32 @@ enum PackedSource<'t> {
 }
 
 impl<'t> PackedSource<'t> {
-    fn next(&mut self) -> Option<Result<PackedView<'t>, PackedError>> {
+    /// Shows `visit` the refs in order until it breaks; says whether it did.
+    fn try_for_each(
+        &mut self,
+        mut visit: impl FnMut(PackedView<'t>) -> ControlFlow<()>,
+    ) -> Result<ControlFlow<()>, PackedError> {
+        let mut flow = ControlFlow::Continue(());
         match self {
-            PackedSource::Scan(scan) => scan.next(),
+            PackedSource::Scan(scan) => scan.try_for_each(|view| {
+                flow = visit(view);
+                flow
+            })?,
             PackedSource::Parsed {
                 packed,
                 next,
                 prefix,
             } => {
-                let view = packed.view(*next).filter(|v| v.name.starts_with(prefix))?;
-                *next += 1;
-                Some(Ok(view))
+                while let Some(view) = packed.view(*next).filter(|v| v.name.starts_with(prefix)) {
+                    *next += 1;
+                    flow = visit(view);
+                    if flow.is_break() {
+                        break;
+                    }
+                }
             }
         }
+        Ok(flow)
     }
 }
 
