@@ -26,8 +26,31 @@ fn ok(home: &Path, cwd: &Path, args: &[&str], input: &str) -> String {
     stdout(&out)
 }
 
-fn id(n: u32) -> String {
-    format!("{n:040x}")
+/// Writes `count` distinct commits into the repository at `work` (update-ref
+/// refuses ids of objects the repository lacks, as git does); entry 0 is the
+/// null id.
+fn commits(home: &Path, work: &Path, count: u32) -> Vec<String> {
+    let tree = ok(
+        home,
+        work,
+        &["hash-object", "-t", "tree", "-w", "--stdin"],
+        "",
+    );
+    let mut ids = vec!["0".repeat(40)];
+    for n in 1..count {
+        let body = format!(
+            "tree {}\nauthor A <a@example.com> {n} +0000\ncommitter C <c@example.com> {n} +0000\n\ncommit {n}\n",
+            tree.trim()
+        );
+        let id = ok(
+            home,
+            work,
+            &["hash-object", "-t", "commit", "-w", "--stdin"],
+            &body,
+        );
+        ids.push(id.trim().to_owned());
+    }
+    ids
 }
 
 fn log(name: &str, old: &str, new: &str, message: &str) -> String {
@@ -85,6 +108,8 @@ fn ref_commands_write_what_jgit_reads() {
     );
     let work = home.join("w");
     let git_dir = work.join(".git");
+    let ids = commits(home, &work, 10);
+    let id = |n: usize| ids[n].clone();
     let null = id(0);
 
     let stdin = format!(

@@ -108,6 +108,10 @@ pub enum Rejection {
     Locked(String),
     /// The ref's file exists but holds no valid value.
     Broken,
+    /// The new value names an object the repository does not have.
+    NonexistentObject(ObjectId),
+    /// The new value of a branch (`refs/heads/…`) is not a commit.
+    NonCommitOnBranch(ObjectId),
 }
 
 /// A rejected update and why.
@@ -145,6 +149,16 @@ impl fmt::Display for Rejected {
             ),
             Rejection::Locked(message) => write!(f, "cannot lock ref '{name}': {message}"),
             Rejection::Broken => write!(f, "cannot lock ref '{name}': unable to resolve reference '{name}': reference broken"),
+            Rejection::NonexistentObject(id) => write!(
+                f,
+                "cannot update ref '{name}': trying to write ref '{name}' with nonexistent object {}",
+                id.to_hex()
+            ),
+            Rejection::NonCommitOnBranch(id) => write!(
+                f,
+                "cannot update ref '{name}': trying to write non-commit object {} to branch '{name}'",
+                id.to_hex()
+            ),
         }
     }
 }

@@ -1,8 +1,10 @@
 //! `refstore update-ref`: change refs safely, one or many in a transaction.
 
+mod new_values;
 mod stdin;
 
 use crate::context::{Fatal, Globals, Repo};
+use new_values::{CheckError, NewValueCheck};
 use refstore_fs::config::Component;
 use refstore_odb::TagPeeler;
 use refstore_refs::backend::{self, Backend, Location, PreparedTransaction};
@@ -100,6 +102,10 @@ pub(crate) fn commit_options(repo: &Repo) -> Result<CommitOptions, Fatal> {
     })
 }
 
+fn new_value_check(repo: &Repo, backend: &dyn Backend) -> Result<NewValueCheck, Fatal> {
+    NewValueCheck::open(&repo.location.common_dir.join("objects"), backend).map_err(Fatal::new)
+}
+
 fn usage() -> Result<u8, Fatal> {
     use clap::CommandFactory;
     #[derive(clap::Parser)]
@@ -128,7 +134,8 @@ pub fn run(args: Args, globals: &Globals) -> Result<u8, Fatal> {
         if !args.args.is_empty() || args.delete {
             return usage();
         }
-        return run_stdin(&args, backend, &options, tx);
+        let check = new_value_check(&repo, backend)?;
+        return run_stdin(&args, backend, &options, tx, check);
     }
     if args.nul || args.batch_updates {
         return usage();
@@ -170,6 +177,11 @@ pub fn run(args: Args, globals: &Globals) -> Result<u8, Fatal> {
         expected,
         no_deref: args.no_deref,
     });
+    let mut check = new_value_check(&repo, backend)?;
+    check.check(backend, &mut tx).map_err(|e| match e {
+        CheckError::Refused(r) => Fatal::new(format!("update_ref failed for ref '{name}': {r}")),
+        CheckError::Read(e) => Fatal::new(e),
+    })?;
     backend.commit(&tx, &options).map_err(|e| {
         let reason = match e {
             CommitError::Rejected(r) => r.to_string(),
@@ -214,6 +226,7 @@ fn run_stdin(
     backend: &dyn Backend,
     options: &CommitOptions,
     template: Transaction,
+    mut check: NewValueCheck,
 ) -> Result<u8, Fatal> {
     let fresh = || Transaction {
         updates: Vec::new(),
@@ -225,6 +238,19 @@ fn run_stdin(
     let fail = |verb: &str, e: CommitError| match e {
         CommitError::Rejected(r) => Fatal::new(format!("{verb}: {r}")),
         other => Fatal::new(format!("{verb}: {other}")),
+    };
+    // New values are checked when a transaction is handed to the backend;
+    // with --batch-updates the refused ones are reported with the backend's
+    // rejections.
+    let mut checked = |mut tx: Transaction, verb: Option<&str>| {
+        check
+            .check(backend, &mut tx)
+            .map(|rejected| (tx, rejected))
+            .map_err(|e| match (e, verb) {
+                (CheckError::Refused(r), Some(verb)) => Fatal::new(format!("{verb}: {r}")),
+                (CheckError::Refused(r), None) => Fatal::new(r),
+                (CheckError::Read(e), _) => Fatal::new(e),
+            })
     };
     let mut state = State::Open(fresh());
     while let Some(command) = parser.next_command().map_err(Fatal::new)? {
@@ -251,6 +277,8 @@ fn run_stdin(
             }
             (stdin::Command::NoDerefNext, state @ (State::Open(_) | State::Started(_))) => state,
             (stdin::Command::Prepare, State::Open(tx) | State::Started(tx)) => {
+                let (tx, refused) = checked(tx, Some("prepare"))?;
+                report_rejected(&refused);
                 let prepared = backend
                     .prepare(Cow::Owned(tx), options)
                     .map_err(|e| fail("prepare", e))?;
@@ -258,6 +286,8 @@ fn run_stdin(
                 State::Prepared(prepared)
             }
             (stdin::Command::Commit, State::Open(tx) | State::Started(tx)) => {
+                let (tx, refused) = checked(tx, Some("commit"))?;
+                report_rejected(&refused);
                 let outcome = backend
                     .prepare(Cow::Owned(tx), options)
                     .and_then(|p| p.commit())
@@ -289,11 +319,15 @@ fn run_stdin(
     // At the end of input an implicit transaction commits; one begun with
     // `start` and not committed is abandoned, as in git.
     match state {
-        State::Open(tx) => match backend.commit(&tx, options) {
-            Ok(outcome) => report_rejected(&outcome.rejected),
-            Err(CommitError::Rejected(r)) => return Err(Fatal::new(r)),
-            Err(e) => return Err(Fatal::new(e)),
-        },
+        State::Open(tx) => {
+            let (tx, refused) = checked(tx, None)?;
+            report_rejected(&refused);
+            match backend.commit(&tx, options) {
+                Ok(outcome) => report_rejected(&outcome.rejected),
+                Err(CommitError::Rejected(r)) => return Err(Fatal::new(r)),
+                Err(e) => return Err(Fatal::new(e)),
+            }
+        }
         State::Prepared(p) => p.abort().map_err(Fatal::new)?,
         State::Started(_) | State::Closed => {}
     }
