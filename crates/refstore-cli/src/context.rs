@@ -136,6 +136,9 @@ impl Globals {
         for warning in config.warnings() {
             eprintln!("warning: {warning}");
         }
+        if let Some(age) = settings.stale_lock_age {
+            refstore_fs::stale::recover_stale_locks(&location.common_dir, age);
+        }
         Ok(Repo {
             location,
             config,

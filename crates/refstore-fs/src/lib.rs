@@ -68,6 +68,7 @@ pub mod lock;
 mod mapped;
 pub mod real;
 pub mod sim;
+pub mod stale;
 mod vfs;
 
 pub use mapped::Mapped;

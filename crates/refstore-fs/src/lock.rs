@@ -10,6 +10,7 @@
 //! error names the lock file and says what to do, as git does.
 
 use crate::flush::FlushBatch;
+use crate::stale;
 use crate::vfs::{self, Vfs, VfsFile};
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -73,6 +74,9 @@ pub struct LockFile {
     lock_path: PathBuf,
     file: Option<Box<dyn VfsFile>>,
     held: bool,
+    /// Set where stale locks are recovered: this process's holder record
+    /// stays published while the lock is held.
+    holding: Option<stale::Holding>,
 }
 
 impl fmt::Debug for LockFile {
@@ -96,18 +100,27 @@ impl LockFile {
         let lock_path = lock_path_for(&target);
         let deadline = Instant::now() + timeout;
         let mut backoff = Duration::from_millis(1);
+        // A holder record that cannot be published (a read-only directory,
+        // say) only means this lock is protected by its age alone.
+        let record = stale::before_create(vfs, &lock_path).ok().flatten();
         loop {
             match vfs.create_exclusive(&lock_path) {
                 Ok(file) => {
+                    let holding = record.map(|r| stale::after_create(&lock_path, r));
                     return Ok(LockFile {
                         vfs: vfs.clone(),
                         target,
                         lock_path,
                         file: Some(file),
                         held: true,
-                    })
+                        holding,
+                    });
                 }
                 Err(e) if e.is_already_exists() => {
+                    // An abandoned lock is removed and the lock taken at once.
+                    if record.is_some() && stale::recover(vfs, &lock_path).unwrap_or(false) {
+                        continue;
+                    }
                     let now = Instant::now();
                     if now >= deadline {
                         return Err(LockError::Held { lock_path });
@@ -164,6 +177,7 @@ impl LockFile {
         self.file = None;
         self.vfs.rename(&self.lock_path, &self.target)?;
         self.held = false;
+        self.holding = None;
         if let Some(dir) = self.target.parent() {
             batch.dir_changed(dir);
         }
@@ -181,7 +195,9 @@ impl LockFile {
             return Ok(());
         }
         self.held = false;
-        self.vfs.unlink(&self.lock_path)
+        let removed = self.vfs.unlink(&self.lock_path);
+        self.holding = None;
+        removed
     }
 }
 

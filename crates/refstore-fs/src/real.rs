@@ -91,6 +91,19 @@ impl VfsFile for RealFile {
     fn start_writeout(&mut self) -> Result<()> {
         start_writeout(&self.fd).map_err(|e| err(Op::StartWriteout, &self.path, e))
     }
+
+    fn try_flock(&mut self) -> Result<bool> {
+        match retry_eintr(|| {
+            rustix::fs::flock(
+                &self.fd,
+                rustix::fs::FlockOperation::NonBlockingLockExclusive,
+            )
+        }) {
+            Ok(()) => Ok(true),
+            Err(rustix::io::Errno::WOULDBLOCK) => Ok(false),
+            Err(e) => Err(err(Op::Flock, &self.path, e)),
+        }
+    }
 }
 
 /// `sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WRITE)`: queue the file's dirty

@@ -42,6 +42,7 @@ pub enum Op {
     StartWriteout,
     SetTimes,
     Truncate,
+    Flock,
 }
 
 impl Op {
@@ -63,6 +64,7 @@ impl Op {
             Op::Fsync => "fsync",
             Op::Fdatasync => "fdatasync",
             Op::FsyncDir => "fsync directory",
+            Op::Flock => "lock",
             Op::Syncfs => "syncfs",
             Op::StartWriteout => "start write-back of",
             Op::SetTimes => "set times of",
@@ -181,6 +183,13 @@ pub trait VfsFile: Send {
     /// without a cache flush (`sync_file_range(SYNC_FILE_RANGE_WRITE)`).
     /// Guarantees nothing about durability on its own.
     fn start_writeout(&mut self) -> Result<()>;
+    /// Takes an exclusive advisory lock (`flock(2)`) on the open file without
+    /// waiting; false if another open file description holds one. The lock
+    /// goes with the handle, and with the process when it dies. A filesystem
+    /// model with a single process (`SimFs`) always grants it.
+    fn try_flock(&mut self) -> Result<bool> {
+        Ok(true)
+    }
 }
 
 /// The filesystem, as refstore uses it.

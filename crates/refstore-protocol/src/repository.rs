@@ -83,6 +83,9 @@ impl Repository {
         let mut config = Config::load(Some(&location.git_dir), overrides).map_err(config_error)?;
         config.check_repository_format().map_err(config_error)?;
         let settings = config.settings().map_err(config_error)?;
+        if let Some(age) = settings.stale_lock_age {
+            refstore_fs::stale::recover_stale_locks(&location.common_dir, age);
+        }
         let object_format = ObjectFormat::from_name(settings.object_format).ok_or_else(|| {
             OpenError::Config(format!(
                 "unknown object format '{}'",

@@ -140,6 +140,10 @@ pub struct Settings {
     pub receive: ReceiveSettings,
     /// `init.defaultBranch`, if set.
     pub default_branch: Option<String>,
+    /// `refstore.staleLockAge`: the age (in seconds) from which a lock file
+    /// whose holder is gone is removed by the next writer (default 60;
+    /// a negative value never removes one). See [`crate::stale`].
+    pub stale_lock_age: Option<Duration>,
 }
 
 impl Settings {
@@ -416,6 +420,11 @@ impl Config {
             reftable,
             receive,
             default_branch: self.string("init.defaultbranch"),
+            stale_lock_age: match self.int("refstore.stalelockage")? {
+                None => Some(crate::stale::DEFAULT_STALE_LOCK_AGE),
+                Some(seconds) if seconds < 0 => None,
+                Some(seconds) => Some(Duration::from_secs(seconds as u64)),
+            },
         })
     }
 
