@@ -322,7 +322,20 @@ impl Prepared<'_> {
 
         // 4. Make it visible: packed-refs first, then the loose refs.
         if let Some(lock) = packed_lock {
+            // A deleted ref that is loose as well as packed must not lose its
+            // loose file on disk before packed-refs loses it, or a crash could
+            // bring its older packed value back. Filesystems need not keep
+            // metadata operations in order, so the new packed-refs is made
+            // durable before any loose file goes; only this case pays for it.
+            let shadowed_delete = locked.iter().any(|l| {
+                l.in_packed
+                    && tx.updates[l.planned.index].change == Change::Delete
+                    && vfs.stat(&backend.loose_path(&l.planned.target)).is_ok()
+            });
             lock.commit(batch)?;
+            if shadowed_delete {
+                batch.flush_dirs()?;
+            }
         }
         let mut emptied = Vec::new();
         // Cleanup that failed after an update took effect: reported once
