@@ -71,4 +71,4 @@ pub mod sim;
 mod vfs;
 
 pub use mapped::Mapped;
-pub use vfs::{DirEntry, Error, FileKind, Metadata, Op, Result, Vfs, VfsFile};
+pub use vfs::{DirEntry, Error, FileKind, FsType, Metadata, Op, Result, Vfs, VfsFile};
