@@ -17,10 +17,10 @@
 //!
 //! `sync_file_range` alone, git's original batch mechanism, is not a data
 //! integrity guarantee on Linux: it neither flushes the device cache nor
-//! writes the metadata needed to find the data. Two correct mechanisms were
+//! writes the metadata needed to find the data. The correct mechanisms were
 //! measured with `bench/src/bin/flush_mechanism.rs` (a transaction of N
 //! 41-byte files: create, stage, flush point, rename, directory flush point;
-//! median of 9 rounds, ext4 on a virtio disk, 2 cores):
+//! medians, ext4 on a virtio disk, 2 cores). On a quiet machine (9 rounds):
 //!
 //! | files | no flush | fsync each file | batch: concurrent fdatasync | batch: one syncfs |
 //! |---:|---:|---:|---:|---:|
@@ -29,10 +29,33 @@
 //! | 100 | 2.85 ms | 33.70 ms | 12.48 ms | 4.81 ms |
 //! | 1000 | 23.63 ms | 422.67 ms | 121.34 ms | 58.43 ms |
 //!
-//! One `syncfs` is the fastest at every size, so it is the default
-//! [`flush::BatchMechanism`]. Its cost grows with whatever else is dirty on
-//! the same filesystem, so hosts with heavy unrelated write traffic may prefer
-//! [`flush::BatchMechanism::ConcurrentFsync`], which flushes only the
+//! The same machine shared with other builds (load average above 4, so
+//! other processes' dirty data is waiting on the same filesystem; 7 rounds,
+//! two runs, with io_uring submitting all `fdatasync` calls at once as a
+//! third way):
+//!
+//! | files | no flush | fsync each file | concurrent fdatasync (threads) | one syncfs | io_uring fdatasync |
+//! |---:|---:|---:|---:|---:|---:|
+//! | 1 | 0.02–0.03 ms | 3.9–7.7 ms | 5.2–7.9 ms | 10.7–12.4 ms | 3.5–8.0 ms |
+//! | 10 | 0.37–0.43 ms | 40–44 ms | 3.4–4.9 ms | 9.7–12.4 ms | 4.3–6.9 ms |
+//! | 100 | 8.3–13.6 ms | 360–401 ms | 25.2–27.6 ms | 16.1–23.7 ms | 20.6–27.8 ms |
+//! | 1000 | 59–71 ms | 1452–3620 ms | 90–267 ms | 80–124 ms | 139–278 ms |
+//!
+//! One `syncfs` is the fastest from 100 files up, on a quiet machine at
+//! every size; io_uring does not beat threads (the kernel runs each
+//! `fsync` request on a worker thread of its own, much as refstore's
+//! threads do), so refstore does not use it. But `syncfs` is a flush only
+//! where the filesystem makes it one: on FUSE it sends the daemon no flush
+//! request at all, so acknowledged updates would be lost. The default
+//! [`flush::BatchMechanism::Auto`] therefore asks `statfs` for the
+//! filesystem's type when a batch first flushes (about 2 µs, not cached)
+//! and uses `syncfs` on ext2/ext3/ext4, XFS, Btrfs and F2FS (and on
+//! tmpfs/ramfs, where nothing is durable anyway), concurrent `fdatasync`
+//! everywhere else ([`flush::BatchMechanism::for_filesystem`]). Its cost
+//! grows with whatever else is dirty on the same filesystem (the 1- and
+//! 10-file rows above), so hosts with heavy unrelated write traffic may
+//! prefer `refstore.batchFlush=fdatasync`
+//! ([`flush::BatchMechanism::ConcurrentFsync`]), which flushes only the
 //! transaction's own files.
 //!
 //! # Example
