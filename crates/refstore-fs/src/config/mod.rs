@@ -425,7 +425,7 @@ impl Config {
     /// are carried out. Unlike git's own keys, whose unknown values git
     /// ignores with a warning, a wrong value here is refused: guessing could
     /// choose a mechanism that flushes nothing on this filesystem.
-    fn batch_flush(&self) -> Result<BatchMechanism, ConfigError> {
+    pub fn batch_flush(&self) -> Result<BatchMechanism, ConfigError> {
         match self.string("refstore.batchflush") {
             None => Ok(BatchMechanism::Auto),
             Some(v) => BatchMechanism::from_config_name(v.trim()).ok_or_else(|| {
