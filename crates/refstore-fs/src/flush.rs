@@ -446,6 +446,7 @@ mod tests {
             (FsType::FUSE, BatchMechanism::ConcurrentFsync),
             (FsType::NFS, BatchMechanism::ConcurrentFsync),
             (FsType::OVERLAYFS, BatchMechanism::ConcurrentFsync),
+            (FsType::ZFS, BatchMechanism::ConcurrentFsync),
             (FsType(0x1234), BatchMechanism::ConcurrentFsync),
         ] {
             assert_eq!(

@@ -187,24 +187,6 @@ impl FsType {
     pub const NFS: FsType = FsType(0x6969);
     /// ZFS (OpenZFS).
     pub const ZFS: FsType = FsType(0x2FC1_2FC1);
-
-    /// A short name for messages, e.g. `ext4` or `fuse`.
-    pub fn name(self) -> String {
-        let known = match self {
-            FsType::EXT4 => "ext2/ext3/ext4",
-            FsType::XFS => "xfs",
-            FsType::BTRFS => "btrfs",
-            FsType::F2FS => "f2fs",
-            FsType::TMPFS => "tmpfs",
-            FsType::RAMFS => "ramfs",
-            FsType::FUSE => "fuse",
-            FsType::OVERLAYFS => "overlayfs",
-            FsType::NFS => "nfs",
-            FsType::ZFS => "zfs",
-            FsType(other) => return format!("0x{other:x}"),
-        };
-        known.to_owned()
-    }
 }
 
 /// One entry of a directory listing (never `.` or `..`).
