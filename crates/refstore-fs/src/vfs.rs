@@ -219,7 +219,7 @@ pub trait VfsFile: Send {
 
 /// The filesystem, as refstore uses it.
 ///
-/// Implementations: [`crate::RealFs`] (the operating system) and
+/// Implementations: [`crate::real::RealFs`] (the operating system) and
 /// `crate::sim::SimFs` (in memory, with a crash model). The trait is object
 /// safe; storage code holds an `Arc<dyn Vfs>`.
 pub trait Vfs: Send + Sync + fmt::Debug {
