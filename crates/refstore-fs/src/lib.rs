@@ -29,20 +29,20 @@
 //! | 100 | 2.85 ms | 33.70 ms | 12.48 ms | 4.81 ms |
 //! | 1000 | 23.63 ms | 422.67 ms | 121.34 ms | 58.43 ms |
 //!
-//! The same machine shared with other builds (load average above 4, so
-//! other processes' dirty data is waiting on the same filesystem; 7 rounds,
-//! two runs, with io_uring submitting all `fdatasync` calls at once as a
-//! third way):
+//! The same machine shared with other builds (load average 3.4 to 4.5, so
+//! other processes' dirty data waits on the same filesystem), three runs
+//! (`bench/run flush-mechanism`, 5 and 7 rounds), with io_uring submitting
+//! all `fdatasync` calls as one batch as a third way:
 //!
 //! | files | no flush | fsync each file | concurrent fdatasync (threads) | one syncfs | io_uring fdatasync |
 //! |---:|---:|---:|---:|---:|---:|
-//! | 1 | 0.02–0.03 ms | 3.9–7.7 ms | 5.2–7.9 ms | 10.7–12.4 ms | 3.5–8.0 ms |
-//! | 10 | 0.37–0.43 ms | 40–44 ms | 3.4–4.9 ms | 9.7–12.4 ms | 4.3–6.9 ms |
-//! | 100 | 8.3–13.6 ms | 360–401 ms | 25.2–27.6 ms | 16.1–23.7 ms | 20.6–27.8 ms |
-//! | 1000 | 59–71 ms | 1452–3620 ms | 90–267 ms | 80–124 ms | 139–278 ms |
+//! | 1 | 0.02–0.03 ms | 0.62 / 3.9 / 7.7 ms | 0.53 / 5.2 / 7.9 ms | 0.77 / 10.7 / 12.4 ms | 0.69 / 3.5 / 8.0 ms |
+//! | 10 | 0.25–0.43 ms | 3.3 / 40 / 44 ms | 2.9 / 3.4 / 4.9 ms | 1.0 / 9.7 / 12.4 ms | 1.7 / 4.3 / 6.9 ms |
+//! | 100 | 4.3–13.6 ms | 41 / 360 / 401 ms | 8.5 / 25.2 / 27.6 ms | 8.3 / 16.1 / 23.7 ms | 22.1 / 20.6 / 27.8 ms |
+//! | 1000 | 40–71 ms | 356 / 1452 / 3620 ms | 134 / 90 / 267 ms | 69 / 80 / 124 ms | 170 / 139 / 278 ms |
 //!
-//! One `syncfs` is the fastest from 100 files up, on a quiet machine at
-//! every size; io_uring does not beat threads (the kernel runs each
+//! One `syncfs` is the fastest from 100 files up in every run, and at every
+//! size on a quiet machine; io_uring does not beat threads (the kernel runs each
 //! `fsync` request on a worker thread of its own, much as refstore's
 //! threads do), so refstore does not use it. But `syncfs` is a flush only
 //! where the filesystem makes it one: on FUSE it sends the daemon no flush
