@@ -32,14 +32,15 @@
 //! The same machine shared with other builds (load average 3.4 to 4.5, so
 //! other processes' dirty data waits on the same filesystem), three runs
 //! (`bench/run flush-mechanism`, 5 and 7 rounds), with io_uring submitting
-//! all `fdatasync` calls as one batch as a third way:
+//! all `fdatasync` calls as one batch as a third way (medians of the three
+//! runs, the quietest first):
 //!
 //! | files | no flush | fsync each file | concurrent fdatasync (threads) | one syncfs | io_uring fdatasync |
 //! |---:|---:|---:|---:|---:|---:|
 //! | 1 | 0.02–0.03 ms | 0.62 / 3.9 / 7.7 ms | 0.53 / 5.2 / 7.9 ms | 0.77 / 10.7 / 12.4 ms | 0.69 / 3.5 / 8.0 ms |
-//! | 10 | 0.25–0.43 ms | 3.3 / 40 / 44 ms | 2.9 / 3.4 / 4.9 ms | 1.0 / 9.7 / 12.4 ms | 1.7 / 4.3 / 6.9 ms |
-//! | 100 | 4.3–13.6 ms | 41 / 360 / 401 ms | 8.5 / 25.2 / 27.6 ms | 8.3 / 16.1 / 23.7 ms | 22.1 / 20.6 / 27.8 ms |
-//! | 1000 | 40–71 ms | 356 / 1452 / 3620 ms | 134 / 90 / 267 ms | 69 / 80 / 124 ms | 170 / 139 / 278 ms |
+//! | 10 | 0.25–0.43 ms | 3.3 / 44 / 40 ms | 2.9 / 3.4 / 4.9 ms | 1.0 / 12.4 / 9.7 ms | 1.7 / 4.3 / 6.9 ms |
+//! | 100 | 4.3–13.6 ms | 41 / 401 / 360 ms | 8.5 / 25.2 / 27.6 ms | 8.3 / 16.1 / 23.7 ms | 22.1 / 27.8 / 20.6 ms |
+//! | 1000 | 40–71 ms | 356 / 3620 / 1452 ms | 134 / 267 / 90 ms | 69 / 124 / 80 ms | 170 / 278 / 139 ms |
 //!
 //! One `syncfs` is the fastest from 100 files up in every run, and at every
 //! size on a quiet machine; io_uring does not beat threads (the kernel runs each
