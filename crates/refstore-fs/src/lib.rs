@@ -17,10 +17,10 @@
 //!
 //! `sync_file_range` alone, git's original batch mechanism, is not a data
 //! integrity guarantee on Linux: it neither flushes the device cache nor
-//! writes the metadata needed to find the data. Two correct mechanisms were
+//! writes the metadata needed to find the data. The correct mechanisms were
 //! measured with `bench/src/bin/flush_mechanism.rs` (a transaction of N
 //! 41-byte files: create, stage, flush point, rename, directory flush point;
-//! median of 9 rounds, ext4 on a virtio disk, 2 cores):
+//! medians, ext4 on a virtio disk, 2 cores). On a quiet machine (9 rounds):
 //!
 //! | files | no flush | fsync each file | batch: concurrent fdatasync | batch: one syncfs |
 //! |---:|---:|---:|---:|---:|
@@ -29,10 +29,34 @@
 //! | 100 | 2.85 ms | 33.70 ms | 12.48 ms | 4.81 ms |
 //! | 1000 | 23.63 ms | 422.67 ms | 121.34 ms | 58.43 ms |
 //!
-//! One `syncfs` is the fastest at every size, so it is the default
-//! [`flush::BatchMechanism`]. Its cost grows with whatever else is dirty on
-//! the same filesystem, so hosts with heavy unrelated write traffic may prefer
-//! [`flush::BatchMechanism::ConcurrentFsync`], which flushes only the
+//! The same machine shared with other builds (load average 3.4 to 4.5, so
+//! other processes' dirty data waits on the same filesystem), three runs
+//! (`bench/run flush-mechanism`, 5 and 7 rounds), with io_uring submitting
+//! all `fdatasync` calls as one batch as a third way (medians of the three
+//! runs, the quietest first):
+//!
+//! | files | no flush | fsync each file | concurrent fdatasync (threads) | one syncfs | io_uring fdatasync |
+//! |---:|---:|---:|---:|---:|---:|
+//! | 1 | 0.02–0.03 ms | 0.62 / 3.9 / 7.7 ms | 0.53 / 5.2 / 7.9 ms | 0.77 / 10.7 / 12.4 ms | 0.69 / 3.5 / 8.0 ms |
+//! | 10 | 0.25–0.43 ms | 3.3 / 44 / 40 ms | 2.9 / 3.4 / 4.9 ms | 1.0 / 12.4 / 9.7 ms | 1.7 / 4.3 / 6.9 ms |
+//! | 100 | 4.3–13.6 ms | 41 / 401 / 360 ms | 8.5 / 25.2 / 27.6 ms | 8.3 / 16.1 / 23.7 ms | 22.1 / 27.8 / 20.6 ms |
+//! | 1000 | 40–71 ms | 356 / 3620 / 1452 ms | 134 / 267 / 90 ms | 69 / 124 / 80 ms | 170 / 278 / 139 ms |
+//!
+//! One `syncfs` is the fastest from 100 files up in every run, and at every
+//! size on a quiet machine; io_uring does not beat threads (the kernel runs each
+//! `fsync` request on a worker thread of its own, much as refstore's
+//! threads do), so refstore does not use it. But `syncfs` is a flush only
+//! where the filesystem makes it one: on FUSE it sends the daemon no flush
+//! request at all, so acknowledged updates would be lost. The default
+//! [`flush::BatchMechanism::Auto`] therefore asks `statfs` for the
+//! filesystem's type when a batch first flushes (about 2 µs, not cached)
+//! and uses `syncfs` on ext2/ext3/ext4, XFS, Btrfs and F2FS (and on
+//! tmpfs/ramfs, where nothing is durable anyway), concurrent `fdatasync`
+//! everywhere else ([`flush::BatchMechanism::for_filesystem`]). Its cost
+//! grows with whatever else is dirty on the same filesystem (the 1- and
+//! 10-file rows above), so hosts with heavy unrelated write traffic may
+//! prefer `refstore.batchFlush=fdatasync`
+//! ([`flush::BatchMechanism::ConcurrentFsync`]), which flushes only the
 //! transaction's own files.
 //!
 //! # Example
@@ -72,4 +96,4 @@ pub mod stale;
 mod vfs;
 
 pub use mapped::Mapped;
-pub use vfs::{DirEntry, Error, FileKind, Metadata, Op, Result, Vfs, VfsFile};
+pub use vfs::{DirEntry, Error, FileKind, FsType, Metadata, Op, Result, Vfs, VfsFile};

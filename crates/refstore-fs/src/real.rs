@@ -6,7 +6,7 @@
 //! returned and the caller's transaction fails.
 
 use crate::mapped::MAP_THRESHOLD;
-use crate::vfs::{DirEntry, Error, FileKind, Metadata, Op, Result, Vfs, VfsFile};
+use crate::vfs::{DirEntry, Error, FileKind, FsType, Metadata, Op, Result, Vfs, VfsFile};
 use crate::Mapped;
 use rustix::fd::OwnedFd;
 use rustix::fs::{FileType, Mode, OFlags, Timestamps, CWD};
@@ -250,6 +250,13 @@ impl Vfs for RealFs {
         retry_eintr(|| rustix::fs::syncfs(&fd)).map_err(|e| err(Op::Syncfs, path, e))
     }
 
+    fn filesystem_type(&self, path: &Path) -> Result<FsType> {
+        let st = retry_eintr(|| rustix::fs::statfs(path)).map_err(|e| err(Op::Statfs, path, e))?;
+        // Magic numbers are 32 bits; `f_type`'s C type differs between
+        // architectures (signed on some), so only the low 32 bits count.
+        Ok(FsType(st.f_type as u32))
+    }
+
     fn touch(&self, path: &Path) -> Result<()> {
         let now = SystemTime::now()
             .duration_since(UNIX_EPOCH)
@@ -355,6 +362,43 @@ mod tests {
         fs.rmdir(&tmp.path().join("x/y")).unwrap();
         fs.fsync_dir(&tmp.path().join("x")).unwrap();
         fs.syncfs(tmp.path()).unwrap();
+    }
+
+    #[test]
+    fn filesystem_type_matches_the_mount_table() {
+        let tmp = tempfile::tempdir().unwrap();
+        let fs = RealFs::new();
+        let kind = fs.filesystem_type(tmp.path()).unwrap();
+        // The mount table names the filesystem of the longest mount point
+        // that holds the directory; its statfs magic must agree.
+        let dir = std::fs::canonicalize(tmp.path()).unwrap();
+        let mounts = std::fs::read_to_string("/proc/self/mounts").unwrap();
+        let (_, fstype) = mounts
+            .lines()
+            .filter_map(|l| {
+                let mut f = l.split(' ');
+                let (_, point, fstype) = (f.next()?, f.next()?, f.next()?);
+                dir.starts_with(point)
+                    .then(|| (point.len(), fstype.to_owned()))
+            })
+            .max()
+            .unwrap();
+        let expected = match fstype.as_str() {
+            "ext2" | "ext3" | "ext4" => Some(FsType::EXT4),
+            "xfs" => Some(FsType::XFS),
+            "btrfs" => Some(FsType::BTRFS),
+            "tmpfs" => Some(FsType::TMPFS),
+            "overlay" => Some(FsType::OVERLAYFS),
+            _ => None,
+        };
+        if let Some(expected) = expected {
+            assert_eq!(kind, expected, "{} is on {fstype}", dir.display());
+        }
+        let missing = fs.filesystem_type(&tmp.path().join("missing")).unwrap_err();
+        assert!(
+            missing.is_not_found() && missing.op == Op::Statfs,
+            "{missing}"
+        );
     }
 
     #[test]

@@ -39,6 +39,7 @@ pub enum Op {
     Fdatasync,
     FsyncDir,
     Syncfs,
+    Statfs,
     StartWriteout,
     SetTimes,
     Truncate,
@@ -66,6 +67,7 @@ impl Op {
             Op::FsyncDir => "fsync directory",
             Op::Flock => "lock",
             Op::Syncfs => "syncfs",
+            Op::Statfs => "statfs",
             Op::StartWriteout => "start write-back of",
             Op::SetTimes => "set times of",
             Op::Truncate => "truncate",
@@ -157,6 +159,38 @@ pub struct Metadata {
     pub modified: SystemTime,
 }
 
+/// The kind of filesystem holding a path: the magic number `statfs(2)`
+/// reports in `f_type` (see `statfs(2)` and `linux/magic.h`).
+///
+/// Durability decisions depend on it: `syncfs(2)` reaches stable storage on
+/// some filesystems and does nothing of the kind on others (see
+/// [`crate::flush::BatchMechanism::for_filesystem`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct FsType(pub u32);
+
+impl FsType {
+    /// ext2, ext3 and ext4 (one magic number for all three).
+    pub const EXT4: FsType = FsType(0xEF53);
+    /// XFS.
+    pub const XFS: FsType = FsType(0x5846_5342);
+    /// Btrfs.
+    pub const BTRFS: FsType = FsType(0x9123_683E);
+    /// F2FS.
+    pub const F2FS: FsType = FsType(0xF2F5_2010);
+    /// tmpfs (also `/dev/shm`).
+    pub const TMPFS: FsType = FsType(0x0102_1994);
+    /// ramfs.
+    pub const RAMFS: FsType = FsType(0x8584_58F6);
+    /// Every FUSE filesystem (sshfs, s3fs, GlusterFS, JuiceFS, ...).
+    pub const FUSE: FsType = FsType(0x6573_5546);
+    /// overlayfs (container root filesystems).
+    pub const OVERLAYFS: FsType = FsType(0x794C_7630);
+    /// NFS.
+    pub const NFS: FsType = FsType(0x6969);
+    /// ZFS (OpenZFS).
+    pub const ZFS: FsType = FsType(0x2FC1_2FC1);
+}
+
 /// One entry of a directory listing (never `.` or `..`).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub struct DirEntry {
@@ -194,7 +228,7 @@ pub trait VfsFile: Send {
 
 /// The filesystem, as refstore uses it.
 ///
-/// Implementations: [`crate::RealFs`] (the operating system) and
+/// Implementations: [`crate::real::RealFs`] (the operating system) and
 /// `crate::sim::SimFs` (in memory, with a crash model). The trait is object
 /// safe; storage code holds an `Arc<dyn Vfs>`.
 pub trait Vfs: Send + Sync + fmt::Debug {
@@ -235,6 +269,8 @@ pub trait Vfs: Send + Sync + fmt::Debug {
     /// `syncfs(2)` on the filesystem holding `path`: everything written to
     /// that filesystem so far, data and metadata, reaches stable storage.
     fn syncfs(&self, path: &Path) -> Result<()>;
+    /// `statfs(2)`: the kind of filesystem that holds `path`.
+    fn filesystem_type(&self, path: &Path) -> Result<FsType>;
     /// Sets access and modification time of a file to now (`futimens`), as
     /// git does to freshen an object it would otherwise have written again.
     fn touch(&self, path: &Path) -> Result<()>;

@@ -2,7 +2,7 @@
 //! defaults (refstore's durable default included), overrides, and errors.
 
 use refstore_fs::config::{parse_cli, Component, Config, LogRefUpdates, RefStorage};
-use refstore_fs::flush::FlushMethod;
+use refstore_fs::flush::{BatchMechanism, FlushMethod};
 use std::path::Path;
 use std::time::Duration;
 
@@ -110,5 +110,32 @@ fn invalid_values_are_reported_in_gits_words() {
     assert_eq!(
         config.warnings(),
         ["ignoring unknown core.fsync component 'bogus'"]
+    );
+}
+
+#[test]
+fn batch_flush_mechanism_from_configuration() {
+    let repo = isolated_repo("[core]\n\trepositoryformatversion = 0\n");
+    let s = load(repo.path(), &[]).settings().unwrap();
+    assert_eq!(s.fsync.batch_mechanism(), BatchMechanism::Auto);
+    let repo = isolated_repo("[refstore]\n\tbatchFlush = fdatasync\n");
+    let s = load(repo.path(), &[]).settings().unwrap();
+    assert_eq!(s.fsync.batch_mechanism(), BatchMechanism::ConcurrentFsync);
+    // core.fsyncMethod keeps its meaning; the key only says how batch flushes.
+    assert_eq!(s.fsync.method_for(Component::Reference), FlushMethod::Batch);
+    let s = load(repo.path(), &["refstore.batchflush=syncfs"])
+        .settings()
+        .unwrap();
+    assert_eq!(s.fsync.batch_mechanism(), BatchMechanism::Syncfs);
+    let s = load(repo.path(), &["refstore.batchFlush=auto"])
+        .settings()
+        .unwrap();
+    assert_eq!(s.fsync.batch_mechanism(), BatchMechanism::Auto);
+    let err = load(repo.path(), &["refstore.batchFlush=sometimes"])
+        .settings()
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "invalid value for 'refstore.batchflush': 'sometimes' (expected auto, syncfs or fdatasync)"
     );
 }

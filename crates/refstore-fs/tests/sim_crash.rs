@@ -21,7 +21,11 @@ struct Flushes {
 /// A repository with `REF` = OLD, durable, then the replacement of `REF` by
 /// NEW through a lock file, recorded, acknowledged at the end.
 fn replace(flushes: Flushes) -> SimFs {
-    let sim = SimFs::new();
+    replace_on(SimFs::new(), flushes)
+}
+
+/// [`replace`] on a given (empty) filesystem.
+fn replace_on(sim: SimFs, flushes: Flushes) -> SimFs {
     sim.create_dir_all(Path::new("/repo/refs/heads")).unwrap();
     sim.create_exclusive(Path::new(REF))
         .unwrap()
@@ -289,4 +293,45 @@ fn tracing_lists_each_operation_a_fault_can_be_placed_at() {
     assert_eq!(err.op, Op::Truncate);
     assert_eq!(sim.traced_ops()[2], (Op::Truncate, "/repo/log".into()));
     assert_eq!(sim.read(Path::new("/repo/log")).unwrap(), b"one\n");
+}
+
+#[test]
+fn on_fuse_syncfs_flushes_nothing_and_fsync_still_does() {
+    let fuse = SimFs::fuse();
+    assert_eq!(
+        fuse.filesystem_type(Path::new("/")).unwrap(),
+        refstore_fs::FsType::FUSE
+    );
+    assert_eq!(
+        SimFs::new().filesystem_type(Path::new("/")).unwrap(),
+        refstore_fs::FsType::EXT4
+    );
+    // The file flushed before its rename, the directory left to syncfs.
+    let syncfs_for_dir = Flushes {
+        file: true,
+        dir: false,
+        syncfs: true,
+    };
+    old_or_new(&replace_on(SimFs::new(), syncfs_for_dir)).expect("syncfs flushes on ext4");
+    let violation = old_or_new(&replace_on(SimFs::fuse(), syncfs_for_dir))
+        .expect_err("syncfs on FUSE must be able to lose the update");
+    assert!(
+        violation.contains("syncfs (flushes nothing on FUSE)"),
+        "{violation}"
+    );
+    let per_file = Flushes {
+        file: true,
+        dir: true,
+        syncfs: false,
+    };
+    old_or_new(&replace_on(SimFs::fuse(), per_file)).expect("fsync flushes on FUSE");
+    // Crash states of a FUSE filesystem are FUSE filesystems.
+    let sim = replace_on(SimFs::fuse(), per_file);
+    sim.check_crashes(&CrashOptions::default(), |crashed| {
+        match crashed.fs.filesystem_type(Path::new("/")) {
+            Ok(refstore_fs::FsType::FUSE) => Ok(()),
+            other => Err(format!("crashed filesystem reports {other:?}")),
+        }
+    })
+    .unwrap();
 }

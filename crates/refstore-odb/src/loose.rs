@@ -22,7 +22,7 @@
 use crate::hash::{object_header, object_id};
 use crate::{ObjectKind, OdbError};
 use flate2::{Compress, Compression, FlushCompress, Status};
-use refstore_fs::flush::{FlushBatch, FlushMethod};
+use refstore_fs::flush::{BatchMechanism, FlushBatch, FlushMethod};
 use refstore_fs::Vfs;
 use refstore_refs::{ObjectFormat, ObjectId};
 use std::collections::HashSet;
@@ -91,6 +91,15 @@ impl LooseWriter {
             temp_names: TempNames::new(),
             compressor: Compress::new(Compression::fast(), true),
         }
+    }
+
+    /// Chooses how the flush points of the `batch` method are carried out
+    /// (`refstore.batchFlush`; chosen per filesystem when not called).
+    pub fn with_batch_mechanism(mut self, mechanism: BatchMechanism) -> Self {
+        let method = self.batch.method();
+        self.batch = FlushBatch::new(self.vfs.clone(), method, self.objects_dir.clone())
+            .with_mechanism(mechanism);
+        self
     }
 
     /// The object format ids are computed with.

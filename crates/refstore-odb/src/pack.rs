@@ -23,7 +23,7 @@ use crate::{Odb, OdbError};
 use gix_pack::data::input::{
     BytesToEntriesIter, EntriesToBytesIter, Entry, EntryDataMode, LookupRefDeltaObjectsIter, Mode,
 };
-use refstore_fs::flush::{FlushBatch, FlushMethod};
+use refstore_fs::flush::{BatchMechanism, FlushBatch, FlushMethod};
 use refstore_fs::{Vfs, VfsFile};
 use refstore_refs::{ObjectFormat, ObjectId};
 use std::io::{self, BufRead, Cursor, Read, Seek, Write};
@@ -38,6 +38,9 @@ pub struct PackOptions<'a> {
     pub format: ObjectFormat,
     /// How the pack and index are flushed (`core.fsync`'s `pack` component).
     pub method: FlushMethod,
+    /// How the flush points of the `batch` method are carried out
+    /// (`refstore.batchFlush`; `Auto` chooses per filesystem).
+    pub batch_mechanism: BatchMechanism,
     /// Complete a thin pack with the bases it lacks, read from this
     /// database (git's `--fix-thin`).
     pub thin_bases: Option<&'a Odb>,
@@ -182,7 +185,8 @@ fn install(
     rev: Option<&[u8]>,
     options: &PackOptions<'_>,
 ) -> Result<(), OdbError> {
-    let mut batch = FlushBatch::new(vfs.clone(), options.method, dir.to_owned());
+    let mut batch = FlushBatch::new(vfs.clone(), options.method, dir.to_owned())
+        .with_mechanism(options.batch_mechanism);
     batch.create_dir_all(dir)?;
     let mut temps = Temps {
         vfs: vfs.clone(),

@@ -111,6 +111,7 @@ fn every_fault_in_storing_a_pack_fails_cleanly() {
             let options = PackOptions {
                 format: ObjectFormat::Sha1,
                 method,
+                batch_mechanism: refstore_fs::flush::BatchMechanism::Auto,
                 thin_bases: None,
                 keep: Some(b"receive-pack 1 on host\n"),
                 rev_index: true,

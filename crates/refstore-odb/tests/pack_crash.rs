@@ -50,6 +50,7 @@ fn crash_test(method: FlushMethod, durability: bool) -> Result<usize, String> {
     let options = PackOptions {
         format: ObjectFormat::Sha1,
         method,
+        batch_mechanism: refstore_fs::flush::BatchMechanism::Auto,
         thin_bases: None,
         keep: Some(b"receiving\n"),
         rev_index: true,

@@ -106,6 +106,7 @@ impl Repository {
                 storage: settings.ref_storage,
             },
             reftable,
+            settings.fsync.batch_mechanism(),
         )?;
         let objects_dir = location.common_dir.join("objects");
         let objects = Odb::open(&objects_dir, object_format)?;

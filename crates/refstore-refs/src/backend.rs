@@ -13,6 +13,7 @@ use crate::reftable::{ReftableBackend, ReftableOptions};
 use crate::transaction::{Outcome, Rejected, Transaction};
 use crate::value::{Ref, RefView};
 use crate::{ObjectFormat, PeelObjects, RefName};
+use refstore_fs::flush::BatchMechanism;
 use refstore_fs::Vfs;
 use std::borrow::Cow;
 use std::ops::ControlFlow;
@@ -242,29 +243,38 @@ impl std::fmt::Display for OpenError {
 impl std::error::Error for OpenError {}
 
 /// Opens the ref store of the repository at `location` in the format its
-/// configuration names, with git's default `reftable.*` settings. Use
-/// [`open_with`] to honour a repository's own settings.
+/// configuration names, with git's default `reftable.*` settings and the
+/// batch flush mechanism chosen per filesystem. Use [`open_with`] to honour
+/// a repository's own settings.
 pub fn open(vfs: Arc<dyn Vfs>, location: &Location) -> Result<Arc<dyn Backend>, OpenError> {
     let reftable = ReftableOptions::new(location.object_format);
-    open_with(vfs, location, reftable)
+    open_with(vfs, location, reftable, BatchMechanism::Auto)
 }
 
 /// Opens the ref store of the repository at `location`; a reftable store
-/// writes with `reftable` (see [`ReftableOptions::from_settings`]).
+/// writes with `reftable` (see [`ReftableOptions::from_settings`]), and the
+/// flush points of the `batch` method of either format are carried out by
+/// `mechanism` (`refstore.batchFlush`, see
+/// [`FsyncSettings::batch_mechanism`](refstore_fs::config::FsyncSettings::batch_mechanism)).
 pub fn open_with(
     vfs: Arc<dyn Vfs>,
     location: &Location,
-    reftable: ReftableOptions,
+    mut reftable: ReftableOptions,
+    mechanism: BatchMechanism,
 ) -> Result<Arc<dyn Backend>, OpenError> {
     use refstore_fs::config::RefStorage;
     match location.storage {
-        RefStorage::Files => Ok(Arc::new(FilesBackend::new(
-            vfs,
-            location.git_dir.clone(),
-            location.common_dir.clone(),
-            location.object_format,
-        ))),
+        RefStorage::Files => Ok(Arc::new(
+            FilesBackend::new(
+                vfs,
+                location.git_dir.clone(),
+                location.common_dir.clone(),
+                location.object_format,
+            )
+            .with_batch_mechanism(mechanism),
+        )),
         RefStorage::Reftable => {
+            reftable.batch_mechanism = mechanism;
             let backend =
                 ReftableBackend::new(vfs, &location.common_dir, location.object_format, reftable);
             let is_dir = backend

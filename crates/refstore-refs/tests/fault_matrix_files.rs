@@ -731,6 +731,9 @@ impl Vfs for AppendBeforeRename {
     fn syncfs(&self, p: &Path) -> refstore_fs::Result<()> {
         self.fs.syncfs(p)
     }
+    fn filesystem_type(&self, p: &Path) -> refstore_fs::Result<refstore_fs::FsType> {
+        self.fs.filesystem_type(p)
+    }
     fn touch(&self, p: &Path) -> refstore_fs::Result<()> {
         self.fs.touch(p)
     }

@@ -163,6 +163,7 @@ pub(super) fn loose_writer(repo: &Repo, globals: &Globals) -> LooseWriter {
         object_format(repo),
         repo.settings.fsync.method_for(Component::LooseObject),
     )
+    .with_batch_mechanism(repo.settings.fsync.batch_mechanism())
 }
 
 /// A path as git quotes unusual names: in double quotes with C escapes.

@@ -55,6 +55,7 @@ pub fn run(args: Args, globals: &Globals) -> Result<u8, Fatal> {
     let options = PackOptions {
         format,
         method: repo.settings.fsync.method_for(Component::Pack),
+        batch_mechanism: repo.settings.fsync.batch_mechanism(),
         thin_bases: odb.as_ref(),
         keep: keep.as_deref(),
         rev_index: match (args.rev_index, args.no_rev_index) {

@@ -129,11 +129,13 @@ pub fn run(args: Args, globals: &Globals) -> Result<u8, Fatal> {
             &mut warnings,
         )
     };
+    let mechanism = config.batch_flush().map_err(Fatal::new)?;
     let mut batch = FlushBatch::new(
         vfs.clone(),
         fsync.method_for(Component::Reference),
         top.clone(),
-    );
+    )
+    .with_mechanism(mechanism);
     let fail = |e: &dyn std::fmt::Display| Fatal::new(e.to_string());
 
     let reftable = ref_storage == RefStorage::Reftable;

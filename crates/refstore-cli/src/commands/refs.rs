@@ -78,7 +78,8 @@ fn migrate(args: MigrateArgs, globals: &Globals) -> Result<u8, Fatal> {
     let migrated = match (store.as_files(), store.as_reftable()) {
         (Some(files), _) => {
             let format = files.object_format();
-            let options = ReftableOptions::from_settings(&repo.settings.reftable, format);
+            let mut options = ReftableOptions::from_settings(&repo.settings.reftable, format);
+            options.batch_mechanism = repo.settings.fsync.batch_mechanism();
             migrate::files_to_reftable(files, git_dir, &options, flush, args.dry_run, &bar)
         }
         (None, Some(reftable)) => {

@@ -84,8 +84,9 @@ pub(crate) fn ref_store(repo: &Repo, globals: &Globals) -> Result<Arc<dyn Backen
         storage: repo.settings.ref_storage,
     };
     let reftable = ReftableOptions::from_settings(&repo.settings.reftable, format);
-    let store =
-        backend::open_with(globals.vfs().clone(), &location, reftable).map_err(Fatal::new)?;
+    let mechanism = repo.settings.fsync.batch_mechanism();
+    let store = backend::open_with(globals.vfs().clone(), &location, reftable, mechanism)
+        .map_err(Fatal::new)?;
     let objects = repo.location.common_dir.join("objects");
     store.set_peeler(Arc::new(TagPeeler::new(objects, format)));
     Ok(store)

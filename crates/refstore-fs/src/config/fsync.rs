@@ -1,7 +1,7 @@
-//! `core.fsync` and `core.fsyncMethod`: which kinds of files are flushed, and
-//! how.
+//! `core.fsync`, `core.fsyncMethod` and `refstore.batchFlush`: which kinds of
+//! files are flushed, and how.
 
-use crate::flush::FlushMethod;
+use crate::flush::{BatchMechanism, FlushMethod};
 
 /// A kind of file `core.fsync` can name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -63,6 +63,7 @@ fn named(name: &str) -> Option<u8> {
 pub struct FsyncSettings {
     components: u8,
     method: FlushMethod,
+    mechanism: BatchMechanism,
 }
 
 impl Default for FsyncSettings {
@@ -73,6 +74,7 @@ impl Default for FsyncSettings {
         FsyncSettings {
             components: COMMITTED | DERIVED,
             method: FlushMethod::Batch,
+            mechanism: BatchMechanism::Auto,
         }
     }
 }
@@ -112,6 +114,19 @@ impl FsyncSettings {
             }
         }
         settings
+    }
+
+    /// These settings with the flush points of `batch` carried out by
+    /// `mechanism` (`refstore.batchFlush`).
+    pub fn with_batch_mechanism(mut self, mechanism: BatchMechanism) -> Self {
+        self.mechanism = mechanism;
+        self
+    }
+
+    /// How the flush points of the `batch` method are carried out
+    /// (`refstore.batchFlush`; `Auto` when unset), for every component.
+    pub fn batch_mechanism(&self) -> BatchMechanism {
+        self.mechanism
     }
 
     /// How files of `component` are flushed: the configured method if the

@@ -22,6 +22,7 @@ pub use fsync::{Component, FsyncSettings};
 pub use identity::Identity;
 pub use overrides::{parse_cli, parse_parameters, Override};
 
+use crate::flush::BatchMechanism;
 use gix_config::{File, Source};
 use std::fmt;
 use std::path::Path;
@@ -126,7 +127,7 @@ pub struct Settings {
     pub ref_storage: RefStorage,
     /// `core.bare`, if set.
     pub bare: Option<bool>,
-    /// `core.fsync` and `core.fsyncMethod`.
+    /// `core.fsync`, `core.fsyncMethod` and `refstore.batchFlush`.
     pub fsync: FsyncSettings,
     /// `core.logAllRefUpdates`, if set (its default depends on bareness).
     pub log_all_ref_updates: Option<LogRefUpdates>,
@@ -382,7 +383,8 @@ impl Config {
             self.string("core.fsync").as_deref(),
             self.string("core.fsyncmethod").as_deref(),
             &mut warnings,
-        );
+        )
+        .with_batch_mechanism(self.batch_flush()?);
         self.warnings.extend(warnings);
         let log_all_ref_updates = match self.string("core.logallrefupdates") {
             None => None,
@@ -426,6 +428,21 @@ impl Config {
                 Some(seconds) => Some(Duration::from_secs(seconds as u64)),
             },
         })
+    }
+
+    /// `refstore.batchFlush`: how the flush points of `core.fsyncMethod=batch`
+    /// are carried out. Unlike git's own keys, whose unknown values git
+    /// ignores with a warning, a wrong value here is refused: guessing could
+    /// choose a mechanism that flushes nothing on this filesystem.
+    pub fn batch_flush(&self) -> Result<BatchMechanism, ConfigError> {
+        match self.string("refstore.batchflush") {
+            None => Ok(BatchMechanism::Auto),
+            Some(v) => BatchMechanism::from_config_name(v.trim()).ok_or_else(|| {
+                ConfigError::new(format!(
+                    "invalid value for 'refstore.batchflush': '{v}' (expected auto, syncfs or fdatasync)"
+                ))
+            }),
+        }
     }
 
     /// The committer identity for reflog entries (see [`Identity`]).

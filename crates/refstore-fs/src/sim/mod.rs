@@ -11,7 +11,12 @@
 //! - `fsync`/`fdatasync` of a file make its *content* durable, not its name;
 //! - `fsync` of a directory makes its *entries* durable (creations, removals,
 //!   renames in it), not the content of the files they name;
-//! - `syncfs` makes everything durable;
+//! - `syncfs` makes everything durable, except in the FUSE mode
+//!   ([`SimFs::fuse`]), where it makes nothing durable: the kernel writes the
+//!   page cache back to the FUSE daemon but asks it to flush nothing (FUSE
+//!   sends `FSYNC`/`FSYNCDIR` requests for `fsync`, `fdatasync` and directory
+//!   `fsync`, and no request at all for `syncfs`, except on virtiofs), so a
+//!   daemon that keeps written data in a volatile cache loses it in a crash;
 //! - `start_writeout` (`sync_file_range`) makes nothing durable;
 //! - everything else changes only the current state.
 //!
@@ -74,7 +79,7 @@ mod state;
 
 pub use fault::Fault;
 
-use crate::vfs::{DirEntry, Error, FileKind, Metadata, Op, Result, Vfs, VfsFile};
+use crate::vfs::{DirEntry, Error, FileKind, FsType, Metadata, Op, Result, Vfs, VfsFile};
 use state::{errno, Ino, Node, State};
 use state::{EEXIST, EINVAL, EISDIR, ENOENT, ENOTDIR, ENOTEMPTY, EPERM};
 use std::collections::BTreeMap;
@@ -103,6 +108,27 @@ struct Inner {
     ops: usize,
     /// Every operation since [`SimFs::start_tracing`], if tracing.
     trace: Option<Vec<(Op, PathBuf)>>,
+    /// What `statfs` reports and how `syncfs` behaves.
+    kind: Kind,
+}
+
+/// The filesystem a [`SimFs`] pretends to be.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Kind {
+    fs_type: FsType,
+    /// Whether `syncfs` makes everything durable (false on FUSE).
+    syncfs_durable: bool,
+}
+
+impl Kind {
+    const EXT4: Kind = Kind {
+        fs_type: FsType::EXT4,
+        syncfs_durable: true,
+    };
+    const FUSE: Kind = Kind {
+        fs_type: FsType::FUSE,
+        syncfs_durable: false,
+    };
 }
 
 impl Default for Inner {
@@ -113,6 +139,7 @@ impl Default for Inner {
             faults: Vec::new(),
             ops: 0,
             trace: None,
+            kind: Kind::EXT4,
         }
     }
 }
@@ -215,25 +242,38 @@ pub struct CrashReport {
 }
 
 impl SimFs {
-    /// An empty filesystem holding only `/`.
+    /// An empty filesystem holding only `/`. It reports itself as ext4
+    /// and its `syncfs` makes everything durable.
     pub fn new() -> Self {
         SimFs::default()
+    }
+
+    /// An empty FUSE filesystem: it reports FUSE's `f_type` (0x65735546),
+    /// `fsync`, `fdatasync` and directory `fsync` work as on [`SimFs::new`],
+    /// and `syncfs` makes nothing durable. Crash states of it are FUSE
+    /// filesystems too.
+    pub fn fuse() -> Self {
+        let fs = SimFs::default();
+        fs.lock().kind = Kind::FUSE;
+        fs
     }
 
     fn lock(&self) -> MutexGuard<'_, Inner> {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    fn from_state(state: State) -> Self {
+    fn from_state(state: State, kind: Kind) -> Self {
         SimFs {
             inner: Arc::new(Mutex::new(Inner {
                 state,
+                kind,
                 ..Inner::default()
             })),
         }
     }
 
-    /// Makes everything durable (like `syncfs`), without recording it.
+    /// Makes everything durable (as `syncfs` does where it flushes), without
+    /// recording it: for setting up the state before a workload.
     pub fn sync_all(&self) {
         self.lock().state.make_all_durable();
     }
@@ -326,7 +366,7 @@ impl SimFs {
             {
                 report.states += 1;
                 let view = Crashed {
-                    fs: SimFs::from_state(crashed.state),
+                    fs: SimFs::from_state(crashed.state, inner.kind),
                     acknowledged: acknowledged.clone(),
                     point,
                 };
@@ -683,17 +723,31 @@ impl Vfs for SimFs {
     }
 
     fn syncfs(&self, path: &Path) -> Result<()> {
+        let durable = self.lock().kind.syncfs_durable;
         self.run(
             Op::Syncfs,
             path,
             true,
-            || "syncfs".to_string(),
+            || match durable {
+                true => "syncfs".to_string(),
+                false => "syncfs (flushes nothing on FUSE)".to_string(),
+            },
             |s| {
                 s.lookup(path)?;
-                s.make_all_durable();
+                if durable {
+                    s.make_all_durable();
+                }
                 Ok(())
             },
         )
+    }
+
+    fn filesystem_type(&self, path: &Path) -> Result<FsType> {
+        let fs_type = self.lock().kind.fs_type;
+        self.run(Op::Statfs, path, false, String::new, |s| {
+            s.lookup(path)?;
+            Ok(fs_type)
+        })
     }
 
     fn truncate(&self, path: &Path, len: u64) -> Result<()> {

@@ -38,6 +38,7 @@ pub(crate) fn receive(
     let options = PackOptions {
         format: repo.object_format(),
         method: repo.settings.fsync.method_for(Component::Pack),
+        batch_mechanism: repo.settings.fsync.batch_mechanism(),
         thin_bases: Some(&repo.objects),
         keep: Some(keep.as_bytes()),
         rev_index: repo

@@ -74,9 +74,9 @@ impl FilesBackend {
     }
 
     /// Chooses how the flush points of the `batch` flush method are carried
-    /// out (one `syncfs` by default; concurrent `fdatasync` calls flush only
-    /// the transaction's own files, which suits hosts with much unrelated
-    /// write traffic).
+    /// out (by default chosen per filesystem: one `syncfs` where it flushes,
+    /// concurrent `fdatasync` calls elsewhere; see
+    /// [`BatchMechanism::for_filesystem`]).
     pub fn with_batch_mechanism(mut self, mechanism: BatchMechanism) -> Self {
         self.mechanism = mechanism;
         self

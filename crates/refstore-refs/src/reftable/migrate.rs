@@ -169,7 +169,8 @@ pub fn files_to_reftable(
     // migration was never switched to, so it holds nothing of value.
     let dir = git_dir.join("reftable");
     remove_tree(&vfs, &dir)?;
-    let mut batch = FlushBatch::new(vfs.clone(), flush, git_dir);
+    let mut batch =
+        FlushBatch::new(vfs.clone(), flush, git_dir).with_mechanism(options.batch_mechanism);
     batch.create_dir_all(&dir)?;
     batch.dir_changed(git_dir);
     let mut stack = Stack::open(vfs.clone(), &dir)?;
@@ -260,7 +261,8 @@ pub fn reftable_to_files(
     let _ = vfs.unlink(&git_dir.join("packed-refs"));
     remove_tree(&vfs, &git_dir.join("logs"))?;
     remove_tree(&vfs, &git_dir.join("refs"))?;
-    let mut batch = FlushBatch::new(vfs.clone(), flush, git_dir);
+    let mut batch = FlushBatch::new(vfs.clone(), flush, git_dir)
+        .with_mechanism(reftable.options().batch_mechanism);
     for dir in ["refs/heads", "refs/tags"] {
         batch.create_dir_all(&git_dir.join(dir))?;
     }
