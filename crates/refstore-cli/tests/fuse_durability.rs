@@ -12,7 +12,10 @@
 //!    the deletions rewrite `packed-refs`; reftable: 20 of the refs above
 //!    and of the starting state).
 //!
-//! Then the filesystem crashes, and every acknowledged update must be there
+//! Then the filesystem crashes, once in each crash mode (names and data
+//! as of their last flush; or every name kept and data as of its last
+//! flush, as a journaling filesystem would leave it), and every
+//! acknowledged update must be there
 //! (read by refstore, checked by `refs verify`, and in the files format by
 //! git's own `for-each-ref` and `fsck`) — or, for the configurations that
 //! do not flush on this filesystem, must visibly be lost, so that the check
@@ -20,11 +23,11 @@
 
 mod support;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
-use refstore_crashfs::{fuse_available, CrashFs, DEV_FUSE};
+use refstore_crashfs::{fuse_available, CrashFs, CrashMode, DEV_FUSE};
 use support::*;
 
 const BATCH: usize = 100;
@@ -233,19 +236,22 @@ fn parse_listing(text: &str) -> BTreeMap<String, String> {
         .collect()
 }
 
-/// The acknowledged updates a listing does not show: refs missing or at
-/// another value, and deleted refs that came back.
-fn lost(expected: &BTreeMap<String, String>, found: &BTreeMap<String, String>) -> Vec<String> {
+/// The refs a listing does not show as expected (missing, at another
+/// value, or deleted and back), each with what is wrong.
+fn lost(
+    expected: &BTreeMap<String, String>,
+    found: &BTreeMap<String, String>,
+) -> Vec<(String, String)> {
     let mut lost = Vec::new();
     for (name, id) in expected {
         match found.get(name) {
             Some(got) if got == id => {}
-            Some(got) => lost.push(format!("{name}: {got} instead of {id}")),
-            None => lost.push(format!("{name}: missing")),
+            Some(got) => lost.push((name.clone(), format!("{got} instead of {id}"))),
+            None => lost.push((name.clone(), "missing".to_owned())),
         }
     }
     for name in found.keys().filter(|n| !expected.contains_key(*n)) {
-        lost.push(format!("{name}: deleted, but back"));
+        lost.push((name.clone(), "deleted, but back".to_owned()));
     }
     lost
 }
@@ -253,12 +259,21 @@ fn lost(expected: &BTreeMap<String, String>, found: &BTreeMap<String, String>) -
 /// Runs the workloads under `settings`, crashes, and returns what was lost
 /// (empty: everything acknowledged survived). Checks the store before the
 /// crash, and after it when nothing was lost.
-fn crash_after_workloads(format: Format, settings: &[&str]) -> Option<Vec<String>> {
+fn crash_after_workloads(
+    format: Format,
+    settings: &[&str],
+    mode: CrashMode,
+) -> Option<Vec<(String, String)>> {
     let mut bench = Bench::new(format, settings)?;
     let (a, b) = bench.set_up();
     let before = bench.fs.stats();
     let expected = bench.workloads(&a, &b);
     let after = bench.fs.stats();
+    let updated: BTreeSet<String> = (0..BATCH)
+        .map(|i| format!("refs/heads/batch/{i:03}"))
+        .chain((0..SINGLES).map(|i| format!("refs/heads/single/{i:02}")))
+        .chain((0..10).map(|i| format!("refs/tags/old/{i:02}")))
+        .collect();
     // What the workloads asked the filesystem to make durable.
     let requests = format!(
         "fsync {}, fdatasync {}, fsyncdir {}",
@@ -273,21 +288,31 @@ fn crash_after_workloads(format: Format, settings: &[&str]) -> Option<Vec<String
         "before the crash, refstore reads what it acknowledged"
     );
 
-    bench.fs.crash().expect("remounting after the crash");
+    bench
+        .fs
+        .crash_with(mode)
+        .expect("remounting after the crash");
 
     let found = match bench.refs() {
         Ok(found) => found,
         Err(e) => {
-            return Some(vec![format!(
-                "for-each-ref fails after the crash ({requests}): {e}"
+            return Some(vec![(
+                "*".to_owned(),
+                format!("for-each-ref fails after the crash in {mode:?} ({requests}): {e}"),
             )])
         }
     };
     let lost = lost(&expected, &found);
+    let updates = lost
+        .iter()
+        .filter(|(name, _)| updated.contains(name))
+        .count();
     eprintln!(
-        "{format:?} {settings:?}: {} of {} acknowledged updates lost; the workloads sent {requests}",
-        lost.len(),
-        BATCH + SINGLES + 20
+        "{format:?} {settings:?} {mode:?}: {updates} of the {} refs the workloads changed are \
+         not as acknowledged, nor {} refs that were durable before; the workloads sent \
+         {requests}",
+        updated.len(),
+        lost.len() - updates,
     );
     if lost.is_empty() {
         check_store(&bench, &found);
@@ -295,7 +320,7 @@ fn crash_after_workloads(format: Format, settings: &[&str]) -> Option<Vec<String
         // Not asserted: what `refs verify` makes of the damage.
         let out = bench.run(&["refs", "verify"], None);
         eprintln!(
-            "{format:?} {settings:?}: refs verify after the loss: {}{}",
+            "{format:?} {settings:?} {mode:?}: refs verify after the loss: {} {}",
             out.status,
             stderr(&out).lines().next().unwrap_or("")
         );
@@ -326,24 +351,31 @@ fn check_store(bench: &Bench, found: &BTreeMap<String, String>) {
     }
 }
 
+const MODES: [CrashMode; 2] = [CrashMode::Pessimistic, CrashMode::NamesKept];
+
 fn assert_survives(format: Format, settings: &[&str]) {
-    if let Some(lost) = crash_after_workloads(format, settings) {
-        assert!(
-            lost.is_empty(),
-            "{format:?} with {settings:?}: {} acknowledged updates lost on FUSE, e.g. {:?}",
-            lost.len(),
-            &lost[..lost.len().min(5)]
-        );
+    for mode in MODES {
+        if let Some(lost) = crash_after_workloads(format, settings, mode) {
+            assert!(
+                lost.is_empty(),
+                "{format:?} with {settings:?}, crash {mode:?}: {} refs not as acknowledged \
+                 after a crash on FUSE, e.g. {:?}",
+                lost.len(),
+                &lost[..lost.len().min(5)]
+            );
+        }
     }
 }
 
 fn assert_loses(format: Format, settings: &[&str]) {
-    if let Some(lost) = crash_after_workloads(format, settings) {
-        assert!(
-            !lost.is_empty(),
-            "{format:?} with {settings:?} flushes nothing on FUSE, yet the crash lost \
-             nothing: the crash model is not working"
-        );
+    for mode in MODES {
+        if let Some(lost) = crash_after_workloads(format, settings, mode) {
+            assert!(
+                !lost.is_empty(),
+                "{format:?} with {settings:?} flushes nothing on FUSE, yet the crash \
+                 ({mode:?}) lost nothing: the crash model is not working"
+            );
+        }
     }
 }
 

@@ -18,7 +18,7 @@ use fuser::{
     ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite, Request, TimeOrNow, WriteFlags,
 };
 
-use crate::model::{Content, Ino, Model, Node};
+use crate::model::{Content, CrashMode, Ino, Model, Node};
 
 /// How long the kernel may cache names and attributes. Only this kernel
 /// changes the filesystem while it is mounted, so its caches stay right; a
@@ -95,9 +95,9 @@ impl Shared {
 
     /// Replaces the filesystem by what a power loss now leaves, and retires
     /// the current generation of mounts. Returns the new generation.
-    pub fn crash(&self) -> u64 {
+    pub fn crash(&self, mode: CrashMode) -> u64 {
         let mut model = self.lock();
-        *model = model.after_crash();
+        *model = model.after_crash(mode);
         self.generation.fetch_add(1, Ordering::SeqCst) + 1
     }
 

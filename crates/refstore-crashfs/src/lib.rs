@@ -7,7 +7,8 @@
 //! `create`, `rename`, `link`, `unlink` change the cached state; the
 //! kernel's `FUSE_FSYNC` (from `fsync`/`fdatasync`) makes a file's data
 //! durable and `FUSE_FSYNCDIR` a directory's entries. [`CrashFs::crash`]
-//! throws away everything else.
+//! throws away everything else ([`CrashFs::crash_with`] can keep the names
+//! and lose only unflushed data, as a journaling filesystem would).
 //!
 //! Nothing else is a flush, because the kernel forwards nothing else: it
 //! sends no request for `syncfs(2)` or `sync(2)` to an ordinary FUSE daemon
@@ -27,6 +28,7 @@ pub mod model;
 mod mount;
 
 pub use daemon::Stats;
+pub use model::CrashMode;
 pub use mount::{fuse_available, CrashFs, DEV_FUSE};
 
 /// The `f_type` `statfs(2)` reports for every FUSE filesystem.

@@ -3,6 +3,8 @@
 //! line:
 //!
 //! - `crash`: throw away everything not durable (and remount);
+//! - `crash names-kept`: the same, but keep every name (unflushed files come
+//!   back empty);
 //! - `checkpoint`: make everything durable;
 //! - `stats`: print the requests counted so far;
 //! - `quit` (or end of input): unmount and exit.
@@ -10,12 +12,12 @@
 use std::io::BufRead;
 use std::process::ExitCode;
 
-use refstore_crashfs::CrashFs;
+use refstore_crashfs::{CrashFs, CrashMode};
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let [dir] = args.as_slice() else {
-        eprintln!("usage: refstore-crashfs MOUNTPOINT   (then: crash | checkpoint | stats | quit)");
+        eprintln!("usage: refstore-crashfs MOUNTPOINT   (then: crash | crash names-kept | checkpoint | stats | quit)");
         return ExitCode::from(2);
     };
     let mut fs = match CrashFs::mount(dir) {
@@ -30,7 +32,11 @@ fn main() -> ExitCode {
         let Ok(line) = line else { break };
         match line.trim() {
             "" => {}
-            "crash" => match fs.crash() {
+            cmd @ ("crash" | "crash names-kept") => match fs.crash_with(if cmd == "crash" {
+                CrashMode::Pessimistic
+            } else {
+                CrashMode::NamesKept
+            }) {
                 Ok(()) => println!("crashed"),
                 Err(e) => {
                     eprintln!("refstore-crashfs: remount after the crash failed: {e}");

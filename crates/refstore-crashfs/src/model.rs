@@ -11,6 +11,11 @@
 //! - nothing else makes anything durable: no `syncfs`, no `sync` (the kernel
 //!   does not forward them to a FUSE daemon), no close, no timer.
 //!
+//! A second, less pessimistic mode ([`CrashMode::NamesKept`]) keeps every
+//! name operation (as a filesystem that journals its metadata in order and
+//! committed the journal before the power went) while file data is still
+//! only as of its last flush: files come back empty instead of missing.
+//!
 //! Metadata other than names and data (modes, times) is kept as it is: the
 //! model is about losing names and bytes.
 
@@ -83,6 +88,17 @@ impl Node {
     pub fn is_dir(&self) -> bool {
         matches!(self.content, Content::Dir { .. })
     }
+}
+
+/// What a crash keeps of the names (file data is always as of its last
+/// flush).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CrashMode {
+    /// Directory entries as of each directory's last flush.
+    #[default]
+    Pessimistic,
+    /// Every create, link, rename and unlink, flushed or not.
+    NamesKept,
 }
 
 /// Why an operation failed, as an errno value.
@@ -410,10 +426,10 @@ impl Model {
         }
     }
 
-    /// The filesystem a power loss now leaves: the durable names from the
-    /// root down, each file with its durable data. Inodes that no durable
-    /// name reaches are gone.
-    pub fn after_crash(&self) -> Model {
+    /// The filesystem a power loss now leaves: the durable names (with
+    /// [`CrashMode::NamesKept`]: all names) from the root down, each file
+    /// with its durable data. Inodes that no kept name reaches are gone.
+    pub fn after_crash(&self, mode: CrashMode) -> Model {
         let mut nodes = BTreeMap::new();
         let mut links: BTreeMap<Ino, u32> = BTreeMap::new();
         let mut stack = vec![ROOT];
@@ -429,7 +445,11 @@ impl Model {
                     data: durable.clone(),
                     durable: durable.clone(),
                 },
-                Content::Dir { durable, .. } => {
+                Content::Dir { entries, durable } => {
+                    let durable = match mode {
+                        CrashMode::Pessimistic => durable,
+                        CrashMode::NamesKept => entries,
+                    };
                     // A durable name of an inode that no longer exists cannot
                     // happen: inodes are never freed while the daemon runs.
                     let kept: BTreeMap<OsString, Ino> = durable
@@ -503,20 +523,35 @@ mod tests {
         let f = m.create_file(d, name("f"), 0o644, 0, 0).unwrap();
         m.write(f, 0, b"hello").unwrap();
         // The name of d is cached only: everything under it goes.
-        let c = m.after_crash();
+        let c = m.after_crash(CrashMode::Pessimistic);
         assert!(c.list(ROOT).unwrap().is_empty());
         // Names durable, data not: the file comes back empty.
         m.flush(ROOT).unwrap();
         m.flush(d).unwrap();
-        let c = m.after_crash();
+        let c = m.after_crash(CrashMode::Pessimistic);
         let f2 = c
             .lookup(c.lookup(ROOT, name("d")).unwrap(), name("f"))
             .unwrap();
         assert_eq!(c.read(f2, 0, 100).unwrap(), b"");
         // Data flushed too: it survives.
         m.flush(f).unwrap();
-        let c = m.after_crash();
+        let c = m.after_crash(CrashMode::Pessimistic);
         assert_eq!(c.read(f2, 0, 100).unwrap(), b"hello");
+    }
+
+    #[test]
+    fn names_kept_files_come_back_empty() {
+        let mut m = Model::new();
+        let d = m.mkdir(ROOT, name("d"), 0o755, 0, 0).unwrap();
+        let f = m.create_file(d, name("f.lock"), 0o644, 0, 0).unwrap();
+        m.write(f, 0, b"hello").unwrap();
+        m.rename(d, name("f.lock"), d, name("f"), false).unwrap();
+        let c = m.after_crash(CrashMode::NamesKept);
+        let f2 = c
+            .lookup(c.lookup(ROOT, name("d")).unwrap(), name("f"))
+            .unwrap();
+        assert_eq!(c.read(f2, 0, 100).unwrap(), b"");
+        assert!(c.lookup(d, name("f.lock")).is_err());
     }
 
     #[test]
@@ -528,11 +563,11 @@ mod tests {
         m.flush(ROOT).unwrap();
         m.rename(ROOT, name("a.lock"), ROOT, name("a"), false)
             .unwrap();
-        let c = m.after_crash();
+        let c = m.after_crash(CrashMode::Pessimistic);
         assert!(c.lookup(ROOT, name("a")).is_err());
         assert!(c.lookup(ROOT, name("a.lock")).is_ok());
         m.flush(ROOT).unwrap();
-        let c = m.after_crash();
+        let c = m.after_crash(CrashMode::Pessimistic);
         assert_eq!(
             c.read(c.lookup(ROOT, name("a")).unwrap(), 0, 9).unwrap(),
             b"new"
@@ -547,7 +582,7 @@ mod tests {
         m.write(f, 0, b"x").unwrap();
         m.checkpoint();
         m.unlink(ROOT, name("f")).unwrap();
-        let c = m.after_crash();
+        let c = m.after_crash(CrashMode::Pessimistic);
         assert_eq!(
             c.read(c.lookup(ROOT, name("f")).unwrap(), 0, 9).unwrap(),
             b"x"

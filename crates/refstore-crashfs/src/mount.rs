@@ -8,6 +8,7 @@ use std::sync::Arc;
 use fuser::{BackgroundSession, Config, MountOption};
 
 use crate::daemon::{Daemon, Shared, Stats};
+use crate::model::CrashMode;
 
 /// The device the kernel's FUSE module serves; without it nothing mounts.
 pub const DEV_FUSE: &str = "/dev/fuse";
@@ -63,7 +64,12 @@ impl CrashFs {
     /// of the old state go too. Processes must not be working in the
     /// filesystem meanwhile (requests from the old mount fail with EIO).
     pub fn crash(&mut self) -> io::Result<()> {
-        self.shared.crash();
+        self.crash_with(CrashMode::Pessimistic)
+    }
+
+    /// [`crash`](Self::crash), keeping what `mode` says of the names.
+    pub fn crash_with(&mut self, mode: CrashMode) -> io::Result<()> {
+        self.shared.crash(mode);
         self.unmount_session();
         self.session = Some(start(&self.dir, &self.shared)?);
         Ok(())

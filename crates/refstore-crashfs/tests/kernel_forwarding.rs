@@ -128,3 +128,28 @@ fn the_model_drops_exactly_what_was_not_flushed() {
     assert!(!root.join("c").exists());
     assert!(!root.join("refs/a.lock").exists());
 }
+
+#[test]
+fn a_panicking_test_leaves_no_mount_behind() {
+    if !fuse_available() {
+        eprintln!("\n*** SKIPPED: {DEV_FUSE} does not exist; no FUSE mount checked ***\n");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().canonicalize().unwrap();
+    let inside = dir.clone();
+    let panicked = std::thread::spawn(move || {
+        let fs = CrashFs::mount(&inside).unwrap();
+        // A handle still open inside the mount must not keep it mounted.
+        let _open = File::create(fs.path().join("f")).unwrap();
+        panic!("a failing check");
+    })
+    .join();
+    assert!(panicked.is_err());
+    let mounts = fs::read_to_string("/proc/self/mountinfo").unwrap();
+    assert!(
+        !mounts.contains(dir.to_str().unwrap()),
+        "{} is still mounted",
+        dir.display()
+    );
+}
