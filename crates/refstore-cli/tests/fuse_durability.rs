@@ -43,13 +43,14 @@ enum Format {
 
 /// A repository on a mounted crash-model filesystem.
 struct Bench {
-    _tmp: tempfile::TempDir,
+    /// Unmounted before `_tmp` is removed (fields drop in order).
+    fs: CrashFs,
     home: PathBuf,
     repo: PathBuf,
-    fs: CrashFs,
     format: Format,
     /// `-c` settings of the configuration under test.
     settings: Vec<String>,
+    _tmp: tempfile::TempDir,
 }
 
 impl Bench {
@@ -74,12 +75,12 @@ impl Bench {
             .flat_map(|s| ["-c".to_owned(), (*s).to_owned()])
             .collect();
         Some(Bench {
-            _tmp: tmp,
+            fs,
             home,
             repo,
-            fs,
             format,
             settings,
+            _tmp: tmp,
         })
     }
 
