@@ -7,7 +7,7 @@
 mod support;
 use refstore_fs::flush::BatchMechanism;
 use refstore_fs::real::RealFs;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use support::*;
 
@@ -44,14 +44,21 @@ fn flush_calls(home: &Path, repo: &Path, args: &[&str], stdin: &str) -> (usize, 
     (count("syncfs"), count("fdatasync"))
 }
 
-#[test]
-fn the_configured_mechanism_makes_the_flushes() {
-    let tmp = tempfile::tempdir().unwrap();
-    let home = tmp.path();
+/// `home/r`, a files repository whose `main` holds one empty commit, and
+/// that commit's id as `rev-parse` prints it.
+fn repository_with_one_commit(home: &Path) -> (PathBuf, String) {
     git_ok(home, home, &["init", "-q", "-b", "main", "r"]);
     let repo = home.join("r");
     git_ok(home, &repo, &["commit", "-q", "--allow-empty", "-m", "x"]);
     let head = git_ok(home, &repo, &["rev-parse", "HEAD"]);
+    (repo, head)
+}
+
+#[test]
+fn the_configured_mechanism_makes_the_flushes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path();
+    let (repo, head) = repository_with_one_commit(home);
     let head = head.trim();
     let auto = BatchMechanism::Auto.resolve(&RealFs::new(), &repo.join(".git"));
     for (i, value) in ["auto", "syncfs", "fdatasync"].into_iter().enumerate() {
@@ -93,10 +100,7 @@ fn the_configured_mechanism_makes_the_flushes() {
 fn a_wrong_value_is_fatal_and_changes_nothing() {
     let tmp = tempfile::tempdir().unwrap();
     let home = tmp.path();
-    git_ok(home, home, &["init", "-q", "-b", "main", "r"]);
-    let repo = home.join("r");
-    git_ok(home, &repo, &["commit", "-q", "--allow-empty", "-m", "x"]);
-    let head = git_ok(home, &repo, &["rev-parse", "HEAD"]);
+    let (repo, head) = repository_with_one_commit(home);
     let out = refstore(
         home,
         &repo,
