@@ -29,6 +29,8 @@ use crate::{ObjectFormat, ObjectId, RefName};
 use refstore_fs::flush::{FlushBatch, FlushMethod};
 use refstore_fs::lock::LockFile;
 use refstore_fs::FileKind;
+use std::collections::HashSet;
+use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::time::Duration;
 
@@ -115,10 +117,17 @@ pub fn files_to_reftable(
 
     // Each ref's reflog entries get update indexes 1, 2, ... oldest first;
     // the refs themselves the last index, so every log key is unique.
+    // The reflogs that exist are found by walking `logs/` once: most refs
+    // of a large repository have none, and looking each one up would cost
+    // a failed open per ref.
+    let reflogs = reflog_names(&vfs, &git_dir.join("logs"))?;
     let mut logs = Vec::new();
     progress.start(refs.len() as u64);
     for r in &refs {
         progress.advance(1);
+        if !reflogs.contains(r.name.as_bytes()) {
+            continue;
+        }
         let path = git_dir.join("logs").join(path_of(&r.name));
         let text = match vfs.read(&path) {
             Ok(text) => text,
@@ -404,6 +413,37 @@ fn remove_tree(vfs: &std::sync::Arc<dyn refstore_fs::Vfs>, dir: &Path) -> Result
     }
     vfs.rmdir(dir)?;
     Ok(())
+}
+
+/// The names of the refs with a reflog file under `logs` (`HEAD`,
+/// `refs/...`), found in one walk of the directory tree.
+fn reflog_names(
+    vfs: &std::sync::Arc<dyn refstore_fs::Vfs>,
+    logs: &Path,
+) -> Result<HashSet<Vec<u8>>, MigrateError> {
+    let mut names = HashSet::new();
+    let mut pending = vec![(logs.to_path_buf(), Vec::new())];
+    while let Some((dir, prefix)) = pending.pop() {
+        let entries = match vfs.read_dir(&dir) {
+            Ok(entries) => entries,
+            Err(e) if e.is_not_found() => continue,
+            Err(e) => return Err(e.into()),
+        };
+        for entry in entries {
+            let mut name = prefix.clone();
+            name.extend_from_slice(entry.name.as_bytes());
+            match entry.kind {
+                FileKind::Dir => {
+                    name.push(b'/');
+                    pending.push((dir.join(&entry.name), name));
+                }
+                _ => {
+                    names.insert(name);
+                }
+            }
+        }
+    }
+    Ok(names)
 }
 
 fn path_of(name: &RefName) -> &Path {
