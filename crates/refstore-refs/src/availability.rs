@@ -15,7 +15,9 @@ use std::collections::{BTreeMap, BTreeSet};
 pub trait ExistingRefs {
     /// True if a ref with exactly this name exists.
     fn contains(&mut self, name: &[u8]) -> bool;
-    /// The first existing name that is `>= from`, if any.
+    /// The first existing name that is `>= from`, if any. The check only
+    /// asks whether a name starts with `from` (`from` ends with `/`), so an
+    /// implementation may answer `None` when none does.
     fn seek(&mut self, from: &[u8]) -> Option<Vec<u8>>;
 }
 
@@ -64,9 +66,15 @@ fn first_conflict(
     existing: &mut dyn ExistingRefs,
 ) -> Option<(Vec<u8>, bool)> {
     for prefix in name.prefixes() {
-        let exists = *prefix_exists
-            .entry(prefix.to_vec())
-            .or_insert_with(|| existing.contains(prefix));
+        // Most prefixes were asked about already: look before allocating.
+        let exists = match prefix_exists.get(prefix) {
+            Some(&known) => known,
+            None => {
+                let found = existing.contains(prefix);
+                prefix_exists.insert(prefix.to_vec(), found);
+                found
+            }
+        };
         if exists {
             return Some((prefix.to_vec(), false));
         }

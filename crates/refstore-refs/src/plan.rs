@@ -7,7 +7,7 @@ use crate::error::CommitError;
 use crate::transaction::{Change, Outcome, Rejected, Rejection, Transaction};
 use crate::value::Target;
 use crate::RefName;
-use std::collections::BTreeMap;
+use std::collections::HashMap;
 
 /// One update after symbolic refs were followed.
 pub(crate) struct Planned {
@@ -52,7 +52,7 @@ where
     CommitError: From<E>,
 {
     let mut planned: Vec<Planned> = Vec::new();
-    let mut seen: BTreeMap<RefName, Option<RefName>> = BTreeMap::new();
+    let mut seen: HashMap<RefName, Option<RefName>> = HashMap::with_capacity(tx.updates.len());
     for (index, update) in tx.updates.iter().enumerate() {
         let symbolic_set = matches!(update.change, Change::Set(Target::Symbolic(_)));
         let target = if update.no_deref || symbolic_set {

@@ -219,6 +219,18 @@ proptest! {
             let got = table.ref_record(probe).unwrap();
             prop_assert_eq!(got.as_ref(), model.refs.get(probe));
         }
+        // Re-seeking one iterator forwards, reading a record after some
+        // seeks (the next seek then scans on from that record).
+        let mut sorted_probes = probes.clone();
+        sorted_probes.sort();
+        let mut iter = table.refs().unwrap();
+        for (i, probe) in sorted_probes.iter().enumerate() {
+            iter.seek(probe).unwrap();
+            if i % 2 == 0 {
+                let first = iter.next().transpose().unwrap();
+                prop_assert_eq!(first.as_ref(), model.refs.range(probe.clone()..).next().map(|(_, r)| r));
+            }
+        }
         // Re-seeking one iterator, backwards and forwards.
         let mut iter = table.refs().unwrap();
         for probe in probes.iter().rev() {
@@ -294,6 +306,25 @@ proptest! {
             prop_assert_eq!(merged.ref_record(probe).unwrap(), live.get(probe).cloned());
             let from: Vec<RefRecord> = live.range(probe.clone()..).map(|(_, r)| r.clone()).collect();
             prop_assert_eq!(all(merged.seek_refs(probe).unwrap()), from);
+        }
+        // Lookups in ascending order (each a forward scan from the last)
+        // and then in the probes' own order, on one kept lookup.
+        let mut lookup = merged.lookup().unwrap();
+        let mut ascending: Vec<&Vec<u8>> = live.keys().chain(&probes).collect();
+        ascending.sort();
+        for name in ascending.iter().chain(&probes.iter().collect::<Vec<_>>()) {
+            prop_assert_eq!(lookup.get(name).unwrap(), live.get(*name).cloned());
+        }
+        // One merged iterator re-seeked to ascending names, reading one or
+        // two records after each seek, as the availability check does.
+        let mut iter = merged.refs_with_tombstones().unwrap();
+        for (i, name) in ascending.iter().enumerate() {
+            iter.seek(name).unwrap();
+            let got: Vec<Vec<u8>> = iter.by_ref().take(1 + i % 2).map(|r| r.unwrap().name).collect();
+            let mut fresh = merged.refs_with_tombstones().unwrap();
+            fresh.seek(name).unwrap();
+            let want: Vec<Vec<u8>> = fresh.take(1 + i % 2).map(|r| r.unwrap().name).collect();
+            prop_assert_eq!(got, want);
         }
         let expected_logs: Vec<LogRecord> = live_logs.values().cloned().collect();
         prop_assert_eq!(all(merged.logs().unwrap()), expected_logs);

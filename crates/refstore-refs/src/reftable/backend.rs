@@ -297,7 +297,7 @@ pub(super) fn resolve_in(stack: &Stack, name: &RefName) -> Result<Option<Resolve
 
 /// A live record as a [`Ref`]; a record that names no valid ref (or
 /// points at one) means the table is damaged.
-fn to_ref(stack: &Stack, record: RefRecord) -> Result<Ref, ReadError> {
+pub(super) fn to_ref(stack: &Stack, record: RefRecord) -> Result<Ref, ReadError> {
     let bad_name = |what: &str, name: &[u8]| {
         table_error(
             stack,

@@ -234,10 +234,11 @@ impl<'a> Block<'a> {
     pub(crate) fn seek<R: Record>(&self, key: &[u8], ctx: &Context) -> Result<Cursor> {
         // Find the first restart point whose key is greater than `key`.
         let (mut lo, mut hi) = (0, self.restart_count);
+        let mut restart_key = Vec::new();
         while lo < hi {
             let mid = (lo + hi) / 2;
             let offset = self.restart(mid);
-            let mut restart_key = Vec::new();
+            restart_key.clear();
             decode_key(&self.data, offset, self.restarts_start, &mut restart_key)
                 .map_err(|e| relocate(e, self.position))?;
             if restart_key.as_slice() > key {
@@ -250,16 +251,61 @@ impl<'a> Block<'a> {
             0 => self.cursor(),
             i => Cursor {
                 offset: self.restart(i - 1),
-                key: Vec::new(),
+                key: restart_key,
             },
         };
+        cursor.key.clear();
+        self.scan_to::<R>(&mut cursor, key, ctx)?;
+        Ok(cursor)
+    }
+
+    /// Moves `cursor` forward to the first record whose key is `>= key`,
+    /// or to the end of the block. Keys only are decoded: the records
+    /// passed over are checked but not built.
+    pub(crate) fn scan_to<R: Record>(
+        &self,
+        cursor: &mut Cursor,
+        key: &[u8],
+        ctx: &Context,
+    ) -> Result<()> {
+        let mut before = Vec::with_capacity(cursor.key.len());
         loop {
-            let before = cursor.clone();
-            match self.next::<R>(&mut cursor, ctx)? {
-                Some((record_key, _)) if record_key.as_slice() < key => continue,
-                _ => return Ok(before),
+            if cursor.offset >= self.restarts_start {
+                return Ok(());
             }
+            let at = cursor.offset;
+            let had_key = at > self.records_start && !cursor.key.is_empty();
+            before.clone_from(&cursor.key);
+            let (value_type, value_start) =
+                decode_key(&self.data, at, self.restarts_start, &mut cursor.key)
+                    .map_err(|e| relocate(e, self.position))?;
+            if had_key && cursor.key <= before {
+                return Err(out_of_order(
+                    self.position as usize + at,
+                    &cursor.key,
+                    &before,
+                ));
+            }
+            if cursor.key.as_slice() >= key {
+                cursor.offset = at;
+                std::mem::swap(&mut cursor.key, &mut before);
+                return Ok(());
+            }
+            let used = R::value_len(
+                &cursor.key,
+                value_type,
+                &self.data[value_start..self.restarts_start],
+                value_start,
+                ctx,
+            )
+            .map_err(|e| relocate(e, self.position))?;
+            cursor.offset = value_start + used;
         }
+    }
+
+    /// True if `cursor` is past the block's last record.
+    pub(crate) fn at_end(&self, cursor: &Cursor) -> bool {
+        cursor.offset >= self.restarts_start
     }
 
     /// Decodes the record at `cursor` and moves past it; `None` at the end
@@ -281,14 +327,7 @@ impl<'a> Block<'a> {
                 .map_err(|e| relocate(e, self.position))?;
         if let Some(previous) = previous {
             if cursor.key <= previous {
-                return Err(Error::corrupt(
-                    file_at(at),
-                    format!(
-                        "key '{}' does not sort after the previous key '{}'",
-                        String::from_utf8_lossy(&cursor.key),
-                        String::from_utf8_lossy(&previous)
-                    ),
-                ));
+                return Err(out_of_order(file_at(at), &cursor.key, &previous));
             }
         }
         let (record, used) = R::decode(
@@ -302,6 +341,19 @@ impl<'a> Block<'a> {
         cursor.offset = value_start + used;
         Ok(Some((cursor.key.clone(), record)))
     }
+}
+
+/// The error for a key at file position `at` that does not sort after the
+/// key before it.
+fn out_of_order(at: usize, key: &[u8], previous: &[u8]) -> Error {
+    Error::corrupt(
+        at,
+        format!(
+            "key '{}' does not sort after the previous key '{}'",
+            String::from_utf8_lossy(key),
+            String::from_utf8_lossy(previous)
+        ),
+    )
 }
 
 /// Turns an in-block offset in `error` into a file position.
@@ -349,4 +401,11 @@ fn inflate(table: &[u8], from: usize, limit: usize, expected: usize) -> Result<(
 pub(crate) struct Cursor {
     offset: usize,
     key: Vec<u8>,
+}
+
+impl Cursor {
+    /// The key of the record before the cursor (empty at a restart point).
+    pub(crate) fn key(&self) -> &[u8] {
+        &self.key
+    }
 }

@@ -55,6 +55,20 @@ impl<'t> Merged<'t> {
         Ok(None)
     }
 
+    /// Lookups of many names: faster than [`ref_record`](Self::ref_record)
+    /// for each when the names come in ascending order.
+    pub fn lookup(&self) -> Result<RefLookup<'t>> {
+        let iters = self
+            .tables
+            .iter()
+            .rev()
+            .map(Table::refs)
+            .collect::<Result<_>>()?;
+        Ok(RefLookup {
+            newest_first: iters,
+        })
+    }
+
     /// Live log entries: by name, newest first.
     pub fn logs(&self) -> Result<MergedLogs<'t>> {
         self.merge_logs(false)
@@ -95,6 +109,25 @@ impl<'t> Merged<'t> {
             }
         }
         Ok(found)
+    }
+}
+
+/// One iterator per table, kept between lookups so that each lookup of
+/// an ascending sequence of names continues where the previous one left.
+pub struct RefLookup<'t> {
+    newest_first: Vec<RefIter<'t>>,
+}
+
+impl RefLookup<'_> {
+    /// The live ref `name`, if any: the newest table's record of it, unless
+    /// that is a deletion.
+    pub fn get(&mut self, name: &[u8]) -> Result<Option<RefRecord>> {
+        for table in &mut self.newest_first {
+            if let Some(record) = table.find(name)? {
+                return Ok((record.value != RefValue::Deletion).then_some(record));
+            }
+        }
+        Ok(None)
     }
 }
 
@@ -140,6 +173,11 @@ struct Merge<I: Source> {
     /// The next record of each table (`None` when it is exhausted) and its
     /// key.
     heads: Vec<Option<(Vec<u8>, I::Record)>>,
+    /// Tables whose head was used up and must be read again before the
+    /// next record is chosen. Reading them only then keeps each table's
+    /// cursor just past the record returned last, so a seek to a key
+    /// after it (the next of an ascending series) is a short forward scan.
+    stale: Vec<bool>,
     failed: bool,
     /// Yield tombstones too (compacting part of a stack, where they must
     /// keep hiding records of older tables).
@@ -150,6 +188,7 @@ impl<I: Source> Merge<I> {
     fn new(iters: Vec<I>, keep_deletions: bool) -> Result<Self> {
         let mut merge = Merge {
             heads: Vec::with_capacity(iters.len()),
+            stale: vec![false; iters.len()],
             iters,
             failed: false,
             keep_deletions,
@@ -160,6 +199,7 @@ impl<I: Source> Merge<I> {
 
     fn fill_heads(&mut self) -> Result<()> {
         self.heads.clear();
+        self.stale.iter_mut().for_each(|s| *s = false);
         for iter in &mut self.iters {
             let head = iter.next().transpose()?.map(|r| (I::key(&r), r));
             self.heads.push(head);
@@ -182,6 +222,11 @@ impl<I: Source> Merge<I> {
 
     fn next_live(&mut self) -> Result<Option<I::Record>> {
         loop {
+            for i in 0..self.iters.len() {
+                if std::mem::take(&mut self.stale[i]) {
+                    self.advance(i)?;
+                }
+            }
             // Newest table first, so on equal keys the newest wins.
             let mut best: Option<usize> = None;
             for i in (0..self.heads.len()).rev() {
@@ -199,10 +244,11 @@ impl<I: Source> Merge<I> {
                 return Ok(None);
             };
             let (key, record) = self.heads[best].take().expect("best is set");
-            self.advance(best)?;
+            self.stale[best] = true;
             for i in 0..self.heads.len() {
                 if matches!(&self.heads[i], Some((k, _)) if *k == key) {
-                    self.advance(i)?;
+                    self.heads[i] = None;
+                    self.stale[i] = true;
                 }
             }
             if self.keep_deletions || !I::is_deletion(&record) {

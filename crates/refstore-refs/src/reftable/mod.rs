@@ -67,7 +67,7 @@ pub use backend::{ReftableBackend, ReftableOptions};
 pub use error::{Error, Result};
 pub use header::{Header, Sections, Version, MAX_BLOCK_SIZE};
 pub use log_record::{LogEntry, LogRecord, LogValue};
-pub use merged::{Merged, MergedLogs, MergedRefs};
+pub use merged::{Merged, MergedLogs, MergedRefs, RefLookup};
 pub use reader::{LogIter, RefIter, Table};
 pub use ref_record::{RefRecord, RefValue};
 pub use stack::{AddError, Records, Stack, StackError};

@@ -234,10 +234,7 @@ impl Table {
     /// The record of `name` (a deletion record included), if the table has
     /// one.
     pub fn ref_record(&self, name: &[u8]) -> Result<Option<RefRecord>> {
-        match self.seek_refs(name)?.next().transpose()? {
-            Some(record) if record.name == name => Ok(Some(record)),
-            _ => Ok(None),
-        }
+        self.refs()?.find(name)
     }
 
     /// Every log record (deletions included): by name, newest first.
@@ -325,6 +322,13 @@ impl RefIter<'_> {
     /// Moves to the first record whose name is `>= name`.
     pub fn seek(&mut self, name: &[u8]) -> Result<()> {
         self.0.seek(name)
+    }
+
+    /// The record of `name` (a deletion record included), if the table
+    /// has one. The iterator stays where `name` is, so looking names up
+    /// in ascending order costs a short forward scan each.
+    pub fn find(&mut self, name: &[u8]) -> Result<Option<RefRecord>> {
+        self.0.find(name)
     }
 }
 

@@ -40,6 +40,19 @@ pub(crate) trait Record: Sized {
         offset: usize,
         ctx: &Context,
     ) -> Result<(Self, usize)>;
+
+    /// The bytes a value of `value_type` takes at the start of `value`,
+    /// checked as [`Record::decode`] checks them but without building the
+    /// record: seeking skips over records it does not return.
+    fn value_len(
+        key: &[u8],
+        value_type: u8,
+        value: &[u8],
+        offset: usize,
+        ctx: &Context,
+    ) -> Result<usize> {
+        Self::decode(key.to_vec(), value_type, value, offset, ctx).map(|(_, used)| used)
+    }
 }
 
 /// Appends a record's key part, compressed against `previous` (pass an empty

@@ -118,4 +118,34 @@ impl Record for RefRecord {
             input.consumed(),
         ))
     }
+    fn value_len(
+        _key: &[u8],
+        value_type: u8,
+        value: &[u8],
+        offset: usize,
+        ctx: &Context,
+    ) -> Result<usize> {
+        let mut input = ValueReader::new(value, offset);
+        input.varint()?;
+        match value_type {
+            0 => {}
+            1 => {
+                input.bytes(ctx.hash_len, "ref value")?;
+            }
+            2 => {
+                input.bytes(ctx.hash_len, "ref value")?;
+                input.bytes(ctx.hash_len, "peeled ref value")?;
+            }
+            3 => {
+                input.string("symbolic ref target")?;
+            }
+            other => {
+                return Err(Error::corrupt(
+                    offset,
+                    format!("ref has reserved value type {other}"),
+                ))
+            }
+        }
+        Ok(input.consumed())
+    }
 }

@@ -26,6 +26,14 @@ pub(crate) struct SectionIter<'t, R> {
     /// Root of the section's index, when it has one.
     index_root: Option<u64>,
     state: Option<(Block<'t>, Cursor)>,
+    /// Positioned before the section's first record, whose block is read
+    /// only when a record is asked for: most iterators are seeked at once.
+    at_start: bool,
+    /// What is known of the records before the cursor, so that a seek to
+    /// a key after them can scan forward from the cursor instead of
+    /// starting over from the index: lookups and seeks in ascending order
+    /// mostly stay in one block.
+    behind: Behind,
     /// Set at the end of the section and after an error.
     done: bool,
     marker: PhantomData<R>,
@@ -40,22 +48,24 @@ impl<'t, R: Record> SectionIter<'t, R> {
         start: Option<u64>,
         index_root: Option<u64>,
     ) -> Result<Self> {
-        let mut iter = SectionIter {
+        Ok(SectionIter {
             table,
             block_type,
             start,
             index_root,
             state: None,
-            done: true,
+            at_start: true,
+            behind: Behind::Unknown,
+            done: false,
             marker: PhantomData,
-        };
-        iter.rewind()?;
-        Ok(iter)
+        })
     }
 
     /// Goes back to the section's first record.
     pub(crate) fn rewind(&mut self) -> Result<()> {
         self.state = None;
+        self.behind = Behind::Unknown;
+        self.at_start = false;
         self.done = true;
         if let Some(start) = self.start {
             let block = self.read_block(start)?;
@@ -83,16 +93,73 @@ impl<'t, R: Record> SectionIter<'t, R> {
 
     /// Moves to the first record whose key is `>= key`.
     pub(crate) fn seek(&mut self, key: &[u8]) -> Result<()> {
-        let result = self.seek_inner(key);
-        if result.is_err() {
-            self.state = None;
-            self.done = true;
+        let behind = std::mem::replace(&mut self.behind, Behind::Unknown);
+        let result = match self.seek_forward(&behind, key) {
+            Ok(true) => Ok(()),
+            Ok(false) => self.seek_inner(key),
+            Err(e) => Err(e),
+        };
+        match result {
+            Ok(()) => {
+                let mut remembered = match behind {
+                    Behind::Below(buffer) => buffer,
+                    _ => Vec::new(),
+                };
+                remembered.clear();
+                remembered.extend_from_slice(key);
+                self.behind = Behind::Below(remembered);
+            }
+            Err(_) => {
+                self.state = None;
+                self.done = true;
+            }
         }
         result
     }
 
+    /// The record with exactly `key`, leaving the iterator positioned at
+    /// it (or where it would be) without consuming it, so that lookups of
+    /// ascending keys each cost a short scan.
+    pub(crate) fn find(&mut self, key: &[u8]) -> Result<Option<R>> {
+        self.seek(key)?;
+        let Some((block, cursor)) = self.state.as_ref() else {
+            return Ok(None);
+        };
+        let mut probe = cursor.clone();
+        match block.next::<R>(&mut probe, &self.table.ctx)? {
+            Some((found, record)) if found == key => Ok(Some(record)),
+            _ => Ok(None),
+        }
+    }
+
+    /// Seeks by scanning forward from the cursor, when every record
+    /// before it sorts below `key` and the answer lies in the cursor's
+    /// block. False when a full seek is needed.
+    fn seek_forward(&mut self, behind: &Behind, key: &[u8]) -> Result<bool> {
+        if self.at_start {
+            return Ok(false);
+        }
+        let state = self.state.as_mut();
+        let allowed = match (behind, &state) {
+            (Behind::Below(from), _) => key >= from.as_slice(),
+            (Behind::UpToCursorKey, Some((_, cursor))) => key > cursor.key(),
+            _ => false,
+        };
+        if !allowed {
+            return Ok(false);
+        }
+        let Some((block, cursor)) = state else {
+            // The previous seek found every key below its own, so below
+            // `key` too.
+            return Ok(self.done);
+        };
+        block.scan_to::<R>(cursor, key, &self.table.ctx)?;
+        Ok(!block.at_end(cursor))
+    }
+
     fn seek_inner(&mut self, key: &[u8]) -> Result<()> {
         self.state = None;
+        self.at_start = false;
         self.done = true;
         let Some(start) = self.start else {
             return Ok(());
@@ -104,8 +171,7 @@ impl<'t, R: Record> SectionIter<'t, R> {
         loop {
             let block = self.read_block(position)?;
             let cursor = block.seek::<R>(key, &self.table.ctx)?;
-            let mut probe = cursor.clone();
-            if block.next::<R>(&mut probe, &self.table.ctx)?.is_some() {
+            if !block.at_end(&cursor) {
                 self.state = Some((block, cursor));
                 self.done = false;
                 return Ok(());
@@ -145,8 +211,7 @@ impl<'t, R: Record> SectionIter<'t, R> {
                 }
                 found if found == self.block_type => {
                     let cursor = block.seek::<R>(key, &self.table.ctx)?;
-                    let mut probe = cursor.clone();
-                    if block.next::<R>(&mut probe, &self.table.ctx)?.is_none() {
+                    if block.at_end(&cursor) {
                         return Err(Error::corrupt(
                             position,
                             format!(
@@ -196,6 +261,11 @@ impl<'t, R: Record> SectionIter<'t, R> {
     }
 
     fn advance(&mut self) -> Result<Option<R>> {
+        // After a record is returned, the cursor's key is that record's.
+        self.behind = Behind::UpToCursorKey;
+        if self.at_start {
+            self.rewind()?;
+        }
         loop {
             let Some((block, cursor)) = self.state.as_mut() else {
                 return Ok(None);
@@ -213,6 +283,17 @@ impl<'t, R: Record> SectionIter<'t, R> {
             self.state = Some((block, cursor));
         }
     }
+}
+
+/// What a [`SectionIter`] knows of the records before its cursor.
+enum Behind {
+    /// Nothing: a seek starts from the index.
+    Unknown,
+    /// They sort below this key (the last seek's, with no record read since).
+    Below(Vec<u8>),
+    /// They sort at or below the key held by the cursor (the record read
+    /// last).
+    UpToCursorKey,
 }
 
 impl<R: Record> Iterator for SectionIter<'_, R> {

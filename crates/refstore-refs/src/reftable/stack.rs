@@ -343,9 +343,10 @@ impl Stack {
             batch.stage(file)?;
             lock.write_all(&tables_list::format(names))?;
             lock.stage(batch)?;
-            batch.flush_files()?;
+            // The table's content and its name are durable before
+            // tables.list names it: one flush point for both.
             batch.dir_changed(&self.dir);
-            batch.flush_dirs()?;
+            batch.flush_files_and_dirs()?;
             Ok(())
         })();
         if let Err(e) = written {

@@ -16,8 +16,9 @@
 //! (one data flush point), then swaps `tables.list` to name it and flushes
 //! the directory. Only then is success reported.
 
-use super::backend::{read_in, resolve_in, table_error, ReftableBackend};
+use super::backend::{read_in, resolve_in, table_error, to_ref, ReftableBackend};
 use super::log_record::{LogRecord, LogValue};
+use super::merged::RefLookup;
 use super::ref_record::{RefRecord, RefValue};
 use super::stack::{Records, Stack};
 use super::{compaction, reflog, MergedRefs};
@@ -28,12 +29,12 @@ use crate::files::transaction::CommitOptions;
 use crate::files::SYMREF_MAX_DEPTH;
 use crate::plan::{self, Planned};
 use crate::transaction::{Change, Expected, Outcome, Rejected, Rejection, Transaction};
-use crate::value::Target;
+use crate::value::{Ref, Target};
 use crate::{ObjectId, RefName};
 use refstore_fs::flush::FlushBatch;
 use refstore_fs::lock::LockFile;
 use std::borrow::Cow;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 /// A transaction checked under `tables.list.lock`, its table's records
 /// built; nothing is written yet. Dropping it releases the lock.
@@ -194,14 +195,16 @@ impl ReftableBackend {
         };
 
         // Resolve symbolic refs and reject duplicates.
-        let planned = plan::follow_symrefs(tx, &mut outcome, |name| deref_target(stack, name))?;
+        let mut reads = Reads::new(stack, tx)?;
+        let planned =
+            plan::follow_symrefs(tx, &mut outcome, |name| deref_target(&mut reads, name))?;
 
         // Availability of every touched ref that does not exist yet, against
         // the stack and the transaction's other refs, in input order.
         let mut missing = Vec::new();
         let affected: BTreeSet<RefName> = planned.iter().map(|p| p.target.clone()).collect();
         for p in &planned {
-            if !p.target.is_root_ref() && read_in(stack, &p.target)?.is_none() {
+            if !p.target.is_root_ref() && reads.get(&p.target)?.is_none() {
                 missing.push(p.target.clone());
             }
         }
@@ -247,7 +250,7 @@ impl ReftableBackend {
                 reject(&mut outcome, &p.target, reason)?;
                 continue;
             }
-            let old = read_in(stack, &p.target)?.map(|r| r.target);
+            let old = reads.get(&p.target)?.map(|r| r.target);
             // A symbolic ref changed in place is compared and logged by the
             // object it resolves to, as git does.
             let old_id = match &old {
@@ -315,11 +318,55 @@ impl ReftableBackend {
     }
 }
 
+/// The refs a transaction names, each read from the stack once however
+/// many steps of planning ask for it (the stack cannot change under
+/// `tables.list.lock`). The names of the updates are read first, in
+/// ascending order, so the lookups walk each table forward once.
+struct Reads<'s> {
+    stack: &'s Stack,
+    lookup: RefLookup<'s>,
+    seen: HashMap<RefName, Option<Ref>>,
+}
+
+impl<'s> Reads<'s> {
+    fn new(stack: &'s Stack, tx: &Transaction) -> Result<Self, ReadError> {
+        let lookup = stack.merged().lookup().map_err(|e| table_error(stack, e))?;
+        let mut reads = Reads {
+            stack,
+            lookup,
+            seen: HashMap::with_capacity(tx.updates.len()),
+        };
+        let mut names: Vec<&RefName> = tx.updates.iter().map(|u| &u.name).collect();
+        names.sort_unstable();
+        names.dedup();
+        for name in names {
+            reads.get(name)?;
+        }
+        Ok(reads)
+    }
+
+    fn get(&mut self, name: &RefName) -> Result<Option<Ref>, ReadError> {
+        if let Some(found) = self.seen.get(name) {
+            return Ok(found.clone());
+        }
+        let found = match self
+            .lookup
+            .get(name.as_bytes())
+            .map_err(|e| table_error(self.stack, e))?
+        {
+            Some(record) => Some(to_ref(self.stack, record)?),
+            None => None,
+        };
+        self.seen.insert(name.clone(), found.clone());
+        Ok(found)
+    }
+}
+
 /// Follows `name` through symbolic refs to the ref an update changes.
-fn deref_target(stack: &Stack, name: &RefName) -> Result<RefName, ReadError> {
+fn deref_target(reads: &mut Reads, name: &RefName) -> Result<RefName, ReadError> {
     let mut current = name.clone();
     for _ in 0..=SYMREF_MAX_DEPTH {
-        match read_in(stack, &current)? {
+        match reads.get(&current)? {
             Some(r) => match r.target {
                 Target::Symbolic(next) => current = next,
                 Target::Object(_) => return Ok(current),
