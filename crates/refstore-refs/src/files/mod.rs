@@ -15,7 +15,7 @@ pub mod verify;
 pub use crate::error::ReadError;
 use crate::value::{Peeled, Ref, RefView, Target, TargetView};
 use crate::{ObjectFormat, ObjectId, RefName};
-use packed::{PackedError, PackedRefs, PackedView};
+use packed::{PackedError, PackedRefs, PackedSnapshot, PackedView};
 use refstore_fs::flush::{BatchMechanism, FlushBatch};
 use refstore_fs::{FileKind, Mapped, Vfs};
 use std::ops::ControlFlow;
@@ -104,7 +104,11 @@ impl FilesBackend {
         } else {
             &self.common_dir
         };
-        base.join(std::ffi::OsStr::from_bytes_compat(name.as_bytes()))
+        // Sized once: a transaction builds this path several times per ref.
+        let mut path = PathBuf::with_capacity(base.as_os_str().len() + name.as_bytes().len() + 8);
+        path.push(base);
+        path.push(std::ffi::OsStr::from_bytes_compat(name.as_bytes()));
+        path
     }
 
     /// The `packed-refs` file.
@@ -186,10 +190,34 @@ impl FilesBackend {
         }
     }
 
-    /// Like [`read`](Self::read), with `packed-refs` already parsed (for
+    /// Reads `packed-refs` for about `lookups` lookups (a transaction's):
+    /// in place if it is sorted and large next to them, parsed whole
+    /// otherwise (empty if there is none).
+    pub fn packed_snapshot(&self, lookups: usize) -> Result<PackedSnapshot, ReadError> {
+        PackedSnapshot::new(self.packed_text()?, self.format, lookups)
+            .map_err(|error| self.packed_error(error))
+    }
+
+    /// A damaged `packed-refs`, as a read error naming the file.
+    pub(crate) fn packed_error(&self, error: PackedError) -> ReadError {
+        ReadError::Packed {
+            path: self.packed_path(),
+            error,
+        }
+    }
+
+    /// Like [`read`](Self::read), with `packed-refs` already read (for
     /// callers that look up many refs).
-    pub fn read_in(&self, name: &RefName, packed: &PackedRefs) -> Result<Option<Ref>, ReadError> {
-        self.read_loose_or(name, || Ok(packed.find(name.as_bytes())))
+    pub fn read_in(
+        &self,
+        name: &RefName,
+        packed: &PackedSnapshot,
+    ) -> Result<Option<Ref>, ReadError> {
+        self.read_loose_or(name, || {
+            packed
+                .find(name.as_bytes())
+                .map_err(|error| self.packed_error(error))
+        })
     }
 
     /// The loose ref if there is one, else what `packed` finds (root refs
@@ -249,7 +277,7 @@ impl FilesBackend {
     pub fn resolve_in(
         &self,
         name: &RefName,
-        packed: &PackedRefs,
+        packed: &PackedSnapshot,
     ) -> Result<Option<Resolved>, ReadError> {
         let mut current = name.clone();
         for depth in 0..=SYMREF_MAX_DEPTH {

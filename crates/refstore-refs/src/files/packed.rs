@@ -18,7 +18,9 @@ use crate::{ObjectFormat, ObjectId, RefName};
 use std::ops::Range;
 
 mod scan;
+mod snapshot;
 pub use scan::{PackedView, Scan};
+pub use snapshot::PackedSnapshot;
 
 /// The header git writes (and refstore too).
 pub const HEADER: &[u8] = b"# pack-refs with: peeled fully-peeled sorted \n";

@@ -24,7 +24,7 @@
 //! their new values. Removing a deleted ref's reflog or a lock file that
 //! failed does not stop the other updates; it is reported at the end.
 
-use super::packed::{self, PackedRefs};
+use super::packed::{self, PackedSnapshot};
 use super::{loose, reflog, FilesBackend, ReadError};
 use crate::availability::{self, ExistingRefs};
 pub use crate::error::CommitError;
@@ -104,7 +104,7 @@ struct Locked {
 /// binary search, loose refs by looking at the file or walking the directory.
 struct Existing<'a> {
     backend: &'a FilesBackend,
-    packed: &'a PackedRefs,
+    packed: &'a PackedSnapshot,
     loose_dirs: BTreeMap<Vec<u8>, Vec<Vec<u8>>>,
     /// The first read error, reported once the check is over (the check's
     /// interface cannot fail).
@@ -126,14 +126,26 @@ impl ExistingRefs for Existing<'_> {
                 false
             }
         };
-        loose || self.packed.find(name).is_some()
+        loose
+            || match self.packed.find(name) {
+                Ok(found) => found.is_some(),
+                Err(e) => {
+                    self.error.get_or_insert(self.backend.packed_error(e));
+                    false
+                }
+            }
     }
 
     fn seek(&mut self, from: &[u8]) -> Option<Vec<u8>> {
-        let packed = self
-            .packed
-            .name_at(self.packed.seek(from))
-            .map(<[u8]>::to_vec);
+        // Only names below `from` matter to the check (see
+        // `ExistingRefs::seek`): packed ones are looked up by that prefix.
+        let packed = match self.packed.first_with_prefix(from) {
+            Ok(found) => found,
+            Err(e) => {
+                self.error.get_or_insert(self.backend.packed_error(e));
+                None
+            }
+        };
         let dir_len = from.iter().rposition(|&b| b == b'/').map_or(0, |i| i + 1);
         let dir = from[..dir_len].to_vec();
         let backend = self.backend;
@@ -164,7 +176,7 @@ pub struct Prepared<'a> {
     backend: &'a FilesBackend,
     tx: Cow<'a, Transaction>,
     options: &'a CommitOptions,
-    packed: PackedRefs,
+    packed: PackedSnapshot,
     batch: FlushBatch,
     locked: Vec<Locked>,
     packed_lock: Option<LockFile>,
@@ -231,7 +243,7 @@ impl Prepared<'_> {
         backend: &FilesBackend,
         tx: &Transaction,
         options: &CommitOptions,
-        packed: &PackedRefs,
+        packed: &PackedSnapshot,
         batch: &mut FlushBatch,
         mut locked: Vec<Locked>,
         packed_lock: Option<LockFile>,
@@ -409,7 +421,7 @@ impl FilesBackend {
     }
 
     /// Follows `name` through symbolic refs to the ref an update changes.
-    fn deref_target(&self, name: &RefName, packed: &PackedRefs) -> Result<RefName, ReadError> {
+    fn deref_target(&self, name: &RefName, packed: &PackedSnapshot) -> Result<RefName, ReadError> {
         let mut current = name.clone();
         for _ in 0..=super::SYMREF_MAX_DEPTH {
             match self.read_in(&current, packed)? {
@@ -447,9 +459,10 @@ impl FilesBackend {
             plan::reject(&tx, outcome, name, reason)
         };
 
-        // packed-refs is read once; it is read again under its lock only if
-        // the transaction rewrites it.
-        let packed = self.packed()?;
+        // packed-refs is read once (in place when sorted: a transaction
+        // looks up its own refs, not all of them); it is read again, whole,
+        // under its lock only if the transaction rewrites it.
+        let packed = self.packed_snapshot(tx.updates.len())?;
 
         // 1. Resolve symbolic refs and reject duplicates.
         let planned =
@@ -507,7 +520,10 @@ impl FilesBackend {
             let current = match self.read_loose(&p.target) {
                 Ok(Some(t)) => Some((t, false)),
                 Ok(None) if p.target.is_root_ref() => None,
-                Ok(None) => packed.find(p.target.as_bytes()).map(|r| (r.target, true)),
+                Ok(None) => packed
+                    .find(p.target.as_bytes())
+                    .map_err(|e| self.packed_error(e))?
+                    .map(|r| (r.target, true)),
                 Err(ReadError::BrokenRef { .. }) => {
                     lock.rollback()?;
                     reject(&mut outcome, &update.name, Rejection::Broken)?;
@@ -515,8 +531,14 @@ impl FilesBackend {
                 }
                 Err(e) => return Err(e.into()),
             };
-            let in_packed = current.as_ref().is_some_and(|(_, p)| *p)
-                || (!p.target.is_root_ref() && packed.find(p.target.as_bytes()).is_some());
+            let in_packed = match &current {
+                Some((_, true)) => true,
+                _ if p.target.is_root_ref() => false,
+                _ => packed
+                    .find(p.target.as_bytes())
+                    .map_err(|e| self.packed_error(e))?
+                    .is_some(),
+            };
             let old = current.map(|(t, _)| t);
             // A symbolic ref changed in place is compared and logged by the
             // object it resolves to, as git does.
