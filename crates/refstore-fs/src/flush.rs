@@ -167,8 +167,9 @@ pub struct FlushBatch {
     /// Whether files were staged since the last data flush point.
     files_pending: bool,
     dirs: BTreeSet<PathBuf>,
-    /// Directories known to exist, so each is checked once per batch.
-    known_dirs: std::collections::HashSet<PathBuf>,
+    /// Directories known to exist, so each is checked once per batch
+    /// (keyed by their bytes, which hash faster than a `Path`'s components).
+    known_dirs: std::collections::HashSet<std::ffi::OsString>,
 }
 
 impl std::fmt::Debug for FlushBatch {
@@ -263,15 +264,18 @@ impl FlushBatch {
     /// which lost the entry, must be recorded with [`dir_changed`](Self::dir_changed)).
     pub fn dir_removed(&mut self, dir: &Path) {
         self.dirs.remove(dir);
-        self.known_dirs.remove(dir);
+        self.known_dirs.remove(dir.as_os_str());
     }
 
     /// Creates `dir` and any missing parents, recording every directory that
     /// gains an entry, so the new directories survive the directory flush
     /// point along with what is put in them.
     pub fn create_dir_all(&mut self, dir: &Path) -> Result<()> {
-        if self.known_dirs.contains(dir) || self.vfs.stat(dir).is_ok() {
-            self.known_dirs.insert(dir.to_owned());
+        if self.known_dirs.contains(dir.as_os_str()) {
+            return Ok(());
+        }
+        if self.vfs.stat(dir).is_ok() {
+            self.known_dirs.insert(dir.as_os_str().to_owned());
             return Ok(());
         }
         if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
@@ -281,7 +285,7 @@ impl FlushBatch {
         match self.vfs.mkdir(dir) {
             Err(e) if !e.is_already_exists() => Err(e),
             _ => {
-                self.known_dirs.insert(dir.to_owned());
+                self.known_dirs.insert(dir.as_os_str().to_owned());
                 Ok(())
             }
         }
@@ -303,6 +307,39 @@ impl FlushBatch {
         }
     }
 
+    /// One flush point for both: every staged file and every recorded
+    /// directory's entries are durable when this returns. With `syncfs`
+    /// that is one call where [`flush_files`](Self::flush_files) followed
+    /// by [`flush_dirs`](Self::flush_dirs) would make two; per-file
+    /// flushes of the files and the directories run in one batch.
+    pub fn flush_files_and_dirs(&mut self) -> Result<()> {
+        if self.method != FlushMethod::Batch {
+            self.flush_files()?;
+            return self.flush_dirs();
+        }
+        let staged = std::mem::take(&mut self.staged);
+        let pending = std::mem::take(&mut self.files_pending);
+        let dirs = std::mem::take(&mut self.dirs);
+        if staged.is_empty() && !pending && dirs.is_empty() {
+            return Ok(());
+        }
+        match self.mechanism() {
+            BatchMechanism::Syncfs => self.vfs.syncfs(&self.filesystem),
+            _ => {
+                let vfs = &self.vfs;
+                let items: Vec<Pending> = staged
+                    .into_iter()
+                    .map(Pending::File)
+                    .chain(dirs.into_iter().map(Pending::Dir))
+                    .collect();
+                concurrently(items, |item| match item {
+                    Pending::File(mut file) => file.fdatasync(),
+                    Pending::Dir(dir) => vfs.fsync_dir(&dir),
+                })
+            }
+        }
+    }
+
     /// The directory flush point: every recorded directory's entries are
     /// durable when this returns.
     pub fn flush_dirs(&mut self) -> Result<()> {
@@ -321,6 +358,12 @@ impl FlushBatch {
             }
         }
     }
+}
+
+/// A file or a directory waiting for a combined flush point.
+enum Pending {
+    File(Box<dyn VfsFile>),
+    Dir(PathBuf),
 }
 
 /// Runs `flush` on every item from up to [`FLUSH_THREADS`] threads; returns

@@ -59,7 +59,8 @@ impl std::error::Error for LockError {
 
 /// `<path>.lock` for `path`.
 pub fn lock_path_for(path: &Path) -> PathBuf {
-    let mut name = path.as_os_str().to_owned();
+    let mut name = std::ffi::OsString::with_capacity(path.as_os_str().len() + 5);
+    name.push(path.as_os_str());
     name.push(".lock");
     PathBuf::from(name)
 }

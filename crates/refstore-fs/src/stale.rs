@@ -38,6 +38,7 @@
 
 use crate::vfs::{Result, Vfs, VfsFile};
 use std::collections::{HashMap, HashSet};
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
@@ -58,16 +59,20 @@ pub const DEFAULT_STALE_LOCK_AGE: Duration = Duration::from_secs(60);
 #[derive(Debug, Clone)]
 struct Policy {
     repository: PathBuf,
+    /// `<repository>/refstore-lock-holders`.
+    holders: PathBuf,
     min_age: Duration,
 }
 
 /// The repositories that opted in, and this process's holder records and
-/// held locks. Process-wide, as flocks and process liveness are.
+/// held locks. Process-wide, as flocks and process liveness are. Paths are
+/// keyed by their bytes: hashing a `Path` walks its components, which a
+/// transaction taking thousands of locks would pay for every one.
 #[derive(Default)]
 struct Registry {
-    policies: Vec<Policy>,
-    holders: HashMap<PathBuf, Weak<HolderRecord>>,
-    held: HashSet<PathBuf>,
+    policies: Vec<Arc<Policy>>,
+    holders: HashMap<OsString, Weak<HolderRecord>>,
+    held: HashSet<OsString>,
 }
 
 fn registry() -> &'static Mutex<Registry> {
@@ -86,13 +91,14 @@ fn lock_registry() -> std::sync::MutexGuard<'static, Registry> {
 pub fn recover_stale_locks(repository: &Path, min_age: Duration) {
     let mut registry = lock_registry();
     registry.policies.retain(|p| p.repository != repository);
-    registry.policies.push(Policy {
+    registry.policies.push(Arc::new(Policy {
         repository: repository.to_owned(),
+        holders: repository.join(HOLDERS_DIR),
         min_age,
-    });
+    }));
 }
 
-fn policy_for(lock_path: &Path) -> Option<Policy> {
+fn policy_for(lock_path: &Path) -> Option<Arc<Policy>> {
     let registry = lock_registry();
     registry
         .policies
@@ -125,7 +131,7 @@ pub(crate) struct Holding {
 
 impl Drop for Holding {
     fn drop(&mut self) {
-        lock_registry().held.remove(&self.lock_path);
+        lock_registry().held.remove(self.lock_path.as_os_str());
     }
 }
 
@@ -138,19 +144,27 @@ pub(crate) fn before_create(
     let Some(policy) = policy_for(lock_path) else {
         return Ok(None);
     };
-    let holders = policy.repository.join(HOLDERS_DIR);
+    let holders = &policy.holders;
     let mut registry = lock_registry();
-    if let Some(record) = registry.holders.get(&holders).and_then(Weak::upgrade) {
+    if let Some(record) = registry
+        .holders
+        .get(holders.as_os_str())
+        .and_then(Weak::upgrade)
+    {
         return Ok(Some(record));
     }
-    let record = Arc::new(publish_record(vfs, &holders)?);
-    registry.holders.insert(holders, Arc::downgrade(&record));
+    let record = Arc::new(publish_record(vfs, holders)?);
+    registry
+        .holders
+        .insert(holders.as_os_str().to_owned(), Arc::downgrade(&record));
     Ok(Some(record))
 }
 
 /// After `lock_path` was created: remembers that this process holds it.
 pub(crate) fn after_create(lock_path: &Path, record: Arc<HolderRecord>) -> Holding {
-    lock_registry().held.insert(lock_path.to_owned());
+    lock_registry()
+        .held
+        .insert(lock_path.as_os_str().to_owned());
     Holding {
         lock_path: lock_path.to_owned(),
         _record: record,
@@ -189,11 +203,13 @@ pub(crate) fn recover(vfs: &Arc<dyn Vfs>, lock_path: &Path) -> Result<bool> {
     let Some(policy) = policy_for(lock_path) else {
         return Ok(false);
     };
-    if lock_registry().held.contains(lock_path) || !old_enough(vfs, lock_path, policy.min_age)? {
+    if lock_registry().held.contains(lock_path.as_os_str())
+        || !old_enough(vfs, lock_path, policy.min_age)?
+    {
         return Ok(false);
     }
-    let holders = policy.repository.join(HOLDERS_DIR);
-    let Some(_turn) = take_turn(vfs, &holders)? else {
+    let holders = &policy.holders;
+    let Some(_turn) = take_turn(vfs, holders)? else {
         return Ok(false);
     };
     // Checked again under the turn: another recoverer may have replaced it.
@@ -202,10 +218,10 @@ pub(crate) fn recover(vfs: &Arc<dyn Vfs>, lock_path: &Path) -> Result<bool> {
         Err(e) if e.is_not_found() => return Ok(true),
         Err(e) => return Err(e),
     };
-    if age < policy.min_age || lock_registry().held.contains(lock_path) {
+    if age < policy.min_age || lock_registry().held.contains(lock_path.as_os_str()) {
         return Ok(false);
     }
-    if other_live_holder(vfs, &holders)? {
+    if other_live_holder(vfs, holders)? {
         return Ok(false);
     }
     match vfs.unlink(lock_path) {
@@ -261,7 +277,7 @@ fn other_live_holder(vfs: &Arc<dyn Vfs>, holders: &Path) -> Result<bool> {
     let own = format!("{}-", std::process::id());
     let holding_here = lock_registry()
         .holders
-        .get(holders)
+        .get(holders.as_os_str())
         .is_some_and(|record| record.strong_count() > 0);
     for entry in vfs.read_dir(holders)? {
         let name = entry.name.to_string_lossy();
