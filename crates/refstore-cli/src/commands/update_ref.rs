@@ -55,7 +55,7 @@ pub struct Args {
 pub(crate) fn parse_value(backend: &dyn Backend, arg: &str) -> Option<ObjectId> {
     let format = backend.object_format();
     if arg.len() == format.hex_len() {
-        if let Ok(id) = ObjectId::from_hex_in(arg.to_ascii_lowercase().as_bytes(), format) {
+        if let Ok(id) = ObjectId::from_hex_any_case(arg.as_bytes(), format) {
             return Some(id);
         }
     }

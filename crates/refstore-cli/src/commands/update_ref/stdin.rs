@@ -134,29 +134,32 @@ impl<R: BufRead, F: Fn(&str) -> Option<ObjectId>> Parser<R, F> {
 
     /// Parses the arguments of an update command.
     fn update(&mut self, word: &[u8], rest: &[u8], wanted: usize) -> Result<Update, String> {
-        let word_text = String::from_utf8_lossy(word).into_owned();
-        let mut args: Vec<Vec<u8>> = Vec::new();
+        // Fields of the NUL form are read here; the line form's are slices
+        // of `rest`. Messages are formatted only when one is needed.
+        let mut owned: Vec<Vec<u8>> = Vec::new();
+        let mut args: Vec<&[u8]> = Vec::with_capacity(wanted + 1);
         if self.nul {
-            args.push(rest.to_vec());
+            owned.push(rest.to_vec());
             for _ in 1..wanted {
                 match self.read_to(0)? {
-                    Some(f) => args.push(f),
+                    Some(f) => owned.push(f),
                     None => break,
                 }
             }
+            args.extend(owned.iter().map(Vec::as_slice));
         } else if !rest.is_empty() {
-            args.extend(rest.split(|&b| b == b' ').map(<[u8]>::to_vec));
+            args.extend(rest.split(|&b| b == b' '));
         }
-        let args: Vec<&[u8]> = args.iter().map(Vec::as_slice).collect();
+        let word_text = || String::from_utf8_lossy(word);
         let no_deref = self.no_deref_all || self.no_deref_next;
         let value = &self.value;
         let name_arg = args.first().copied().unwrap_or_default();
         if name_arg.is_empty() {
-            return Err(format!("{word_text}: missing <ref>"));
+            return Err(format!("{}: missing <ref>", word_text()));
         }
         let name = RefName::new(name_arg)
             .map_err(|_| format!("invalid ref format: {}", String::from_utf8_lossy(name_arg)))?;
-        let label = format!("{word_text} {name}");
+        let label = format!("{} {name}", word_text());
         let parse_id = |arg: &[u8], what: &str| -> Result<ObjectId, String> {
             let text = String::from_utf8_lossy(arg);
             value(&text).ok_or_else(|| format!("{label}: invalid <{what}>: {text}"))
