@@ -1,9 +1,11 @@
 # Seed 003's workloads on both ref formats: `create` (10k new refs into
 # 100k existing), `recreate` (delete those 10k, then create them again) and
-# `migrate` (1M refs each way). git 2.39 has no reftable, so the "git" column
-# is git's files backend (with fsync off) for create and recreate; for
-# migrate both columns are refstore, one per direction, as the variant says.
-# With GIT=/path/to/newer/git the git column is that git's files backend.
+# `migrate` (1M refs files -> reftable). With GIT=<git >= 2.45> (which has
+# reftable; build it by hand) the git column is that git's reftable backend
+# with core.fsync=none against durable refstore, and `git refs migrate`
+# against `refstore refs migrate`. Older gits (2.39 on Debian 12) have no
+# reftable: the git column is then git's files backend, and migrate compares
+# refstore's two directions, as each variant says.
 files_template() { # DIR N: a repository with N packed refs at one commit
     local dir=$1 n=$2
     [[ -d $dir ]] && return
@@ -23,10 +25,21 @@ reftable_template() { # FILES_DIR DIR
     "$REFSTORE" -C "$2" refs migrate --ref-format=reftable >/dev/null
 }
 
+git_reftable=no
+if "$GIT" init -q --bare --ref-format=reftable "$BENCH_DIR/rt-probe" 2>/dev/null; then
+    git_reftable=yes
+fi
+rm -rf "$BENCH_DIR/rt-probe"
+
 files=$BENCH_DIR/rt-files-100k
 reftable=$BENCH_DIR/rt-reftable-100k
 files_template "$files" 100000
 reftable_template "$files" "$reftable"
+git_tables=$BENCH_DIR/rt-git-reftable-100k
+if [[ $git_reftable == yes && ! -d $git_tables ]]; then
+    cp -a "$files" "$git_tables"
+    "$GIT" -C "$git_tables" refs migrate --ref-format=reftable >/dev/null
+fi
 commit=$("$GIT" -C "$files" rev-parse HEAD)
 create=$BENCH_DIR/rt-create
 delete=$BENCH_DIR/rt-delete
@@ -36,28 +49,47 @@ recreate=$BENCH_DIR/rt-recreate
 sed 's/^delete \(.*\)$/create \1 '"$commit"'/' "$delete" >"$recreate"
 work=$BENCH_DIR/rt-work
 mkdir -p "$BENCH_DIR/rt-aside"
-# Every run starts from fresh copies of both templates: f (files), r (reftable).
+# Every run starts from fresh copies of the templates: g (what git updates),
+# r (refstore's reftable).
 fresh() {
-    echo "[ ! -e $work ] || mv $work $BENCH_DIR/rt-aside/\$(date +%s%N); mkdir $work; cp -a $1 $work/f; cp -a $2 $work/r; sync"
+    echo "[ ! -e $work ] || mv $work $BENCH_DIR/rt-aside/\$(date +%s%N); mkdir $work; cp -a $1 $work/g; cp -a $2 $work/r; sync"
 }
 
-compare reftable "create 10k into 100k: git files fsync=none vs refstore reftable durable" "$(fresh "$files" "$reftable")" \
-    "$GIT -C $work/f -c core.fsync=none update-ref --stdin < $create" \
-    "$REFSTORE -C $work/r update-ref --stdin < $create"
+if [[ $git_reftable == yes ]]; then
+    compare reftable "create 10k into 100k: git reftable fsync=none vs refstore reftable durable" "$(fresh "$git_tables" "$reftable")" \
+        "$GIT -C $work/g -c core.fsync=none update-ref --stdin < $create" \
+        "$REFSTORE -C $work/r update-ref --stdin < $create"
+    compare reftable "recreate 10k of 100k: git reftable fsync=none vs refstore reftable durable" "$(fresh "$git_tables" "$reftable")" \
+        "$GIT -C $work/g -c core.fsync=none update-ref --stdin < $delete && $GIT -C $work/g -c core.fsync=none update-ref --stdin < $recreate" \
+        "$REFSTORE -C $work/r update-ref --stdin < $delete && $REFSTORE -C $work/r update-ref --stdin < $recreate"
+    compare reftable "delete 10k of 100k: git reftable fsync=none vs refstore reftable durable" "$(fresh "$git_tables" "$reftable")" \
+        "$GIT -C $work/g -c core.fsync=none update-ref --stdin < $delete" \
+        "$REFSTORE -C $work/r update-ref --stdin < $delete"
+    compare reftable "one ref into 100k: git reftable fsync=none vs refstore reftable durable" "$(fresh "$git_tables" "$reftable")" \
+        "$GIT -C $work/g -c core.fsync=none update-ref refs/heads/one $commit" \
+        "$REFSTORE -C $work/r update-ref refs/heads/one $commit"
+else
+    compare reftable "create 10k into 100k: git files fsync=none vs refstore reftable durable" "$(fresh "$files" "$reftable")" \
+        "$GIT -C $work/g -c core.fsync=none update-ref --stdin < $create" \
+        "$REFSTORE -C $work/r update-ref --stdin < $create"
+    compare reftable "recreate 10k of 100k: git files fsync=none vs refstore reftable durable" "$(fresh "$files" "$reftable")" \
+        "$GIT -C $work/g -c core.fsync=none update-ref --stdin < $delete && $GIT -C $work/g -c core.fsync=none update-ref --stdin < $recreate" \
+        "$REFSTORE -C $work/r update-ref --stdin < $delete && $REFSTORE -C $work/r update-ref --stdin < $recreate"
+fi
 compare reftable "create 10k into 100k: refstore files durable (git column) vs refstore reftable durable" "$(fresh "$files" "$reftable")" \
-    "$REFSTORE -C $work/f update-ref --stdin < $create" \
+    "$REFSTORE -C $work/g update-ref --stdin < $create" \
     "$REFSTORE -C $work/r update-ref --stdin < $create"
-compare reftable "recreate 10k of 100k: git files fsync=none vs refstore reftable durable" "$(fresh "$files" "$reftable")" \
-    "$GIT -C $work/f -c core.fsync=none update-ref --stdin < $delete && $GIT -C $work/f -c core.fsync=none update-ref --stdin < $recreate" \
-    "$REFSTORE -C $work/r update-ref --stdin < $delete && $REFSTORE -C $work/r update-ref --stdin < $recreate"
-compare reftable "recreate 10k of 100k: refstore files durable (git column) vs refstore reftable durable" "$(fresh "$files" "$reftable")" \
-    "$REFSTORE -C $work/f update-ref --stdin < $delete && $REFSTORE -C $work/f update-ref --stdin < $recreate" \
-    "$REFSTORE -C $work/r update-ref --stdin < $delete && $REFSTORE -C $work/r update-ref --stdin < $recreate"
 
 big=$BENCH_DIR/rt-files-1m
-big_reftable=$BENCH_DIR/rt-reftable-1m
 files_template "$big" 1000000
-reftable_template "$big" "$big_reftable"
-compare reftable "migrate 1M: files->reftable (git column) vs reftable->files (refstore column)" "$(fresh "$big" "$big_reftable")" \
-    "$REFSTORE -C $work/f refs migrate --ref-format=reftable" \
-    "$REFSTORE -C $work/r refs migrate --ref-format=files"
+if [[ $git_reftable == yes ]]; then
+    compare reftable "migrate 1M files->reftable: git fsync=none vs refstore durable" "$(fresh "$big" "$big")" \
+        "$GIT -C $work/g -c core.fsync=none refs migrate --ref-format=reftable" \
+        "$REFSTORE -C $work/r refs migrate --ref-format=reftable"
+else
+    big_reftable=$BENCH_DIR/rt-reftable-1m
+    reftable_template "$big" "$big_reftable"
+    compare reftable "migrate 1M: files->reftable (git column) vs reftable->files (refstore column)" "$(fresh "$big" "$big_reftable")" \
+        "$REFSTORE -C $work/g refs migrate --ref-format=reftable" \
+        "$REFSTORE -C $work/r refs migrate --ref-format=files"
+fi
