@@ -3,9 +3,10 @@
 //! one ref, and record refusals as the transaction's mode asks (a batch
 //! notes them and goes on; an atomic transaction fails with the first).
 
-use crate::error::CommitError;
+use crate::error::{CommitError, ReadError};
+use crate::files::SYMREF_MAX_DEPTH;
 use crate::transaction::{Change, Outcome, Rejected, Rejection, Transaction};
-use crate::value::Target;
+use crate::value::{Ref, Target};
 use crate::RefName;
 use std::collections::HashMap;
 
@@ -75,4 +76,53 @@ where
         planned.push(Planned { index, target, via });
     }
     Ok(planned)
+}
+
+/// Reads one ref from a store.
+pub(crate) trait ReadRef: FnMut(&RefName) -> Result<Option<Ref>, ReadError> {}
+
+impl<F: FnMut(&RefName) -> Result<Option<Ref>, ReadError>> ReadRef for F {}
+
+/// The refs a transaction's planning reads, each read from the store once
+/// however many steps ask for it (resolving symbolic refs, finding the
+/// refs that do not exist yet). The values are those seen before the locks
+/// are taken; old values are checked again under the locks.
+pub(crate) struct Reads<F> {
+    read: F,
+    seen: HashMap<RefName, Option<Ref>>,
+}
+
+impl<F: ReadRef> Reads<F> {
+    /// A cache over `read`, for a transaction of `updates` updates.
+    pub fn new(updates: usize, read: F) -> Self {
+        Reads {
+            read,
+            seen: HashMap::with_capacity(updates),
+        }
+    }
+
+    /// The ref `name`, read once.
+    pub fn get(&mut self, name: &RefName) -> Result<Option<Ref>, ReadError> {
+        if let Some(found) = self.seen.get(name) {
+            return Ok(found.clone());
+        }
+        let found = (self.read)(name)?;
+        self.seen.insert(name.clone(), found.clone());
+        Ok(found)
+    }
+
+    /// Follows `name` through symbolic refs to the ref an update changes.
+    pub fn deref_target(&mut self, name: &RefName) -> Result<RefName, ReadError> {
+        let mut current = name.clone();
+        for _ in 0..=SYMREF_MAX_DEPTH {
+            match self.get(&current)? {
+                Some(r) => match r.target {
+                    Target::Symbolic(next) => current = next,
+                    Target::Object(_) => return Ok(current),
+                },
+                None => return Ok(current),
+            }
+        }
+        Err(ReadError::SymrefTooDeep(name.clone()))
+    }
 }

@@ -28,7 +28,7 @@ use super::packed::{self, PackedSnapshot};
 use super::{loose, reflog, FilesBackend, ReadError};
 use crate::availability::{self, ExistingRefs};
 pub use crate::error::CommitError;
-use crate::plan::{self, Planned};
+use crate::plan::{self, Planned, Reads};
 use crate::transaction::{Change, Expected, Outcome, Rejected, Rejection, Transaction};
 use crate::value::Target;
 use crate::RefName;
@@ -420,21 +420,6 @@ impl FilesBackend {
             .join(<std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(name.as_bytes()))
     }
 
-    /// Follows `name` through symbolic refs to the ref an update changes.
-    fn deref_target(&self, name: &RefName, packed: &PackedSnapshot) -> Result<RefName, ReadError> {
-        let mut current = name.clone();
-        for _ in 0..=super::SYMREF_MAX_DEPTH {
-            match self.read_in(&current, packed)? {
-                Some(r) => match r.target {
-                    Target::Symbolic(next) => current = next,
-                    Target::Object(_) => return Ok(current),
-                },
-                None => return Ok(current),
-            }
-        }
-        Err(ReadError::SymrefTooDeep(name.clone()))
-    }
-
     /// Commits `tx`. Atomic transactions fail as a whole with the first
     /// rejection; batch transactions report rejections in the outcome.
     pub fn commit(
@@ -465,8 +450,10 @@ impl FilesBackend {
         let packed = self.packed_snapshot(tx.updates.len())?;
 
         // 1. Resolve symbolic refs and reject duplicates.
-        let planned =
-            plan::follow_symrefs(&tx, &mut outcome, |name| self.deref_target(name, &packed))?;
+        let mut reads = Reads::new(tx.updates.len(), |name: &RefName| {
+            self.read_in(name, &packed)
+        });
+        let planned = plan::follow_symrefs(&tx, &mut outcome, |name| reads.deref_target(name))?;
 
         // Availability of every touched ref that does not exist yet, against
         // the store and the transaction's other refs (git's rule, in input
@@ -474,7 +461,7 @@ impl FilesBackend {
         let mut missing = Vec::new();
         let affected: BTreeSet<RefName> = planned.iter().map(|p| p.target.clone()).collect();
         for p in &planned {
-            if !p.target.is_root_ref() && self.read_in(&p.target, &packed)?.is_none() {
+            if !p.target.is_root_ref() && reads.get(&p.target)?.is_none() {
                 missing.push(p.target.clone());
             }
         }

@@ -18,7 +18,6 @@
 
 use super::backend::{read_in, resolve_in, table_error, to_ref, ReftableBackend};
 use super::log_record::{LogRecord, LogValue};
-use super::merged::RefLookup;
 use super::ref_record::{RefRecord, RefValue};
 use super::stack::{Records, Stack};
 use super::{compaction, reflog, MergedRefs};
@@ -26,15 +25,14 @@ use crate::availability::{self, ExistingRefs};
 use crate::error::{CommitError, ReadError};
 use crate::files::reflog::autocreates;
 use crate::files::transaction::CommitOptions;
-use crate::files::SYMREF_MAX_DEPTH;
-use crate::plan::{self, Planned};
+use crate::plan::{self, Planned, ReadRef, Reads};
 use crate::transaction::{Change, Expected, Outcome, Rejected, Rejection, Transaction};
-use crate::value::{Ref, Target};
+use crate::value::Target;
 use crate::{ObjectId, RefName};
 use refstore_fs::flush::FlushBatch;
 use refstore_fs::lock::LockFile;
 use std::borrow::Cow;
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 
 /// A transaction checked under `tables.list.lock`, its table's records
 /// built; nothing is written yet. Dropping it releases the lock.
@@ -195,9 +193,8 @@ impl ReftableBackend {
         };
 
         // Resolve symbolic refs and reject duplicates.
-        let mut reads = Reads::new(stack, tx)?;
-        let planned =
-            plan::follow_symrefs(tx, &mut outcome, |name| deref_target(&mut reads, name))?;
+        let mut reads = reads(stack, tx)?;
+        let planned = plan::follow_symrefs(tx, &mut outcome, |name| reads.deref_target(name))?;
 
         // Availability of every touched ref that does not exist yet, against
         // the stack and the transaction's other refs, in input order.
@@ -318,63 +315,26 @@ impl ReftableBackend {
     }
 }
 
-/// The refs a transaction names, each read from the stack once however
-/// many steps of planning ask for it (the stack cannot change under
-/// `tables.list.lock`). The names of the updates are read first, in
+/// The reads of `tx`'s planning, the names of its updates read first in
 /// ascending order, so the lookups walk each table forward once.
-struct Reads<'s> {
-    stack: &'s Stack,
-    lookup: RefLookup<'s>,
-    seen: HashMap<RefName, Option<Ref>>,
-}
-
-impl<'s> Reads<'s> {
-    fn new(stack: &'s Stack, tx: &Transaction) -> Result<Self, ReadError> {
-        let lookup = stack.merged().lookup().map_err(|e| table_error(stack, e))?;
-        let mut reads = Reads {
-            stack,
-            lookup,
-            seen: HashMap::with_capacity(tx.updates.len()),
-        };
-        let mut names: Vec<&RefName> = tx.updates.iter().map(|u| &u.name).collect();
-        names.sort_unstable();
-        names.dedup();
-        for name in names {
-            reads.get(name)?;
-        }
-        Ok(reads)
-    }
-
-    fn get(&mut self, name: &RefName) -> Result<Option<Ref>, ReadError> {
-        if let Some(found) = self.seen.get(name) {
-            return Ok(found.clone());
-        }
-        let found = match self
-            .lookup
+fn reads<'s>(stack: &'s Stack, tx: &Transaction) -> Result<Reads<impl ReadRef + 's>, ReadError> {
+    let mut lookup = stack.merged().lookup().map_err(|e| table_error(stack, e))?;
+    let mut reads = Reads::new(tx.updates.len(), move |name: &RefName| {
+        match lookup
             .get(name.as_bytes())
-            .map_err(|e| table_error(self.stack, e))?
+            .map_err(|e| table_error(stack, e))?
         {
-            Some(record) => Some(to_ref(self.stack, record)?),
-            None => None,
-        };
-        self.seen.insert(name.clone(), found.clone());
-        Ok(found)
-    }
-}
-
-/// Follows `name` through symbolic refs to the ref an update changes.
-fn deref_target(reads: &mut Reads, name: &RefName) -> Result<RefName, ReadError> {
-    let mut current = name.clone();
-    for _ in 0..=SYMREF_MAX_DEPTH {
-        match reads.get(&current)? {
-            Some(r) => match r.target {
-                Target::Symbolic(next) => current = next,
-                Target::Object(_) => return Ok(current),
-            },
-            None => return Ok(current),
+            Some(record) => Ok(Some(to_ref(stack, record)?)),
+            None => Ok(None),
         }
+    });
+    let mut names: Vec<&RefName> = tx.updates.iter().map(|u| &u.name).collect();
+    names.sort_unstable();
+    names.dedup();
+    for name in names {
+        reads.get(name)?;
     }
-    Err(ReadError::SymrefTooDeep(name.clone()))
+    Ok(reads)
 }
 
 /// Checks the expected old value against what the ref resolves to: a
