@@ -159,7 +159,7 @@ impl FilesBackend {
     }
 
     /// The bytes of `packed-refs` (empty if there is none).
-    fn packed_text(&self) -> Result<Mapped, ReadError> {
+    pub(crate) fn packed_text(&self) -> Result<Mapped, ReadError> {
         match self.vfs.read_mapped(&self.packed_path()) {
             Ok(text) => Ok(text),
             Err(e) if e.is_not_found() => Ok(Mapped::owned(Vec::new())),

@@ -230,6 +230,11 @@ impl PackedRefs {
         self.records.partition_point(|r| self.name_of(r) < name)
     }
 
+    /// The file's content, as parsed.
+    pub fn text(&self) -> &[u8] {
+        &self.text
+    }
+
     /// The ref called `name`, if packed.
     pub fn find(&self, name: &[u8]) -> Option<Ref> {
         let i = self.seek(name);
