@@ -3,8 +3,9 @@
 //! trees and tags read on demand.
 //!
 //! It holds its own gix-odb handle on the repository's object directory,
-//! because gix-pack's pack writer needs one that it can clone into its
-//! pipeline; [`Graph::handle`] hands it out.
+//! which the pack writer clones to read objects it compresses afresh, and
+//! the repository's packs as stored ([`refstore_odb::Packs`]), whose
+//! entries the pack writer copies.
 
 use super::UploadPackError;
 use gix_hash::ObjectId;
@@ -27,6 +28,9 @@ pub(crate) struct Commit {
 /// The repository's objects, seen as a graph.
 pub(crate) struct Graph {
     handle: gix_odb::HandleArc,
+    /// The packs as stored, for copying their entries.
+    packs: refstore_odb::Packs,
+    objects_dir: std::path::PathBuf,
     hash: gix_hash::Kind,
     commits: HashMap<ObjectId, Rc<Commit>>,
     buf: Vec<u8>,
@@ -55,8 +59,15 @@ impl Graph {
         // The pack writer copies entries by their pack location: packs must
         // stay mapped while it runs, even if a repack removes them.
         handle.prevent_pack_unload();
+        // Trees are stored as long delta chains: without a cache of their
+        // bases, each read would resolve its chain from the start.
+        handle.set_pack_cache(|| Box::new(refstore_odb::DeltaBaseCache::default()));
+        let packs = refstore_odb::Packs::open(objects_dir, format)
+            .map_err(|e| UploadPackError::objects("cannot open the packs", e))?;
         Ok(Graph {
             handle,
+            packs,
+            objects_dir: objects_dir.to_owned(),
             hash,
             commits: HashMap::new(),
             buf: Vec::new(),
@@ -68,9 +79,19 @@ impl Graph {
         self.hash
     }
 
-    /// A handle on the object database for gix-pack.
+    /// A handle on the object database.
     pub fn handle(&self) -> gix_odb::HandleArc {
         self.handle.clone()
+    }
+
+    /// The packs, as stored.
+    pub fn packs(&self) -> &refstore_odb::Packs {
+        &self.packs
+    }
+
+    /// The object directory.
+    pub fn objects_dir(&self) -> &std::path::Path {
+        &self.objects_dir
     }
 
     /// The kind of `id`, or `None` if it is missing.
