@@ -255,6 +255,88 @@ impl Packs {
             .is_some_and(|crc| crc32fast::hash(entry.raw) == crc)
     }
 
+    /// Reads the object stored at `at` into `out`, resolving its delta
+    /// chain within its pack; every object of the chain is kept in `cache`
+    /// (bases too, which gix-pack's decoder does not keep), so that reading
+    /// many versions of a tree inflates each stored entry about once.
+    /// `None` if a reference delta's base is in another pack.
+    pub fn read(
+        &self,
+        at: PackedAt,
+        cache: &mut crate::DeltaBaseCache,
+        out: &mut Vec<u8>,
+    ) -> Result<Option<ObjectKind>, OdbError> {
+        use gix_pack::cache::DecodeEntry;
+        let pack = &self.packs[at.pack as usize];
+        let failed = |offset: u64, what: String| {
+            OdbError::Pack(format!(
+                "{}: cannot read the entry at offset {offset}: {what}",
+                pack.data.path().display()
+            ))
+        };
+        let mut chain: Vec<u64> = Vec::new();
+        let mut offset = pack.index.pack_offset_at_index(at.position);
+        let mut inflate = gix_zlib::Inflate::default();
+        let inflate_entry = |entry: &gix_pack::data::Entry,
+                             inflate: &mut gix_zlib::Inflate,
+                             into: &mut Vec<u8>|
+         -> Result<(), OdbError> {
+            into.clear();
+            into.resize(entry.decompressed_size as usize, 0);
+            pack.data
+                .decompress_entry(entry, inflate, into)
+                .map(|_| ())
+                .map_err(|e| failed(entry.pack_offset(), e.to_string()))
+        };
+        let kind = loop {
+            if let Some((kind, _)) = cache.get(at.pack, offset, out) {
+                break kind;
+            }
+            let entry = pack
+                .data
+                .entry(offset)
+                .map_err(|e| failed(offset, e.to_string()))?;
+            match entry.header {
+                Header::OfsDelta { base_distance } => {
+                    chain.push(offset);
+                    offset = offset
+                        .checked_sub(base_distance)
+                        .ok_or_else(|| failed(offset, "bad delta base offset".into()))?;
+                }
+                Header::RefDelta { base_id } => {
+                    let Some(position) = pack.index.lookup(base_id) else {
+                        return Ok(None);
+                    };
+                    chain.push(offset);
+                    offset = pack.index.pack_offset_at_index(position);
+                }
+                header => {
+                    inflate_entry(&entry, &mut inflate, out)?;
+                    let kind = header.as_kind().expect("not a delta");
+                    if !chain.is_empty() {
+                        cache.put(at.pack, offset, out, kind, 0);
+                    }
+                    break kind;
+                }
+            }
+            if chain.len() > 10_000 {
+                return Err(failed(offset, "delta chain too long or cyclic".into()));
+            }
+        };
+        let mut delta = Vec::new();
+        while let Some(offset) = chain.pop() {
+            let entry = pack
+                .data
+                .entry(offset)
+                .map_err(|e| failed(offset, e.to_string()))?;
+            inflate_entry(&entry, &mut inflate, &mut delta)?;
+            *out = crate::delta::apply_delta(out, &delta)
+                .map_err(|e| failed(offset, e.to_string()))?;
+            cache.put(at.pack, offset, out, kind, 0);
+        }
+        Ok(Some(ObjectKind::from_gix(kind)))
+    }
+
     /// Inflates the object stored at `at`, resolving deltas within its pack
     /// (bases found elsewhere are not looked for), into `out`; its kind.
     /// For reading a second copy of an object whose first one is damaged.

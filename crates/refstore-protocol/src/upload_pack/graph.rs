@@ -32,7 +32,9 @@ pub(crate) struct Graph {
     packs: refstore_odb::Packs,
     objects_dir: std::path::PathBuf,
     hash: gix_hash::Kind,
-    commits: HashMap<ObjectId, Rc<Commit>>,
+    commits: HashMap<ObjectId, Rc<Commit>, IdHasher>,
+    /// Inflated delta bases of packed objects read so far.
+    cache: refstore_odb::DeltaBaseCache,
     buf: Vec<u8>,
 }
 
@@ -69,7 +71,8 @@ impl Graph {
             packs,
             objects_dir: objects_dir.to_owned(),
             hash,
-            commits: HashMap::new(),
+            commits: HashMap::default(),
+            cache: refstore_odb::DeltaBaseCache::default(),
             buf: Vec::new(),
         })
     }
@@ -108,6 +111,15 @@ impl Graph {
         &mut self,
         id: &ObjectId,
     ) -> Result<Option<(gix_object::Kind, &[u8])>, UploadPackError> {
+        if let Some(at) = self.packs.locate(id) {
+            let read = self
+                .packs
+                .read(at, &mut self.cache, &mut self.buf)
+                .map_err(|e| UploadPackError::objects(&format!("cannot read object {id}"), e))?;
+            if let Some(kind) = read {
+                return Ok(Some((to_gix_kind(kind), &self.buf)));
+            }
+        }
         let found = self
             .handle
             .try_find(id, &mut self.buf)
@@ -184,18 +196,21 @@ impl Graph {
     }
 
     /// The entries of tree `id` that are trees or blobs (submodule commits
-    /// belong to other repositories), as `(id, is_tree, name)`.
+    /// belong to other repositories), as `(id, is_tree, name)`, into
+    /// `entries` (cleared first); `name_hash` makes a number of each name.
     pub fn tree_entries(
         &mut self,
         id: &ObjectId,
-    ) -> Result<Vec<(ObjectId, bool, Vec<u8>)>, UploadPackError> {
+        name_hash: impl Fn(&[u8]) -> u64,
+        entries: &mut Vec<(ObjectId, bool, u64)>,
+    ) -> Result<(), UploadPackError> {
+        entries.clear();
         let hash = self.hash;
         let Some((gix_object::Kind::Tree, data)) = self.read(id)? else {
             return Err(UploadPackError::Objects(format!(
                 "missing tree {id}: the repository is incomplete"
             )));
         };
-        let mut entries = Vec::new();
         for entry in gix_object::TreeRefIter::from_bytes(data, hash) {
             let entry =
                 entry.map_err(|e| UploadPackError::objects(&format!("corrupt tree {id}"), e))?;
@@ -203,11 +218,55 @@ impl Graph {
                 entries.push((
                     entry.oid.to_owned(),
                     entry.mode.is_tree(),
-                    entry.filename.to_vec(),
+                    name_hash(entry.filename),
                 ));
             }
         }
-        Ok(entries)
+        Ok(())
+    }
+}
+
+/// gix's kind of object.
+pub(crate) fn to_gix_kind(kind: refstore_odb::ObjectKind) -> gix_object::Kind {
+    match kind {
+        refstore_odb::ObjectKind::Commit => gix_object::Kind::Commit,
+        refstore_odb::ObjectKind::Tree => gix_object::Kind::Tree,
+        refstore_odb::ObjectKind::Blob => gix_object::Kind::Blob,
+        refstore_odb::ObjectKind::Tag => gix_object::Kind::Tag,
+    }
+}
+
+/// Hashing for maps keyed by object ids: an id is already a uniformly
+/// distributed hash, so its first eight bytes serve (SipHash, the
+/// default, cost as much as the inserts themselves in a large walk).
+#[derive(Default, Clone, Copy)]
+pub(crate) struct IdHasher;
+
+impl std::hash::BuildHasher for IdHasher {
+    type Hasher = IdHash;
+    fn build_hasher(&self) -> IdHash {
+        IdHash(0)
+    }
+}
+
+/// The hasher [`IdHasher`] builds.
+pub(crate) struct IdHash(u64);
+
+impl std::hash::Hasher for IdHash {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        // Ids are written whole (after a short discriminant): keep the
+        // first eight bytes of the longest write, mixed with what came
+        // before for anything shorter.
+        if bytes.len() >= 8 {
+            self.0 ^= u64::from_le_bytes(bytes[..8].try_into().expect("eight bytes"));
+        } else {
+            for &b in bytes {
+                self.0 = self.0.rotate_left(8) ^ u64::from(b);
+            }
+        }
     }
 }
 

@@ -18,16 +18,15 @@
 //! that is smaller ([`DeltaSearch`]). Packs are never thin.
 
 use super::delta_search::DeltaSearch;
-use super::graph::Graph;
+use super::graph::{to_gix_kind, Graph};
 use super::pack_writer::{type_id, DeflateInto, PackWriter, OFS_DELTA};
-use super::walk::PackContents;
+use super::walk::{PackContents, NO_PATH};
 use super::UploadPackError;
 use crate::pkt_line::sideband::{SidebandMode, SidebandWriter};
 use crate::pkt_line::PacketWriter;
 use gix_hash::{oid, ObjectId};
 use gix_object::Find;
-use refstore_odb::{ObjectKind, PackedAt, StoredKind};
-use std::collections::HashMap;
+use refstore_odb::{PackedAt, StoredKind};
 use std::io::Write;
 
 /// How the client wants the pack.
@@ -156,25 +155,14 @@ fn plan(graph: &Graph, contents: &PackContents) -> Result<Plan, UploadPackError>
         }
         located.push(at);
     }
-    // Only reference deltas and bases stored in another pack than the one
-    // chosen for them need the ids: the map is built on first use.
-    let mut by_id: Option<HashMap<ObjectId, u32>> = None;
-    let mut slot_of_id = |id: &oid| -> Option<u32> {
-        by_id
-            .get_or_insert_with(|| {
-                ids.iter()
-                    .enumerate()
-                    .map(|(slot, id)| (*id, slot as u32))
-                    .collect()
-            })
-            .get(id)
-            .copied()
-    };
+    // Reference deltas and bases stored in another pack than the one
+    // chosen for them are found by id.
+    let slot_of_id = |id: &oid| -> Option<u32> { contents.slots.get(id).copied() };
     let mut stored = Vec::with_capacity(ids.len());
     let mut fresh_for_delta = 0;
     for (slot, at) in located.into_iter().enumerate() {
         let Some(at) = at else {
-            if contents.paths.contains_key(&ids[slot]) {
+            if contents.paths[slot] != NO_PATH {
                 fresh_for_delta += 1;
             }
             stored.push(None);
@@ -199,7 +187,7 @@ fn plan(graph: &Graph, contents: &PackContents) -> Result<Plan, UploadPackError>
         let how = match base {
             Some(base) if base as usize != slot => How::Delta(base),
             _ => {
-                if contents.paths.contains_key(&ids[slot]) {
+                if contents.paths[slot] != NO_PATH {
                     fresh_for_delta += 1;
                 }
                 How::Fresh
@@ -384,7 +372,7 @@ impl Writer<'_, '_> {
         let offset = self.offsets[s];
         let path = match kind {
             gix_object::Kind::Tree | gix_object::Kind::Blob => {
-                self.contents.paths.get(&self.contents.ids[s]).copied()
+                Some(self.contents.paths[s]).filter(|&path| path != NO_PATH)
             }
             _ => None,
         };
@@ -453,13 +441,4 @@ fn deflate(pack: &mut PackWriter<'_>, data: &[u8]) -> Result<(), UploadPackError
     let mut deflate = DeflateInto::new(pack);
     deflate.write_all(data).map_err(io)?;
     deflate.finish().map_err(io)
-}
-
-fn to_gix_kind(kind: ObjectKind) -> gix_object::Kind {
-    match kind {
-        ObjectKind::Commit => gix_object::Kind::Commit,
-        ObjectKind::Tree => gix_object::Kind::Tree,
-        ObjectKind::Blob => gix_object::Kind::Blob,
-        ObjectKind::Tag => gix_object::Kind::Tag,
-    }
 }
