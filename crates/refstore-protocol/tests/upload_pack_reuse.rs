@@ -332,3 +332,25 @@ fn a_damaged_stored_entry_is_sent_from_a_loose_copy() {
     // All but the damaged blob were copied.
     assert_eq!(reuse_counts(&progress).0, expected.len() - 1, "{progress}");
 }
+
+#[test]
+fn a_large_loose_blob_is_sent_streamed_and_whole() {
+    // Larger than any delta candidate: it is inflated and compressed again
+    // in pieces, never held.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path();
+    git(path, &["init", "-q", "-b", "main"]);
+    let content: String = (0..400_000)
+        .map(|i| format!("line {i} of a large file\n"))
+        .collect();
+    assert!(content.len() > 8 << 20);
+    std::fs::write(path.join("large.txt"), &content).unwrap();
+    git(path, &["add", "-A"]);
+    git(path, &["commit", "-q", "-m", "large"]);
+    assert_eq!(loose_count(path), 3);
+    let tip = git(path, &["rev-parse", "main"]);
+    let (result, pack, progress) = fetch(path, &tip);
+    result.unwrap();
+    assert_eq!(check_received(&pack, &tip), reachable(path, &tip));
+    assert_eq!(reuse_counts(&progress), (0, 0), "{progress}");
+}

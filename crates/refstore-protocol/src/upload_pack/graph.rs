@@ -28,6 +28,8 @@ pub(crate) struct Commit {
 /// The repository's objects, seen as a graph.
 pub(crate) struct Graph {
     handle: gix_odb::HandleArc,
+    /// The repository's filesystem, for streaming large loose objects.
+    vfs: std::sync::Arc<dyn refstore_fs::Vfs>,
     /// The packs as stored, for copying their entries.
     packs: refstore_odb::Packs,
     objects_dir: std::path::PathBuf,
@@ -41,6 +43,7 @@ pub(crate) struct Graph {
 impl Graph {
     /// Opens the object database at `objects_dir`.
     pub fn open(
+        vfs: std::sync::Arc<dyn refstore_fs::Vfs>,
         objects_dir: &std::path::Path,
         format: refstore_refs::ObjectFormat,
     ) -> Result<Graph, UploadPackError> {
@@ -68,6 +71,7 @@ impl Graph {
             .map_err(|e| UploadPackError::objects("cannot open the packs", e))?;
         Ok(Graph {
             handle,
+            vfs,
             packs,
             objects_dir: objects_dir.to_owned(),
             hash,
@@ -90,6 +94,11 @@ impl Graph {
     /// The packs, as stored.
     pub fn packs(&self) -> &refstore_odb::Packs {
         &self.packs
+    }
+
+    /// The repository's filesystem.
+    pub fn vfs(&self) -> &dyn refstore_fs::Vfs {
+        self.vfs.as_ref()
     }
 
     /// The object directory.

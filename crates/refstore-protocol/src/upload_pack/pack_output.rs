@@ -324,6 +324,9 @@ impl Writer<'_, '_> {
                 Ok(())
             }
             stored => {
+                if stored.is_none() && self.stream_large_loose(&id)? {
+                    return Ok(());
+                }
                 let mut data = Vec::new();
                 let read = self
                     .handle
@@ -399,6 +402,59 @@ impl Writer<'_, '_> {
             self.search.remember(kind, path, slot, depth, data);
         }
         Ok(())
+    }
+
+    /// Sends the loose object `id` without holding it, inflated and
+    /// compressed again in pieces, if it is larger than a delta candidate
+    /// may be; false (nothing written) if it is smaller or not a loose
+    /// object of this repository.
+    fn stream_large_loose(&mut self, id: &ObjectId) -> Result<bool, UploadPackError> {
+        use std::io::{BufRead, Read};
+        let hex = id.to_hex().to_string();
+        let path = self.graph.objects_dir().join(&hex[..2]).join(&hex[2..]);
+        let Ok(mapped) = self.graph.vfs().read_mapped(&path) else {
+            return Ok(false);
+        };
+        let corrupt = |what: &str| {
+            UploadPackError::Objects(format!(
+                "the loose object {id} is corrupt ({what}); run 'git fsck'"
+            ))
+        };
+        let mut reader = std::io::BufReader::new(flate2::bufread::ZlibDecoder::new(&mapped[..]));
+        let mut header = Vec::new();
+        (&mut reader)
+            .take(64)
+            .read_until(0, &mut header)
+            .map_err(|e| corrupt(&e.to_string()))?;
+        let header = header
+            .strip_suffix(b"\0")
+            .ok_or_else(|| corrupt("no header"))?;
+        let (kind, size) = header
+            .iter()
+            .position(|&b| b == b' ')
+            .and_then(|space| {
+                let kind = gix_object::Kind::from_bytes(&header[..space]).ok()?;
+                let size = std::str::from_utf8(&header[space + 1..])
+                    .ok()?
+                    .parse()
+                    .ok()?;
+                Some((kind, size))
+            })
+            .ok_or_else(|| corrupt("bad header"))?;
+        if size <= super::delta_search::MAX_SIZE as u64 {
+            return Ok(false);
+        }
+        self.pack
+            .entry_header(type_id(kind), size, None)
+            .map_err(io)?;
+        let mut deflate = DeflateInto::new(&mut self.pack);
+        let copied = std::io::copy(&mut reader.take(size), &mut deflate)
+            .map_err(|e| corrupt(&e.to_string()))?;
+        if copied != size {
+            return Err(corrupt("shorter than its header says"));
+        }
+        deflate.finish().map_err(io)?;
+        Ok(true)
     }
 
     /// The object `id` read from a copy other than the damaged entry
