@@ -139,3 +139,28 @@ fn batch_flush_mechanism_from_configuration() {
         "invalid value for 'refstore.batchflush': 'sometimes' (expected auto, syncfs or fdatasync)"
     );
 }
+
+#[test]
+fn a_repository_without_a_config_file_has_the_defaults() {
+    // git accepts a git directory of HEAD, objects/ and refs/ alone.
+    let repo = isolated_repo("");
+    std::fs::remove_file(repo.path().join("config")).unwrap();
+    let mut config = load(repo.path(), &["core.bare=true"]);
+    config.check_repository_format().unwrap();
+    let s = config.settings().unwrap();
+    assert_eq!(s.object_format, "sha1");
+    assert_eq!(s.ref_storage, RefStorage::Files);
+}
+
+#[test]
+fn an_unreadable_config_path_is_still_an_error() {
+    let repo = isolated_repo("");
+    let path = repo.path().join("config");
+    std::fs::remove_file(&path).unwrap();
+    std::fs::create_dir(&path).unwrap();
+    let error = Config::load(Some(repo.path()), &[]).unwrap_err();
+    assert!(
+        error.to_string().contains("unable to read configuration"),
+        "{error}"
+    );
+}

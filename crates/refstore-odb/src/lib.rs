@@ -9,6 +9,9 @@
 //!   thin pack), durable with one flush point before it is visible.
 //! - [`resolve_pack`] reads a pack stream object by object, deltas
 //!   resolved (thin packs against the repository).
+//! - [`DeltaBaseCache`] keeps inflated delta bases for gix-pack's decoder.
+//! - [`Packs`] gives stored pack entries as they are, CRC-checked, for
+//!   a pack writer that copies them without inflating.
 //! - [`check_connectivity`] verifies that new ref tips reach only
 //!   objects the database holds, walking only what is new.
 //! - [`object_id`] and [`check_format`] hash and validate objects as
@@ -36,6 +39,7 @@
 //! ```
 #![deny(missing_docs, unsafe_code)]
 
+mod base_cache;
 mod check;
 mod connectivity;
 mod delta;
@@ -45,10 +49,12 @@ mod kind;
 mod loose;
 mod odb;
 mod pack;
+mod packed;
 mod rev_index;
 mod tag_peeler;
 mod unpack;
 
+pub use base_cache::DeltaBaseCache;
 pub use check::{check_format, FormatError};
 pub use connectivity::{check_connectivity, Checked, ConnectivityError};
 pub use error::OdbError;
@@ -57,6 +63,7 @@ pub use kind::ObjectKind;
 pub use loose::{loose_object_path, LooseWriter};
 pub use odb::Odb;
 pub use pack::{store_pack, PackOptions, StoredPack};
+pub use packed::{PackedAt, Packs, StoredEntry, StoredKind};
 pub use rev_index::reverse_index;
 pub use tag_peeler::TagPeeler;
 pub use unpack::{resolve_pack, PackObject, PackSummary};

@@ -549,3 +549,37 @@ fn v0_packs_come_raw_or_in_either_side_band() {
         assert_eq!(pack_objects(&pack), expected, "{capabilities}");
     }
 }
+
+#[test]
+fn a_bare_repository_without_a_config_file_is_served() {
+    // HEAD, objects/ and refs/ make a repository for git: a bare copy
+    // made without its config file is served as it is.
+    let repo = repository();
+    let bare = tempfile::tempdir().unwrap();
+    git(
+        bare.path(),
+        &[
+            "clone",
+            "-q",
+            "--bare",
+            repo.path().to_str().unwrap(),
+            "copy.git",
+        ],
+    );
+    let path = bare.path().join("copy.git");
+    std::fs::remove_file(path.join("config")).unwrap();
+    let main = git(&path, &["rev-parse", "main"]);
+    let input = packets(&[
+        Some("command=fetch"),
+        Some("0001"),
+        Some(&format!("want {main}")),
+        Some("done"),
+        None,
+    ]);
+    let pack = v2_pack(&ours(&path, stateless(ProtocolVersion::V2), &input));
+    let expected: BTreeSet<String> = git(&path, &["rev-list", "--objects", "main"])
+        .lines()
+        .map(|l| l.split(' ').next().unwrap().to_owned())
+        .collect();
+    assert_eq!(pack_objects(&pack), expected);
+}

@@ -40,9 +40,18 @@ pub(super) fn globals() -> LoadResult {
 /// Everything a repository at `git_dir` sees, in git's order of precedence
 /// (later wins): globals, `config`, `config.worktree` (when
 /// `extensions.worktreeConfig` is on), environment overrides.
+///
+/// A repository without a `config` file is valid, as for git: `HEAD`,
+/// `objects/` and `refs/` make one (bare repositories copied without it,
+/// or fetched by tools that write none); it has the defaults.
 pub(super) fn repository(git_dir: &Path) -> LoadResult {
-    let mut local = File::from_path_no_includes(git_dir.join("config"), Source::Local)
-        .map_err(|e| e.to_string())?;
+    let path = git_dir.join("config");
+    let mut local = match std::fs::symlink_metadata(&path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            File::new(Metadata::from(Source::Local).at(path))
+        }
+        _ => File::from_path_no_includes(path, Source::Local).map_err(|e| e.to_string())?,
+    };
     let worktree = match local.boolean("extensions.worktreeConfig") {
         Ok(Some(true)) => Some(
             File::from_path_no_includes(git_dir.join("config.worktree"), Source::Worktree)

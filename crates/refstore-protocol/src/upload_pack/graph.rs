@@ -3,8 +3,9 @@
 //! trees and tags read on demand.
 //!
 //! It holds its own gix-odb handle on the repository's object directory,
-//! because gix-pack's pack writer needs one that it can clone into its
-//! pipeline; [`Graph::handle`] hands it out.
+//! which the pack writer clones to read objects it compresses afresh, and
+//! the repository's packs as stored ([`refstore_odb::Packs`]), whose
+//! entries the pack writer copies.
 
 use super::UploadPackError;
 use gix_hash::ObjectId;
@@ -27,14 +28,22 @@ pub(crate) struct Commit {
 /// The repository's objects, seen as a graph.
 pub(crate) struct Graph {
     handle: gix_odb::HandleArc,
+    /// The repository's filesystem, for streaming large loose objects.
+    vfs: std::sync::Arc<dyn refstore_fs::Vfs>,
+    /// The packs as stored, for copying their entries.
+    packs: refstore_odb::Packs,
+    objects_dir: std::path::PathBuf,
     hash: gix_hash::Kind,
-    commits: HashMap<ObjectId, Rc<Commit>>,
+    commits: HashMap<ObjectId, Rc<Commit>, IdHasher>,
+    /// Inflated delta bases of packed objects read so far.
+    cache: refstore_odb::DeltaBaseCache,
     buf: Vec<u8>,
 }
 
 impl Graph {
     /// Opens the object database at `objects_dir`.
     pub fn open(
+        vfs: std::sync::Arc<dyn refstore_fs::Vfs>,
         objects_dir: &std::path::Path,
         format: refstore_refs::ObjectFormat,
     ) -> Result<Graph, UploadPackError> {
@@ -55,10 +64,19 @@ impl Graph {
         // The pack writer copies entries by their pack location: packs must
         // stay mapped while it runs, even if a repack removes them.
         handle.prevent_pack_unload();
+        // Trees are stored as long delta chains: without a cache of their
+        // bases, each read would resolve its chain from the start.
+        handle.set_pack_cache(|| Box::new(refstore_odb::DeltaBaseCache::default()));
+        let packs = refstore_odb::Packs::open(objects_dir, format)
+            .map_err(|e| UploadPackError::objects("cannot open the packs", e))?;
         Ok(Graph {
             handle,
+            vfs,
+            packs,
+            objects_dir: objects_dir.to_owned(),
             hash,
-            commits: HashMap::new(),
+            commits: HashMap::default(),
+            cache: refstore_odb::DeltaBaseCache::default(),
             buf: Vec::new(),
         })
     }
@@ -68,9 +86,24 @@ impl Graph {
         self.hash
     }
 
-    /// A handle on the object database for gix-pack.
+    /// A handle on the object database.
     pub fn handle(&self) -> gix_odb::HandleArc {
         self.handle.clone()
+    }
+
+    /// The packs, as stored.
+    pub fn packs(&self) -> &refstore_odb::Packs {
+        &self.packs
+    }
+
+    /// The repository's filesystem.
+    pub fn vfs(&self) -> &dyn refstore_fs::Vfs {
+        self.vfs.as_ref()
+    }
+
+    /// The object directory.
+    pub fn objects_dir(&self) -> &std::path::Path {
+        &self.objects_dir
     }
 
     /// The kind of `id`, or `None` if it is missing.
@@ -87,6 +120,15 @@ impl Graph {
         &mut self,
         id: &ObjectId,
     ) -> Result<Option<(gix_object::Kind, &[u8])>, UploadPackError> {
+        if let Some(at) = self.packs.locate(id) {
+            let read = self
+                .packs
+                .read(at, &mut self.cache, &mut self.buf)
+                .map_err(|e| UploadPackError::objects(&format!("cannot read object {id}"), e))?;
+            if let Some(kind) = read {
+                return Ok(Some((to_gix_kind(kind), &self.buf)));
+            }
+        }
         let found = self
             .handle
             .try_find(id, &mut self.buf)
@@ -163,18 +205,21 @@ impl Graph {
     }
 
     /// The entries of tree `id` that are trees or blobs (submodule commits
-    /// belong to other repositories), as `(id, is_tree, name)`.
+    /// belong to other repositories), as `(id, is_tree, name)`, into
+    /// `entries` (cleared first); `name_hash` makes a number of each name.
     pub fn tree_entries(
         &mut self,
         id: &ObjectId,
-    ) -> Result<Vec<(ObjectId, bool, Vec<u8>)>, UploadPackError> {
+        name_hash: impl Fn(&[u8]) -> u64,
+        entries: &mut Vec<(ObjectId, bool, u64)>,
+    ) -> Result<(), UploadPackError> {
+        entries.clear();
         let hash = self.hash;
         let Some((gix_object::Kind::Tree, data)) = self.read(id)? else {
             return Err(UploadPackError::Objects(format!(
                 "missing tree {id}: the repository is incomplete"
             )));
         };
-        let mut entries = Vec::new();
         for entry in gix_object::TreeRefIter::from_bytes(data, hash) {
             let entry =
                 entry.map_err(|e| UploadPackError::objects(&format!("corrupt tree {id}"), e))?;
@@ -182,11 +227,55 @@ impl Graph {
                 entries.push((
                     entry.oid.to_owned(),
                     entry.mode.is_tree(),
-                    entry.filename.to_vec(),
+                    name_hash(entry.filename),
                 ));
             }
         }
-        Ok(entries)
+        Ok(())
+    }
+}
+
+/// gix's kind of object.
+pub(crate) fn to_gix_kind(kind: refstore_odb::ObjectKind) -> gix_object::Kind {
+    match kind {
+        refstore_odb::ObjectKind::Commit => gix_object::Kind::Commit,
+        refstore_odb::ObjectKind::Tree => gix_object::Kind::Tree,
+        refstore_odb::ObjectKind::Blob => gix_object::Kind::Blob,
+        refstore_odb::ObjectKind::Tag => gix_object::Kind::Tag,
+    }
+}
+
+/// Hashing for maps keyed by object ids: an id is already a uniformly
+/// distributed hash, so its first eight bytes serve (SipHash, the
+/// default, cost as much as the inserts themselves in a large walk).
+#[derive(Default, Clone, Copy)]
+pub(crate) struct IdHasher;
+
+impl std::hash::BuildHasher for IdHasher {
+    type Hasher = IdHash;
+    fn build_hasher(&self) -> IdHash {
+        IdHash(0)
+    }
+}
+
+/// The hasher [`IdHasher`] builds.
+pub(crate) struct IdHash(u64);
+
+impl std::hash::Hasher for IdHash {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        // Ids are written whole (after a short discriminant): keep the
+        // first eight bytes of the longest write, mixed with what came
+        // before for anything shorter.
+        if bytes.len() >= 8 {
+            self.0 ^= u64::from_le_bytes(bytes[..8].try_into().expect("eight bytes"));
+        } else {
+            for &b in bytes {
+                self.0 = self.0.rotate_left(8) ^ u64::from(b);
+            }
+        }
     }
 }
 

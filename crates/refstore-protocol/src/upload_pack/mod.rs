@@ -9,10 +9,13 @@
 //!   commands (`v2/`).
 //!
 //! The pack holds what is reachable from the wants and not from the
-//! commits both sides have (`walk.rs`), written by gitoxide's pack-output
-//! pipeline (`pack_output.rs`) inside side-band packets: stored deltas are
-//! reused, and other trees and blobs are sent as deltas against the previous
-//! version of their path where that is smaller (`delta_search.rs`).
+//! commits both sides have (`walk.rs`), written inside side-band packets
+//! (`pack_output.rs`, `pack_writer.rs`): stored entries are copied without
+//! being inflated wherever they are valid in the new pack (a whole object,
+//! or a delta whose base is sent too), checked against their pack index's
+//! CRC32; other trees and blobs are compressed afresh, as deltas against
+//! the previous version of their path where that is smaller
+//! (`delta_search.rs`).
 //!
 //! [`Options`] carries git's `--stateless-rpc` and `--advertise-refs`: over
 //! HTTP one request is answered per call, and the advertisement is its own
@@ -32,6 +35,7 @@ mod error;
 mod graph;
 mod negotiation;
 mod pack_output;
+mod pack_writer;
 mod refs;
 pub(crate) mod request;
 pub(crate) mod v0;

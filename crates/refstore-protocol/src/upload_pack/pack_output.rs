@@ -1,23 +1,33 @@
-//! Writing the pack: gitoxide's pack-output pipeline (count, entries,
-//! bytes) over the chosen objects, streamed into side-band 1 with progress
-//! on band 2.
+//! Writing the pack for the chosen objects, streamed into side-band 1 with
+//! progress on band 2 in git's words.
 //!
-//! Entries already stored as deltas in a pack whose base is sent too are
-//! copied as they are; the others are deflated afresh, and trees and blobs
+//! Stored pack entries are sent as they are stored wherever that is valid:
+//! a whole object always, a delta when its base is sent too (an offset
+//! delta gets the distance of the new layout; a reference delta becomes
+//! an offset delta). Their compressed bytes are copied without being
+//! inflated, after checking them against the CRC32 the pack's `.idx`
+//! records, as git's pack-objects does when it reuses; a damaged entry is
+//! sent from another copy (another pack, a loose object) compressed afresh,
+//! or the fetch fails with an error on band 3, never with a damaged pack.
+//! A base is always written before its deltas, whatever order the walk
+//! gave.
+//!
+//! Objects that are not stored in a pack (loose) and stored deltas whose
+//! base is not sent are inflated and compressed afresh; trees and blobs
 //! among them become deltas against an earlier version of their path where
-//! that is smaller ([`DeltaSearch`]). Packs are never thin: gix-pack would
-//! keep deltas against any base outside the pack, not only against objects
-//! the client is known to have.
+//! that is smaller ([`DeltaSearch`]). Packs are never thin.
 
 use super::delta_search::DeltaSearch;
-use super::graph::Graph;
-use super::walk::PackContents;
+use super::graph::{to_gix_kind, Graph};
+use super::pack_writer::{type_id, DeflateInto, PackWriter, OFS_DELTA};
+use super::walk::{PackContents, NO_PATH};
 use super::UploadPackError;
 use crate::pkt_line::sideband::{SidebandMode, SidebandWriter};
 use crate::pkt_line::PacketWriter;
-use gix_pack::data::output;
+use gix_hash::{oid, ObjectId};
+use gix_object::Find;
+use refstore_odb::{PackedAt, StoredKind};
 use std::io::Write;
-use std::sync::atomic::AtomicBool;
 
 /// How the client wants the pack.
 #[derive(Debug, Clone, Copy)]
@@ -27,12 +37,16 @@ pub(crate) struct PackRequest {
 }
 
 /// What was sent.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct PackSummary {
     /// Objects in the pack.
     pub objects: usize,
     /// Of those, sent as deltas.
     pub deltas: usize,
+    /// Objects whose stored entry was copied.
+    pub reused: usize,
+    /// Of those, deltas.
+    pub reused_deltas: usize,
 }
 
 /// Sends a pack of `contents` on side-band `mode` of `out`, with progress
@@ -46,17 +60,27 @@ pub(crate) fn send_pack<W: Write>(
     out: &mut PacketWriter<W>,
 ) -> Result<PackSummary, UploadPackError> {
     let mut band = SidebandWriter::new(out, mode);
-    let result = count(graph, contents.ids).and_then(|counts| {
+    let result = plan(graph, &contents).and_then(|plan| {
         if request.progress {
-            let message = format!("Enumerating objects: {}, done.\n", counts.len());
+            let n = contents.ids.len();
+            let mut message = format!(
+                "Enumerating objects: {n}, done.\nCounting objects: 100% ({n}/{n}), done.\n"
+            );
+            if plan.fresh_for_delta > 0 {
+                let f = plan.fresh_for_delta;
+                message.push_str(&format!("Compressing objects: 100% ({f}/{f}), done.\n"));
+            }
             band.write_progress(message.as_bytes())?;
         }
-        encode(graph, counts, &contents.paths, &mut band)
+        write(graph, &contents, plan, &mut band)
     });
     match result {
         Ok(summary) => {
             if request.progress {
-                let message = format!("Total {} (delta {})\n", summary.objects, summary.deltas);
+                let message = format!(
+                    "Total {} (delta {}), reused {} (delta {}), pack-reused 0\n",
+                    summary.objects, summary.deltas, summary.reused, summary.reused_deltas
+                );
                 band.write_progress(message.as_bytes())?;
             }
             band.finish()?;
@@ -78,89 +102,399 @@ pub(crate) fn send_raw_pack(
     contents: PackContents,
     out: &mut dyn Write,
 ) -> Result<PackSummary, UploadPackError> {
-    let counts = count(graph, contents.ids)?;
-    encode(graph, counts, &contents.paths, out)
+    let plan = plan(graph, &contents)?;
+    write(graph, &contents, plan, out)
 }
 
-fn failed(e: gix_error::Error) -> UploadPackError {
-    UploadPackError::objects("cannot write the pack", e)
+/// A slot not (yet) known: no object, not written.
+const NONE: u32 = u32::MAX;
+const UNWRITTEN: u64 = u64::MAX;
+
+/// How a stored object is sent.
+#[derive(Debug, Clone, Copy)]
+enum How {
+    /// Its whole stored entry is copied.
+    Whole,
+    /// Its stored delta is copied, against the object in this slot.
+    Delta(u32),
+    /// It is inflated and compressed afresh.
+    Fresh,
 }
 
-/// Looks up where each object is stored (gix-pack's count step).
-fn count(
+/// Where each object of the pack comes from, by slot (its position in
+/// the walk's order).
+struct Plan {
+    /// The stored entry and how it is sent; `None` for objects no pack
+    /// holds (loose ones).
+    stored: Vec<Option<(PackedAt, How)>>,
+    /// Objects compressed afresh that may become deltas.
+    fresh_for_delta: usize,
+}
+
+fn damaged(e: refstore_odb::OdbError) -> UploadPackError {
+    UploadPackError::objects("cannot read a stored pack entry", e)
+}
+
+/// Finds every object's stored entry and decides what can be copied;
+/// only entry headers are read.
+fn plan(graph: &Graph, contents: &PackContents) -> Result<Plan, UploadPackError> {
+    let packs = graph.packs();
+    let ids = &contents.ids;
+    // The slot of each sent object, by pack and index position: a stored
+    // delta names its base by offset, which leads to a position.
+    let mut slot_at: Vec<Vec<u32>> = vec![Vec::new(); packs.len()];
+    let mut located = Vec::with_capacity(ids.len());
+    for (slot, id) in ids.iter().enumerate() {
+        let at = packs.locate(id);
+        if let Some(at) = at {
+            let table = &mut slot_at[at.pack as usize];
+            if table.is_empty() {
+                table.resize(packs.objects_in(at.pack) as usize, NONE);
+            }
+            table[at.position as usize] = slot as u32;
+        }
+        located.push(at);
+    }
+    // Reference deltas and bases stored in another pack than the one
+    // chosen for them are found by id.
+    let slot_of_id = |id: &oid| -> Option<u32> { contents.slots.get(id).copied() };
+    let mut stored = Vec::with_capacity(ids.len());
+    let mut fresh_for_delta = 0;
+    for (slot, at) in located.into_iter().enumerate() {
+        let Some(at) = at else {
+            if contents.paths[slot] != NO_PATH {
+                fresh_for_delta += 1;
+            }
+            stored.push(None);
+            continue;
+        };
+        let entry = packs.entry(at).map_err(damaged)?;
+        let base = match entry.kind {
+            StoredKind::Whole(_) => {
+                stored.push(Some((at, How::Whole)));
+                continue;
+            }
+            StoredKind::OfsDelta { base_offset } => {
+                packs.at_offset(at.pack, base_offset).and_then(|base| {
+                    match slot_at[base.pack as usize][base.position as usize] {
+                        NONE => slot_of_id(packs.id(base)),
+                        slot => Some(slot),
+                    }
+                })
+            }
+            StoredKind::RefDelta { base } => slot_of_id(&base),
+        };
+        let how = match base {
+            Some(base) if base as usize != slot => How::Delta(base),
+            _ => {
+                if contents.paths[slot] != NO_PATH {
+                    fresh_for_delta += 1;
+                }
+                How::Fresh
+            }
+        };
+        stored.push(Some((at, how)));
+    }
+    Ok(Plan {
+        stored,
+        fresh_for_delta,
+    })
+}
+
+/// Writes the pack into `out`.
+fn write(
     graph: &Graph,
-    ids: Vec<gix_hash::ObjectId>,
-) -> Result<Vec<output::Count>, UploadPackError> {
-    let db = graph.handle();
-    let never_interrupted = AtomicBool::new(false);
-    let (counts, _) = output::count::objects_unthreaded(
-        &db,
-        &mut ids.into_iter().map(Ok),
-        &gix_utils::progress::Discard,
-        &never_interrupted,
-        output::count::objects::ObjectExpansion::AsIs,
-    )
-    .map_err(failed)?;
-    Ok(counts)
-}
-
-/// Encodes the counted objects as a pack into `out`, pairing versions of
-/// one path (`paths`) as deltas.
-fn encode(
-    graph: &Graph,
-    counts: Vec<output::Count>,
-    paths: &std::collections::HashMap<gix_hash::ObjectId, u64>,
+    contents: &PackContents,
+    plan: Plan,
     out: &mut dyn Write,
 ) -> Result<PackSummary, UploadPackError> {
-    let objects = counts.len();
+    let objects = contents.ids.len();
     let object_count = u32::try_from(objects).map_err(|_| {
         UploadPackError::Objects(format!("{objects} objects do not fit in one pack"))
     })?;
-    let entries = output::entry::iter_from_counts(
-        counts,
-        graph.handle(),
-        Box::new(gix_utils::progress::Discard),
-        output::entry::iter_from_counts::Options {
-            // The machine serves other clients: one thread per fetch.
-            thread_limit: Some(1),
-            mode: output::entry::iter_from_counts::Mode::PackCopyAndBaseObjects,
-            allow_thin_pack: false,
-            chunk_size: 64,
-            version: gix_pack::data::Version::V2,
-            compression: gix_zlib::Compression::DEFAULT,
-        },
-    )
-    .map_err(failed)?;
-    let mut deltas = 0;
-    let mut search = DeltaSearch::new(graph.handle(), paths);
-    let entries = gix_parallel::InOrderIter::from(entries).map(|chunk| {
-        let mut entries: Vec<output::Entry> = chunk?;
-        search
-            .process(&mut entries)
-            .map_err(gix_error::Error::from_error)?;
-        deltas += entries
-            .iter()
-            .filter(|e| !matches!(e.kind, output::entry::Kind::Base(_)))
-            .count();
-        Ok(entries)
-    });
     // Entries arrive as many small writes (a header, then data): gather
     // them into full side-band packets.
-    let buffered =
+    let mut buffered =
         std::io::BufWriter::with_capacity(SidebandMode::SideBand64k.max_content_len(), out);
-    let mut bytes = output::bytes::FromEntriesIter::new(
-        entries,
-        buffered,
-        object_count,
-        gix_pack::data::Version::V2,
-        graph.hash_kind(),
-    );
-    for written in bytes.by_ref() {
-        written.map_err(failed)?;
+    let pack = PackWriter::start(&mut buffered, graph.hash_kind(), object_count).map_err(io)?;
+    let mut writer = Writer {
+        graph,
+        contents,
+        plan,
+        handle: graph.handle(),
+        pack,
+        offsets: vec![UNWRITTEN; objects],
+        pending: vec![false; objects],
+        search: DeltaSearch::default(),
+        summary: PackSummary {
+            objects,
+            ..PackSummary::default()
+        },
+    };
+    for slot in 0..objects {
+        writer.emit(slot as u32)?;
     }
-    bytes
-        .into_write()
-        .flush()
-        .map_err(|e| UploadPackError::Packet(e.into()))?;
-    Ok(PackSummary { objects, deltas })
+    let summary = writer.summary;
+    writer.pack.finish().map_err(io)?;
+    buffered.flush().map_err(io)?;
+    Ok(summary)
+}
+
+fn io(e: std::io::Error) -> UploadPackError {
+    UploadPackError::Packet(e.into())
+}
+
+/// The state of one pack being written.
+struct Writer<'a, 'w> {
+    graph: &'a Graph,
+    contents: &'a PackContents,
+    plan: Plan,
+    handle: gix_odb::HandleArc,
+    pack: PackWriter<'w>,
+    /// Where each slot's entry starts, once written.
+    offsets: Vec<u64>,
+    /// Slots waiting for their base to be written.
+    pending: Vec<bool>,
+    search: DeltaSearch,
+    summary: PackSummary,
+}
+
+impl Writer<'_, '_> {
+    /// Writes `slot` unless it is written, after the chain of stored bases
+    /// it needs. A chain that leads back to itself (possible when an object
+    /// is stored in two packs, a delta against each other) is cut by
+    /// compressing its first object afresh.
+    fn emit(&mut self, slot: u32) -> Result<(), UploadPackError> {
+        let mut stack = vec![slot];
+        self.pending[slot as usize] = true;
+        while let Some(&top) = stack.last() {
+            let t = top as usize;
+            if self.offsets[t] == UNWRITTEN {
+                if let Some((at, How::Delta(base))) = self.plan.stored[t] {
+                    if self.offsets[base as usize] == UNWRITTEN {
+                        if self.pending[base as usize] {
+                            self.plan.stored[t] = Some((at, How::Fresh));
+                        } else {
+                            self.pending[base as usize] = true;
+                            stack.push(base);
+                            continue;
+                        }
+                    }
+                }
+                self.write_slot(top)?;
+            }
+            self.pending[t] = false;
+            stack.pop();
+        }
+        Ok(())
+    }
+
+    fn write_slot(&mut self, slot: u32) -> Result<(), UploadPackError> {
+        let s = slot as usize;
+        let offset = self.pack.offset();
+        self.offsets[s] = offset;
+        let id = self.contents.ids[s];
+        match self.plan.stored[s] {
+            Some((at, how @ (How::Whole | How::Delta(_)))) => {
+                let packs = self.graph.packs();
+                let entry = packs.entry(at).map_err(damaged)?;
+                if !packs.crc_matches(at, &entry) {
+                    let (kind, data) = self.other_copy(&id, at)?;
+                    return self.write_fresh(slot, kind, data);
+                }
+                match (entry.kind, how) {
+                    (StoredKind::Whole(kind), _) => {
+                        let kind = to_gix_kind(kind);
+                        self.pack
+                            .entry_header(type_id(kind), entry.size, None)
+                            .map_err(io)?;
+                    }
+                    (_, How::Delta(base)) => {
+                        let distance = offset - self.offsets[base as usize];
+                        self.pack
+                            .entry_header(OFS_DELTA, entry.size, Some(distance))
+                            .map_err(io)?;
+                        self.summary.deltas += 1;
+                        self.summary.reused_deltas += 1;
+                    }
+                    (_, _) => unreachable!("only deltas are planned as deltas"),
+                }
+                self.pack.write(entry.compressed()).map_err(io)?;
+                self.summary.reused += 1;
+                Ok(())
+            }
+            stored => {
+                if stored.is_none() && self.stream_large_loose(&id)? {
+                    return Ok(());
+                }
+                let mut data = Vec::new();
+                let read = self
+                    .handle
+                    .try_find(&id, &mut data)
+                    .map(|found| found.map(|d| d.kind));
+                let kind = match (read, stored) {
+                    (Ok(Some(kind)), _) => kind,
+                    (Ok(None), _) => {
+                        return Err(UploadPackError::Objects(format!(
+                            "the object {id} is missing: the repository is incomplete"
+                        )))
+                    }
+                    (Err(e), Some((at, _))) => match self.other_copy(&id, at) {
+                        Ok((kind, copy)) => {
+                            data = copy;
+                            kind
+                        }
+                        Err(_) => {
+                            return Err(UploadPackError::objects(
+                                &format!("cannot read object {id}"),
+                                e,
+                            ))
+                        }
+                    },
+                    (Err(e), None) => {
+                        return Err(UploadPackError::objects(
+                            &format!("cannot read object {id}"),
+                            e,
+                        ))
+                    }
+                };
+                self.write_fresh(slot, kind, data)
+            }
+        }
+    }
+
+    /// Compresses `data` afresh into `slot`'s entry (already placed at the
+    /// current offset), as a delta where one is found.
+    fn write_fresh(
+        &mut self,
+        slot: u32,
+        kind: gix_object::Kind,
+        data: Vec<u8>,
+    ) -> Result<(), UploadPackError> {
+        let s = slot as usize;
+        let offset = self.offsets[s];
+        let path = match kind {
+            gix_object::Kind::Tree | gix_object::Kind::Blob => {
+                Some(self.contents.paths[s]).filter(|&path| path != NO_PATH)
+            }
+            _ => None,
+        };
+        let found = path.and_then(|path| self.search.find(kind, path, &data));
+        let depth = match &found {
+            Some(found) => {
+                let distance = offset - self.offsets[found.base as usize];
+                self.pack
+                    .entry_header(OFS_DELTA, found.delta.len() as u64, Some(distance))
+                    .map_err(io)?;
+                deflate(&mut self.pack, &found.delta)?;
+                self.summary.deltas += 1;
+                path.map_or(0, |path| self.search.depth_after(kind, path))
+            }
+            None => {
+                self.pack
+                    .entry_header(type_id(kind), data.len() as u64, None)
+                    .map_err(io)?;
+                deflate(&mut self.pack, &data)?;
+                0
+            }
+        };
+        if let Some(path) = path {
+            self.search.remember(kind, path, slot, depth, data);
+        }
+        Ok(())
+    }
+
+    /// Sends the loose object `id` without holding it, inflated and
+    /// compressed again in pieces, if it is larger than a delta candidate
+    /// may be; false (nothing written) if it is smaller or not a loose
+    /// object of this repository.
+    fn stream_large_loose(&mut self, id: &ObjectId) -> Result<bool, UploadPackError> {
+        use std::io::{BufRead, Read};
+        let hex = id.to_hex().to_string();
+        let path = self.graph.objects_dir().join(&hex[..2]).join(&hex[2..]);
+        let Ok(mapped) = self.graph.vfs().read_mapped(&path) else {
+            return Ok(false);
+        };
+        let corrupt = |what: &str| {
+            UploadPackError::Objects(format!(
+                "the loose object {id} is corrupt ({what}); run 'git fsck'"
+            ))
+        };
+        let mut reader = std::io::BufReader::new(flate2::bufread::ZlibDecoder::new(&mapped[..]));
+        let mut header = Vec::new();
+        (&mut reader)
+            .take(64)
+            .read_until(0, &mut header)
+            .map_err(|e| corrupt(&e.to_string()))?;
+        let header = header
+            .strip_suffix(b"\0")
+            .ok_or_else(|| corrupt("no header"))?;
+        let (kind, size) = header
+            .iter()
+            .position(|&b| b == b' ')
+            .and_then(|space| {
+                let kind = gix_object::Kind::from_bytes(&header[..space]).ok()?;
+                let size = std::str::from_utf8(&header[space + 1..])
+                    .ok()?
+                    .parse()
+                    .ok()?;
+                Some((kind, size))
+            })
+            .ok_or_else(|| corrupt("bad header"))?;
+        if size <= super::delta_search::MAX_SIZE as u64 {
+            return Ok(false);
+        }
+        self.pack
+            .entry_header(type_id(kind), size, None)
+            .map_err(io)?;
+        let mut deflate = DeflateInto::new(&mut self.pack);
+        let copied = std::io::copy(&mut reader.take(size), &mut deflate)
+            .map_err(|e| corrupt(&e.to_string()))?;
+        if copied != size {
+            return Err(corrupt("shorter than its header says"));
+        }
+        deflate.finish().map_err(io)?;
+        Ok(true)
+    }
+
+    /// The object `id` read from a copy other than the damaged entry
+    /// `damaged_at`: another pack, or a loose object; the content is
+    /// checked against the id.
+    fn other_copy(
+        &self,
+        id: &ObjectId,
+        damaged_at: PackedAt,
+    ) -> Result<(gix_object::Kind, Vec<u8>), UploadPackError> {
+        let packs = self.graph.packs();
+        let hash = self.graph.hash_kind();
+        let matches = |kind: gix_object::Kind, data: &[u8]| {
+            gix_object::compute_hash(hash, kind, data).is_ok_and(|computed| computed == *id)
+        };
+        let mut data = Vec::new();
+        for at in packs.locate_all(id).filter(|&at| at != damaged_at) {
+            if let Ok(kind) = packs.decode(at, &mut data) {
+                let kind = to_gix_kind(kind);
+                if matches(kind, &data) {
+                    return Ok((kind, data));
+                }
+            }
+        }
+        let loose = gix_odb::loose::Store::at(self.graph.objects_dir(), hash);
+        if let Ok(Some(object)) = loose.try_find(id, &mut data) {
+            let kind = object.kind;
+            if matches(kind, &data) {
+                return Ok((kind, data));
+            }
+        }
+        Err(UploadPackError::Objects(format!(
+            "object {id} is damaged in a pack (its bytes do not match the CRC32 of the \
+             pack index) and no other copy of it exists; run 'git fsck'"
+        )))
+    }
+}
+
+fn deflate(pack: &mut PackWriter<'_>, data: &[u8]) -> Result<(), UploadPackError> {
+    let mut deflate = DeflateInto::new(pack);
+    deflate.write_all(data).map_err(io)?;
+    deflate.finish().map_err(io)
 }

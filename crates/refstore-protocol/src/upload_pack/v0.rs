@@ -35,7 +35,7 @@ pub(super) fn serve(session: &mut Session<'_>) -> Result<(), UploadPackError> {
         // `git ls-remote` reads the advertisement and leaves.
         return Ok(());
     };
-    let mut graph = Graph::open(repo.objects.objects_dir(), format)?;
+    let mut graph = Graph::open(repo.vfs.clone(), repo.objects.objects_dir(), format)?;
     wants::check(&mut graph, &snapshot, &wants)?;
     let mut negotiation = Negotiation::new(&mut graph, &wants)?;
     if !negotiate(session, &mut graph, &mut negotiation, client.multi_ack)? {

@@ -9,10 +9,13 @@
 //! only through older history may still be sent, which costs bytes but
 //! never correctness: this is the trade git makes too.
 
-use super::graph::Graph;
+use super::graph::{Graph, IdHasher};
 use super::UploadPackError;
 use gix_hash::ObjectId;
-use std::collections::{BinaryHeap, HashMap, HashSet};
+use std::collections::{hash_map, BinaryHeap, HashMap, HashSet};
+
+/// The path of commits and tags, which have none.
+pub(crate) const NO_PATH: u64 = u64::MAX;
 
 /// A commit's state during the walk.
 const QUEUED: u8 = 1;
@@ -21,26 +24,38 @@ const DONE: u8 = 4;
 
 /// The objects to send, in pack order: commits newest first, then tags,
 /// then trees and blobs in the order a tree walk meets them.
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub(crate) struct PackContents {
-    /// The objects, in order.
+    /// The objects, in order: their slots in the pack.
     pub ids: Vec<ObjectId>,
-    /// The same, for membership tests.
-    pub set: HashSet<ObjectId>,
-    /// For trees and blobs, a hash of the path they were first met at:
-    /// versions of one path make good delta pairs.
-    pub paths: HashMap<ObjectId, u64>,
+    /// By slot: for trees and blobs, a hash of the path they were first
+    /// met at (versions of one path make good delta pairs); [`NO_PATH`]
+    /// for commits and tags.
+    pub paths: Vec<u64>,
+    /// The slot of each object.
+    pub slots: HashMap<ObjectId, u32, IdHasher>,
 }
 
 impl PackContents {
-    fn add(&mut self, id: ObjectId) -> bool {
-        let new = self.set.insert(id);
-        if new {
-            self.ids.push(id);
+    fn add(&mut self, id: ObjectId, path: u64) -> bool {
+        match self.slots.entry(id) {
+            hash_map::Entry::Occupied(_) => false,
+            hash_map::Entry::Vacant(vacant) => {
+                vacant.insert(self.ids.len() as u32);
+                self.ids.push(id);
+                self.paths.push(path);
+                true
+            }
         }
-        new
+    }
+
+    /// True if `id` is sent.
+    pub fn contains(&self, id: &ObjectId) -> bool {
+        self.slots.contains_key(id)
     }
 }
+
+type IdSet = HashSet<ObjectId, IdHasher>;
 
 /// Computes what to send for `wants` when the client has `common`;
 /// `tags_to_include` lists annotated tags to send when the objects they
@@ -74,7 +89,7 @@ pub(crate) fn pack_contents(
     }
 
     let (commits, edges) = walk_commits(graph, &want_commits, &have_commits)?;
-    let mut excluded = HashSet::new();
+    let mut excluded = IdSet::default();
     for edge in edges {
         let tree = graph
             .commit(&edge)?
@@ -85,10 +100,10 @@ pub(crate) fn pack_contents(
 
     let mut contents = PackContents::default();
     for commit in &commits {
-        contents.add(*commit);
+        contents.add(*commit, NO_PATH);
     }
     for tag in tags {
-        contents.add(tag);
+        contents.add(tag, NO_PATH);
     }
     for commit in &commits {
         let tree = graph
@@ -101,7 +116,7 @@ pub(crate) fn pack_contents(
         if is_tree {
             add_tree(graph, id, &excluded, &mut contents)?;
         } else {
-            contents.add(id);
+            contents.add(id, path_hash(ROOT, b""));
         }
     }
     include_tags(graph, tags_to_include, &mut contents)?;
@@ -114,8 +129,8 @@ fn walk_commits(
     graph: &mut Graph,
     wants: &[ObjectId],
     haves: &[ObjectId],
-) -> Result<(Vec<ObjectId>, HashSet<ObjectId>), UploadPackError> {
-    let mut flags: HashMap<ObjectId, u8> = HashMap::new();
+) -> Result<(Vec<ObjectId>, IdSet), UploadPackError> {
+    let mut flags: HashMap<ObjectId, u8, IdHasher> = HashMap::default();
     let mut queue = BinaryHeap::new();
     // Queued commits not (yet) known to be uninteresting: the walk ends
     // when none remain.
@@ -170,7 +185,7 @@ fn walk_commits(
         }
     }
 
-    let mut edges = HashSet::new();
+    let mut edges = IdSet::default();
     for id in &commits {
         let commit = graph.commit(id)?.expect("walked commits exist");
         for parent in &commit.parents {
@@ -195,12 +210,14 @@ fn commit_time(graph: &mut Graph, id: &ObjectId) -> Result<i64, UploadPackError>
 fn exclude_tree(
     graph: &mut Graph,
     tree: ObjectId,
-    excluded: &mut HashSet<ObjectId>,
+    excluded: &mut IdSet,
 ) -> Result<(), UploadPackError> {
     let mut stack = vec![tree];
     excluded.insert(tree);
+    let mut entries = Vec::new();
     while let Some(tree) = stack.pop() {
-        for (id, is_tree, _) in graph.tree_entries(&tree)? {
+        graph.tree_entries(&tree, |_| 0, &mut entries)?;
+        for &(id, is_tree, _) in &entries {
             if excluded.insert(id) && is_tree {
                 stack.push(id);
             }
@@ -214,25 +231,22 @@ fn exclude_tree(
 fn add_tree(
     graph: &mut Graph,
     tree: ObjectId,
-    excluded: &HashSet<ObjectId>,
+    excluded: &IdSet,
     contents: &mut PackContents,
 ) -> Result<(), UploadPackError> {
-    if excluded.contains(&tree) || !contents.add(tree) {
+    if excluded.contains(&tree) || !contents.add(tree, ROOT) {
         return Ok(());
     }
-    contents.paths.insert(tree, path_hash(b""));
-    let mut stack = vec![(tree, Vec::new())];
+    // Each tree with the hash of its path: a path's hash continues its
+    // parent's, so no path is ever built.
+    let mut stack = vec![(tree, ROOT)];
+    let mut entries = Vec::new();
     while let Some((tree, path)) = stack.pop() {
-        for (id, is_tree, name) in graph.tree_entries(&tree)? {
-            if excluded.contains(&id) || !contents.add(id) {
+        graph.tree_entries(&tree, |name| path_hash(path, name), &mut entries)?;
+        for &(id, is_tree, entry_path) in &entries {
+            if excluded.contains(&id) || !contents.add(id, entry_path) {
                 continue;
             }
-            let mut entry_path = path.clone();
-            if !entry_path.is_empty() {
-                entry_path.push(b'/');
-            }
-            entry_path.extend_from_slice(&name);
-            contents.paths.insert(id, path_hash(&entry_path));
             if is_tree {
                 stack.push((id, entry_path));
             }
@@ -241,9 +255,12 @@ fn add_tree(
     Ok(())
 }
 
-/// FNV-1a of a path.
-fn path_hash(path: &[u8]) -> u64 {
-    path.iter().fold(0xcbf2_9ce4_8422_2325, |hash, &b| {
+/// The hash of the root's path.
+const ROOT: u64 = 0xcbf2_9ce4_8422_2325;
+
+/// FNV-1a of the path `name` below the path whose hash is `parent`.
+fn path_hash(parent: u64, name: &[u8]) -> u64 {
+    std::iter::once(&b'/').chain(name).fold(parent, |hash, &b| {
         (hash ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
     })
 }
@@ -256,14 +273,14 @@ fn include_tags(
     contents: &mut PackContents,
 ) -> Result<(), UploadPackError> {
     for tag in tags {
-        if contents.set.contains(tag) {
+        if contents.contains(tag) {
             continue;
         }
         let mut chain = Vec::new();
         if let Some((target, _)) = graph.peel(tag, |t| chain.push(t))? {
-            if contents.set.contains(&target) {
+            if contents.contains(&target) {
                 for t in chain {
-                    contents.add(t);
+                    contents.add(t, NO_PATH);
                 }
             }
         }

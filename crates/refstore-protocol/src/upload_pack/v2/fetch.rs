@@ -79,7 +79,7 @@ pub(super) fn serve(
     } = parse_arguments(arguments, format)?;
 
     let snapshot = RefSnapshot::read(repo.refs.as_ref(), &repo.objects)?;
-    let mut graph = Graph::open(repo.objects.objects_dir(), format)?;
+    let mut graph = Graph::open(repo.vfs.clone(), repo.objects.objects_dir(), format)?;
     wants::check(&mut graph, &snapshot, &wanted)?;
     let mut negotiation = Negotiation::new(&mut graph, &wanted)?;
     for have in haves {

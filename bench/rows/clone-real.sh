@@ -1,0 +1,159 @@
+# Serving a real repository (issue 11): `git clone --bare --no-local` and
+# fetches through `git upload-pack` (with its pack-objects) and through
+# `refstore upload-pack`, measuring the server: CPU (user + system, its
+# children included, from /usr/bin/time), its wall time, its peak RSS, and
+# the pack bytes it sent (GIT_TRACE_PACKFILE on the client).
+#
+#   (a) full clone, no bitmaps (the repository as given)
+#   (b) full clone with bitmaps (a copy repacked with `git repack -adb`;
+#       only with CLONE_BITMAPS=1, the repack takes minutes)
+#   (c) fetch of one new commit
+#   (d) fetch after 100 new commits (the client asks for thin-pack, as
+#       `git fetch` does)
+#
+# The repository is given by path and never modified: CLONE_REPO=/path/to/
+# bare.git (e.g. git.git brought with the `fetch` tool). Without it the row
+# says so and measures nothing. CLONE_RUNS (default 1) runs of each full
+# clone, FETCH_RUNS (default 3) of each fetch; medians are reported.
+repo=${CLONE_REPO:-}
+if [[ -z $repo ]]; then
+    echo "clone-real: skipped: no repository given; set CLONE_REPO=/path/to/bare.git" >&2
+    extra "### clone-real: skipped (no repository given; set CLONE_REPO=/path/to/bare.git)"
+    return 0
+fi
+if [[ ! -d $repo/objects ]]; then
+    echo "clone-real: $repo is not a bare repository (no objects/)" >&2
+    exit 1
+fi
+repo=$(cd "$repo" && pwd)
+clone_runs=${CLONE_RUNS:-1}
+fetch_runs=${FETCH_RUNS:-3}
+work=$BENCH_DIR/clone-real
+rm -rf "$work"
+mkdir -p "$work"
+
+# measure OUT SERVER_CMD GIT_ARGS...: runs one git command whose
+# upload-pack is SERVER_CMD timed by /usr/bin/time; appends
+# "cpu wall rss_kb bytes" to OUT.
+measure() {
+    local out=$1 server=$2
+    shift 2
+    local times=$work/time trace=$work/packfile
+    rm -f "$times" "$trace"
+    GIT_TRACE_PACKFILE=$trace "$GIT" "$@" \
+        --upload-pack="/usr/bin/time -o $times -f '%U %S %e %M' $server" >/dev/null 2>&1
+    local bytes
+    bytes=$(stat -c %s "$trace")
+    awk -v b="$bytes" '{ printf "%.2f %.2f %d %d\n", $1 + $2, $3, $4, b }' "$times" >>"$out"
+}
+
+# median OUT COLUMN: the median of a column of OUT.
+median() {
+    sort -n -k"$2" "$1" | awk -v c="$2" '{ v[NR] = $c } END { print v[int((NR + 1) / 2)] }'
+}
+
+# A repository sharing REPO's objects (alternates) with copies of its refs:
+# cheap to make, and objects written into it are its own.
+shallow_copy() {
+    local dest=$1
+    "$GIT" init -q --bare "$dest"
+    echo "$repo/objects" >"$dest/objects/info/alternates"
+    cp "$repo/HEAD" "$dest/HEAD"
+    [[ ! -f $repo/packed-refs ]] || cp "$repo/packed-refs" "$dest/packed-refs"
+    cp -r "$repo/refs/." "$dest/refs/"
+}
+
+head_ref=$("$GIT" -C "$repo" symbolic-ref HEAD)
+branch=${head_ref#refs/heads/}
+
+extra "### clone-real: serving $(basename "$repo") ($("$GIT" -C "$repo" count-objects -v | sed -n 's/^size-pack: //p') KiB of packs)"
+extra ""
+extra "| case | server | CPU s | wall s | peak RSS MiB | pack bytes |"
+extra "|---|---|---:|---:|---:|---:|"
+
+# report CASE NAME OUT: one table line; echoes the median CPU.
+report() {
+    local cpu wall rss bytes
+    cpu=$(median "$3" 1)
+    wall=$(median "$3" 2)
+    rss=$(median "$3" 3)
+    bytes=$(median "$3" 4)
+    extra "| $1 | $2 | $cpu | $wall | $((rss / 1024)) | $bytes |"
+    echo "$cpu"
+}
+
+# full_clone CASE SOURCE: (a) or (b).
+full_clone() {
+    local case=$1 source=$2 g r
+    for server in git refstore; do
+        local out=$work/$case-$server
+        : >"$out"
+        local cmd="$GIT upload-pack"
+        [[ $server == git ]] || cmd="$REFSTORE upload-pack"
+        for ((i = 0; i < clone_runs; i++)); do
+            rm -rf "$work/clone.git"
+            measure "$out" "$cmd" clone -q --bare --no-local "file://$source" "$work/clone.git"
+        done
+    done
+    g=$(report "$case" "git" "$work/$case-git")
+    r=$(report "$case" "refstore" "$work/$case-refstore")
+    record clone-real "$case CPU" "$g" "$r"
+}
+
+full_clone "(a) full clone" "$repo"
+
+if [[ ${CLONE_BITMAPS:-0} == 1 ]]; then
+    bitmapped=$work/bitmap.git
+    shallow_copy "$bitmapped"
+    "$GIT" -C "$bitmapped" repack -adbq
+    rm "$bitmapped/objects/info/alternates"
+    full_clone "(b) full clone, bitmaps" "$bitmapped"
+fi
+
+# fetch CASE COMMITS: the server gets COMMITS new commits on its HEAD
+# branch (each appending a line to one file), a client with the old refs
+# fetches them.
+fetch() {
+    local case=$1 commits=$2
+    local server=$work/server.git client=$work/client.git
+    rm -rf "$server" "$client"
+    shallow_copy "$server"
+    shallow_copy "$client"
+    local old file
+    old=$("$GIT" -C "$server" rev-parse "$head_ref")
+    # The first file at the top of the tree.
+    file=$("$GIT" -C "$server" ls-tree "$old" | awk '$2 == "blob" && !found { print $4; found = 1 }')
+    {
+        local content
+        content=$("$GIT" -C "$server" cat-file blob "$old:$file")
+        for ((c = 1; c <= commits; c++)); do
+            content+=$'\n'"bench line $c"
+            printf 'commit %s\ncommitter bench <bench@refstore.invalid> %d +0000\ndata 9\nbench %03d\n' \
+                "$head_ref" $((1700000000 + c)) "$c"
+            ((c > 1)) || printf 'from %s\n' "$old"
+            printf 'M 100644 inline %s\ndata %d\n%s\n' "$file" "$(printf '%s' "$content" | wc -c)" "$content"
+        done
+    } | "$GIT" -C "$server" fast-import --quiet
+    for server_kind in git refstore; do
+        local out=$work/fetch-$commits-$server_kind
+        : >"$out"
+        local cmd="$GIT upload-pack"
+        [[ $server_kind == git ]] || cmd="$REFSTORE upload-pack"
+        for ((i = 0; i < fetch_runs; i++)); do
+            # Forget what the last run received.
+            find "$client/objects" -mindepth 1 -maxdepth 1 -name '??' -exec rm -rf {} +
+            rm -f "$client/objects/pack/"*
+            "$GIT" -C "$client" update-ref "$head_ref" "$old"
+            measure "$out" "$cmd" -C "$client" fetch -q "file://$server" "+$head_ref:$head_ref"
+        done
+    done
+    local g r
+    g=$(report "$case" "git" "$work/fetch-$commits-git")
+    r=$(report "$case" "refstore" "$work/fetch-$commits-refstore")
+    record clone-real "$case CPU" "$g" "$r"
+}
+
+fetch "(c) fetch 1 commit" 1
+fetch "(d) fetch 100 commits" 100
+extra ""
+extra "Server CPU includes pack-objects for git. refstore sends no thin packs and reads no bitmaps yet."

@@ -1,0 +1,128 @@
+//! A cache of inflated pack entries, for reading many objects stored as
+//! deltas: without one, every object at depth n of a delta chain costs n
+//! inflations and delta applications, since each read resolves its chain
+//! from the start. Git keeps such a cache too (`core.deltaBaseCacheLimit`).
+//!
+//! Direct-mapped: an entry goes in the slot its pack and offset hash to,
+//! replacing what was there, so lookups and insertions cost one hash and
+//! no bookkeeping. The total size of the cached data is capped; an entry
+//! larger than an eighth of the cap is never cached.
+
+use gix_pack::cache::DecodeEntry;
+
+/// One cached entry.
+struct Slot {
+    pack: u32,
+    offset: u64,
+    kind: gix_object::Kind,
+    compressed_size: usize,
+    data: Vec<u8>,
+}
+
+/// A size-capped cache of inflated pack entries for gix-pack's decoder.
+pub struct DeltaBaseCache {
+    slots: Vec<Option<Slot>>,
+    bytes: usize,
+    cap: usize,
+}
+
+impl DeltaBaseCache {
+    /// A cache of up to `cap` bytes of data in `slots` slots.
+    pub fn new(slots: usize, cap: usize) -> Self {
+        DeltaBaseCache {
+            slots: (0..slots.max(1)).map(|_| None).collect(),
+            bytes: 0,
+            cap,
+        }
+    }
+
+    fn slot(&self, pack: u32, offset: u64) -> usize {
+        // Fibonacci hashing of the two numbers.
+        let key = offset ^ (u64::from(pack) << 48);
+        (key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 20) as usize % self.slots.len()
+    }
+}
+
+impl Default for DeltaBaseCache {
+    /// 64 MiB in 16384 slots.
+    fn default() -> Self {
+        DeltaBaseCache::new(16384, 64 << 20)
+    }
+}
+
+impl DecodeEntry for DeltaBaseCache {
+    fn put(
+        &mut self,
+        pack: u32,
+        offset: u64,
+        data: &[u8],
+        kind: gix_object::Kind,
+        compressed_size: usize,
+    ) {
+        if data.len() > self.cap / 8 {
+            return;
+        }
+        let n = self.slot(pack, offset);
+        let mut reused = match self.slots[n].take() {
+            Some(old) => {
+                self.bytes -= old.data.len();
+                old.data
+            }
+            None => Vec::new(),
+        };
+        if self.bytes + data.len() > self.cap {
+            return;
+        }
+        reused.clear();
+        reused.extend_from_slice(data);
+        self.bytes += reused.len();
+        self.slots[n] = Some(Slot {
+            pack,
+            offset,
+            kind,
+            compressed_size,
+            data: reused,
+        });
+    }
+
+    fn get(
+        &mut self,
+        pack: u32,
+        offset: u64,
+        out: &mut Vec<u8>,
+    ) -> Option<(gix_object::Kind, usize)> {
+        let n = self.slot(pack, offset);
+        let slot = self.slots[n].as_ref()?;
+        if slot.pack != pack || slot.offset != offset {
+            return None;
+        }
+        out.clear();
+        out.extend_from_slice(&slot.data);
+        Some((slot.kind, slot.compressed_size))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn entries_come_back_until_replaced_and_the_cap_holds() {
+        let mut cache = DeltaBaseCache::new(4, 64);
+        let mut out = Vec::new();
+        cache.put(0, 12, b"tree", gix_object::Kind::Tree, 5);
+        assert_eq!(
+            cache.get(0, 12, &mut out),
+            Some((gix_object::Kind::Tree, 5))
+        );
+        assert_eq!(out, b"tree");
+        assert_eq!(cache.get(1, 12, &mut out), None);
+        // Too large for the cap's eighth: not kept.
+        cache.put(0, 40, &[0; 9], gix_object::Kind::Blob, 3);
+        assert_eq!(cache.get(0, 40, &mut out), None);
+        for offset in 100..200 {
+            cache.put(0, offset, &[1; 8], gix_object::Kind::Blob, 3);
+            assert!(cache.bytes <= 64);
+        }
+    }
+}

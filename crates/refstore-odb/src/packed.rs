@@ -1,0 +1,376 @@
+//! Packed objects as they are stored, for a pack writer that copies entries
+//! instead of inflating them: where an object's entry is, what its header
+//! says (kind, or the base it is a delta against), and its raw bytes, which
+//! are checked against the CRC32 the pack's `.idx` (version 2) records for
+//! them before they are sent anywhere.
+//!
+//! The packs are those gix-odb finds for the object directory (its own
+//! `objects/pack` and those of its alternates). Where a `multi-pack-index`
+//! covers packs, the `.idx` of each pack it names is read: git keeps them
+//! next to it.
+//!
+//! Objects are addressed by [`PackedAt`]: a pack number and a position in
+//! that pack's index, so a caller can keep per-pack arrays instead of maps
+//! keyed by object ids.
+
+use crate::odb::hash_kind;
+use crate::{ObjectKind, OdbError};
+use gix_hash::{oid, ObjectId};
+use gix_pack::data::entry::Header;
+use refstore_refs::ObjectFormat;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+/// Where an object is stored in a [`Packs`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct PackedAt {
+    /// The pack, numbered in [`Packs`].
+    pub pack: u32,
+    /// Its position in that pack's index (sorted by id).
+    pub position: u32,
+}
+
+/// What a stored entry's header says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StoredKind {
+    /// A whole object.
+    Whole(ObjectKind),
+    /// A delta against the entry at this offset of the same pack
+    /// (`OFS_DELTA`).
+    OfsDelta {
+        /// The base's entry offset.
+        base_offset: u64,
+    },
+    /// A delta against the object with this id (`REF_DELTA`).
+    RefDelta {
+        /// The base's id.
+        base: ObjectId,
+    },
+}
+
+/// One stored pack entry, borrowed from the mapped pack.
+#[derive(Debug, Clone, Copy)]
+pub struct StoredEntry<'a> {
+    /// What the header says.
+    pub kind: StoredKind,
+    /// The size of the inflated data: the object, or the delta.
+    pub size: u64,
+    /// The whole entry: header, base reference, compressed data.
+    pub raw: &'a [u8],
+    /// Where the compressed data starts in `raw`.
+    pub data_start: usize,
+}
+
+impl StoredEntry<'_> {
+    /// The zlib stream of the entry.
+    pub fn compressed(&self) -> &[u8] {
+        &self.raw[self.data_start..]
+    }
+}
+
+/// One pack: its index and its data, both mapped.
+struct Pack {
+    index: gix_pack::index::File,
+    data: gix_pack::data::File,
+    /// Entry offsets in pack order with their index positions, ending with
+    /// the end of the entries: built on first use.
+    by_offset: OnceLock<Vec<(u64, u32)>>,
+}
+
+impl Pack {
+    fn by_offset(&self) -> &[(u64, u32)] {
+        self.by_offset.get_or_init(|| {
+            let mut offsets: Vec<(u64, u32)> = (0..self.index.num_objects())
+                .map(|position| (self.index.pack_offset_at_index(position), position))
+                .collect();
+            offsets.sort_unstable();
+            offsets.push((self.data.pack_end() as u64, u32::MAX));
+            offsets
+        })
+    }
+}
+
+/// The packs of an object database, read as stored.
+pub struct Packs {
+    packs: Vec<Pack>,
+    hash: gix_hash::Kind,
+}
+
+impl std::fmt::Debug for Packs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Packs")
+            .field("packs", &self.packs.len())
+            .finish()
+    }
+}
+
+impl Packs {
+    /// Opens every pack of the object database at `objects_dir` and of its
+    /// alternates.
+    pub fn open(objects_dir: &Path, format: ObjectFormat) -> Result<Packs, OdbError> {
+        let hash = hash_kind(format);
+        let open_error = |source: std::io::Error| OdbError::Open {
+            path: objects_dir.to_owned(),
+            source,
+        };
+        let store = gix_odb::Store::at_opts(
+            objects_dir.to_owned(),
+            hash,
+            &mut std::iter::empty(),
+            gix_odb::store::init::Options::default(),
+        )
+        .map_err(open_error)?;
+        let records = store.structure().map_err(|e| OdbError::Open {
+            path: objects_dir.to_owned(),
+            source: std::io::Error::other(e.to_string()),
+        })?;
+        let mut index_paths: Vec<PathBuf> = Vec::new();
+        for record in records {
+            match record {
+                gix_odb::store::structure::Record::Index { path, .. } => index_paths.push(path),
+                gix_odb::store::structure::Record::MultiIndex { path, .. } => {
+                    let midx = gix_pack::multi_index::File::at(&path, None).map_err(|e| {
+                        OdbError::Pack(format!("cannot read {}: {e}", path.display()))
+                    })?;
+                    let dir = path.parent().unwrap_or(Path::new("."));
+                    index_paths.extend(midx.index_names().iter().map(|name| dir.join(name)));
+                }
+                _ => {}
+            }
+        }
+        let mut packs = Vec::with_capacity(index_paths.len());
+        for index_path in index_paths {
+            let index = gix_pack::index::File::at(&index_path, hash).map_err(|e| {
+                OdbError::Pack(format!("cannot read {}: {e}", index_path.display()))
+            })?;
+            let pack_path = index_path.with_extension("pack");
+            let data = gix_pack::data::File::at(&pack_path, hash)
+                .map_err(|e| OdbError::Pack(format!("cannot read {}: {e}", pack_path.display())))?;
+            packs.push(Pack {
+                index,
+                data,
+                by_offset: OnceLock::new(),
+            });
+        }
+        Ok(Packs { packs, hash })
+    }
+
+    /// How many packs there are.
+    pub fn len(&self) -> usize {
+        self.packs.len()
+    }
+
+    /// True if there are no packs.
+    pub fn is_empty(&self) -> bool {
+        self.packs.is_empty()
+    }
+
+    /// How many objects pack `pack` holds.
+    pub fn objects_in(&self, pack: u32) -> u32 {
+        self.packs[pack as usize].index.num_objects()
+    }
+
+    /// The first stored entry of `id`, or `None` if no pack has it.
+    pub fn locate(&self, id: &oid) -> Option<PackedAt> {
+        self.locate_all(id).next()
+    }
+
+    /// Every stored entry of `id`, pack by pack.
+    pub fn locate_all<'a>(&'a self, id: &'a oid) -> impl Iterator<Item = PackedAt> + 'a {
+        self.packs.iter().enumerate().filter_map(move |(n, pack)| {
+            pack.index.lookup(id).map(|position| PackedAt {
+                pack: n as u32,
+                position,
+            })
+        })
+    }
+
+    /// The id of the object at `at`.
+    pub fn id(&self, at: PackedAt) -> &oid {
+        self.packs[at.pack as usize].index.oid_at_index(at.position)
+    }
+
+    /// The object whose entry starts at `offset` of `pack`.
+    pub fn at_offset(&self, pack: u32, offset: u64) -> Option<PackedAt> {
+        let by_offset = self.packs[pack as usize].by_offset();
+        let n = by_offset.binary_search_by_key(&offset, |e| e.0).ok()?;
+        let position = by_offset[n].1;
+        (position != u32::MAX).then_some(PackedAt { pack, position })
+    }
+
+    /// The stored entry at `at`, its header parsed; nothing is inflated.
+    pub fn entry(&self, at: PackedAt) -> Result<StoredEntry<'_>, OdbError> {
+        let pack = &self.packs[at.pack as usize];
+        let offset = pack.index.pack_offset_at_index(at.position);
+        let by_offset = pack.by_offset();
+        let corrupt = |what: &str| {
+            OdbError::Pack(format!(
+                "{}: entry of {} at offset {offset}: {what}",
+                pack.data.path().display(),
+                pack.index.oid_at_index(at.position)
+            ))
+        };
+        let n = by_offset
+            .binary_search_by_key(&offset, |e| e.0)
+            .map_err(|_| corrupt("offset not in the index"))?;
+        let end = by_offset[n + 1].0;
+        let raw = pack
+            .data
+            .entry_slice(offset..end)
+            .ok_or_else(|| corrupt("beyond the end of the pack"))?;
+        let entry = gix_pack::data::Entry::from_bytes(raw, offset, self.hash)
+            .map_err(|e| corrupt(&e.to_string()))?;
+        let kind = match entry.header {
+            Header::Commit => StoredKind::Whole(ObjectKind::Commit),
+            Header::Tree => StoredKind::Whole(ObjectKind::Tree),
+            Header::Blob => StoredKind::Whole(ObjectKind::Blob),
+            Header::Tag => StoredKind::Whole(ObjectKind::Tag),
+            Header::OfsDelta { base_distance } => StoredKind::OfsDelta {
+                base_offset: offset
+                    .checked_sub(base_distance)
+                    .filter(|&base| base > 0)
+                    .ok_or_else(|| corrupt("delta base offset before the pack's start"))?,
+            },
+            Header::RefDelta { base_id } => StoredKind::RefDelta { base: base_id },
+        };
+        let data_start = (entry.data_offset - offset) as usize;
+        if data_start > raw.len() {
+            return Err(corrupt("truncated header"));
+        }
+        Ok(StoredEntry {
+            kind,
+            size: entry.decompressed_size,
+            raw,
+            data_start,
+        })
+    }
+
+    /// True if the raw bytes of the entry at `at` have the CRC32 the index
+    /// records for them (always false for a version 1 index, which records
+    /// none: such entries are not copied).
+    pub fn crc_matches(&self, at: PackedAt, entry: &StoredEntry<'_>) -> bool {
+        let pack = &self.packs[at.pack as usize];
+        pack.index
+            .crc32_at_index(at.position)
+            .is_some_and(|crc| crc32fast::hash(entry.raw) == crc)
+    }
+
+    /// Reads the object stored at `at` into `out`, resolving its delta
+    /// chain within its pack; every object of the chain is kept in `cache`
+    /// (bases too, which gix-pack's decoder does not keep), so that reading
+    /// many versions of a tree inflates each stored entry about once.
+    /// `None` if a reference delta's base is in another pack.
+    pub fn read(
+        &self,
+        at: PackedAt,
+        cache: &mut crate::DeltaBaseCache,
+        out: &mut Vec<u8>,
+    ) -> Result<Option<ObjectKind>, OdbError> {
+        use gix_pack::cache::DecodeEntry;
+        let pack = &self.packs[at.pack as usize];
+        let failed = |offset: u64, what: String| {
+            OdbError::Pack(format!(
+                "{}: cannot read the entry at offset {offset}: {what}",
+                pack.data.path().display()
+            ))
+        };
+        let mut chain: Vec<u64> = Vec::new();
+        let mut offset = pack.index.pack_offset_at_index(at.position);
+        let mut inflate = gix_zlib::Inflate::default();
+        let inflate_entry = |entry: &gix_pack::data::Entry,
+                             inflate: &mut gix_zlib::Inflate,
+                             into: &mut Vec<u8>|
+         -> Result<(), OdbError> {
+            into.clear();
+            into.resize(entry.decompressed_size as usize, 0);
+            pack.data
+                .decompress_entry(entry, inflate, into)
+                .map(|_| ())
+                .map_err(|e| failed(entry.pack_offset(), e.to_string()))
+        };
+        let kind = loop {
+            if let Some((kind, _)) = cache.get(at.pack, offset, out) {
+                break kind;
+            }
+            let entry = pack
+                .data
+                .entry(offset)
+                .map_err(|e| failed(offset, e.to_string()))?;
+            match entry.header {
+                Header::OfsDelta { base_distance } => {
+                    chain.push(offset);
+                    offset = offset
+                        .checked_sub(base_distance)
+                        .ok_or_else(|| failed(offset, "bad delta base offset".into()))?;
+                }
+                Header::RefDelta { base_id } => {
+                    let Some(position) = pack.index.lookup(base_id) else {
+                        return Ok(None);
+                    };
+                    chain.push(offset);
+                    offset = pack.index.pack_offset_at_index(position);
+                }
+                header => {
+                    inflate_entry(&entry, &mut inflate, out)?;
+                    let kind = header.as_kind().expect("not a delta");
+                    if !chain.is_empty() {
+                        cache.put(at.pack, offset, out, kind, 0);
+                    }
+                    break kind;
+                }
+            }
+            if chain.len() > 10_000 {
+                return Err(failed(offset, "delta chain too long or cyclic".into()));
+            }
+        };
+        let mut delta = Vec::new();
+        while let Some(offset) = chain.pop() {
+            let entry = pack
+                .data
+                .entry(offset)
+                .map_err(|e| failed(offset, e.to_string()))?;
+            inflate_entry(&entry, &mut inflate, &mut delta)?;
+            *out = crate::delta::apply_delta(out, &delta)
+                .map_err(|e| failed(offset, e.to_string()))?;
+            cache.put(at.pack, offset, out, kind, 0);
+        }
+        Ok(Some(ObjectKind::from_gix(kind)))
+    }
+
+    /// Inflates the object stored at `at`, resolving deltas within its pack
+    /// (bases found elsewhere are not looked for), into `out`; its kind.
+    /// For reading a second copy of an object whose first one is damaged.
+    pub fn decode(&self, at: PackedAt, out: &mut Vec<u8>) -> Result<ObjectKind, OdbError> {
+        let pack = &self.packs[at.pack as usize];
+        let failed = |e: gix_error::Error| {
+            OdbError::Pack(format!(
+                "{}: cannot decode {}: {e}",
+                pack.data.path().display(),
+                pack.index.oid_at_index(at.position)
+            ))
+        };
+        let entry = pack
+            .data
+            .entry(pack.index.pack_offset_at_index(at.position))
+            .map_err(failed)?;
+        let resolve = |id: &oid, _: &mut Vec<u8>| {
+            Ok(pack.index.lookup(id).and_then(|position| {
+                pack.data
+                    .entry(pack.index.pack_offset_at_index(position))
+                    .ok()
+                    .map(gix_pack::data::decode::entry::ResolvedBase::InPack)
+            }))
+        };
+        let outcome = pack
+            .data
+            .decode_entry(
+                entry,
+                out,
+                &mut gix_zlib::Inflate::default(),
+                &resolve,
+                &mut gix_pack::cache::Never,
+            )
+            .map_err(failed)?;
+        Ok(ObjectKind::from_gix(outcome.kind))
+    }
+}

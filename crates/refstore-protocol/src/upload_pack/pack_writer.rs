@@ -1,0 +1,172 @@
+//! The bytes of a pack (version 2): the header, entries, the trailing
+//! checksum. Every byte goes through here, so the writer knows each
+//! entry's offset (offset deltas name their base by distance) and hashes
+//! the stream as it passes.
+//!
+//! Entry headers: the type in bits 4-6 of the first byte and the inflated
+//! size in base-128 little-endian pieces (four bits in the first byte);
+//! an offset delta then gives the distance back to its base in git's
+//! big-endian base-128 form where each continuation adds one.
+
+use std::io::Write;
+
+/// Pack entry types.
+pub(crate) const OFS_DELTA: u8 = 6;
+
+/// The number git's pack format gives each kind of object.
+pub(crate) fn type_id(kind: gix_object::Kind) -> u8 {
+    match kind {
+        gix_object::Kind::Commit => 1,
+        gix_object::Kind::Tree => 2,
+        gix_object::Kind::Blob => 3,
+        gix_object::Kind::Tag => 4,
+    }
+}
+
+/// Writes a pack into `out`, hashing and counting.
+pub(crate) struct PackWriter<'w> {
+    out: &'w mut dyn Write,
+    hasher: gix_hash::Hasher,
+    offset: u64,
+    header: Vec<u8>,
+}
+
+impl<'w> PackWriter<'w> {
+    /// Starts a pack of `objects` entries.
+    pub fn start(
+        out: &'w mut dyn Write,
+        hash: gix_hash::Kind,
+        objects: u32,
+    ) -> std::io::Result<Self> {
+        let mut writer = PackWriter {
+            out,
+            hasher: gix_hash::hasher(hash),
+            offset: 0,
+            header: Vec::with_capacity(32),
+        };
+        let mut header = [0u8; 12];
+        header[..4].copy_from_slice(b"PACK");
+        header[4..8].copy_from_slice(&2u32.to_be_bytes());
+        header[8..].copy_from_slice(&objects.to_be_bytes());
+        writer.write(&header)?;
+        Ok(writer)
+    }
+
+    /// Where the next entry starts.
+    pub fn offset(&self) -> u64 {
+        self.offset
+    }
+
+    /// Writes an entry header for an object of type `type_id` (1 to 4, or
+    /// [`OFS_DELTA`] with `base_distance`) of `size` inflated bytes.
+    pub fn entry_header(
+        &mut self,
+        type_id: u8,
+        size: u64,
+        base_distance: Option<u64>,
+    ) -> std::io::Result<()> {
+        let mut header = std::mem::take(&mut self.header);
+        header.clear();
+        let mut size_left = size >> 4;
+        let mut byte = (type_id << 4) | (size & 0x0f) as u8;
+        while size_left != 0 {
+            header.push(byte | 0x80);
+            byte = (size_left & 0x7f) as u8;
+            size_left >>= 7;
+        }
+        header.push(byte);
+        if let Some(mut distance) = base_distance {
+            let mut bytes = [0u8; 10];
+            let mut at = bytes.len() - 1;
+            bytes[at] = (distance & 0x7f) as u8;
+            distance >>= 7;
+            while distance != 0 {
+                distance -= 1;
+                at -= 1;
+                bytes[at] = 0x80 | (distance & 0x7f) as u8;
+                distance >>= 7;
+            }
+            header.extend_from_slice(&bytes[at..]);
+        }
+        let result = self.write(&header);
+        self.header = header;
+        result
+    }
+
+    /// Writes entry data.
+    pub fn write(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        self.hasher.update(bytes);
+        self.offset += bytes.len() as u64;
+        self.out.write_all(bytes)
+    }
+
+    /// Writes the checksum that ends the pack.
+    pub fn finish(self) -> std::io::Result<()> {
+        let checksum = self
+            .hasher
+            .try_finalize()
+            .map_err(|e| std::io::Error::other(e.to_string()))?;
+        self.out.write_all(checksum.as_slice())?;
+        self.out.flush()
+    }
+}
+
+/// An adapter that deflates what is written into it straight into a
+/// [`PackWriter`], for objects compressed afresh: large ones are never held
+/// compressed in memory.
+pub(crate) struct DeflateInto<'p, 'w> {
+    pack: &'p mut PackWriter<'w>,
+    deflate: flate2::Compress,
+    buf: Vec<u8>,
+}
+
+impl<'p, 'w> DeflateInto<'p, 'w> {
+    pub fn new(pack: &'p mut PackWriter<'w>) -> Self {
+        DeflateInto {
+            pack,
+            deflate: flate2::Compress::new(flate2::Compression::default(), true),
+            buf: Vec::with_capacity(64 * 1024),
+        }
+    }
+
+    fn run(&mut self, mut input: &[u8], flush: flate2::FlushCompress) -> std::io::Result<()> {
+        loop {
+            self.buf.clear();
+            let before_in = self.deflate.total_in();
+            let status = self
+                .deflate
+                .compress_vec(input, &mut self.buf, flush)
+                .map_err(std::io::Error::other)?;
+            let consumed = (self.deflate.total_in() - before_in) as usize;
+            input = &input[consumed..];
+            if !self.buf.is_empty() {
+                let out = std::mem::take(&mut self.buf);
+                self.pack.write(&out)?;
+                self.buf = out;
+            }
+            let done = match flush {
+                flate2::FlushCompress::Finish => status == flate2::Status::StreamEnd,
+                _ => input.is_empty() && self.buf.len() < self.buf.capacity(),
+            };
+            if done {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Writes everything written so far and ends the zlib stream.
+    pub fn finish(mut self) -> std::io::Result<()> {
+        self.run(&[], flate2::FlushCompress::Finish)
+    }
+}
+
+impl Write for DeflateInto<'_, '_> {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.run(bytes, flate2::FlushCompress::None)?;
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
