@@ -119,7 +119,9 @@ fetch() {
     rm -rf "$server" "$client"
     shallow_copy "$server"
     shallow_copy "$client"
-    local old file
+    local old file now
+    # New commits are newer than everything else, as pushes are.
+    now=$(date +%s)
     old=$("$GIT" -C "$server" rev-parse "$head_ref")
     # The first file at the top of the tree.
     file=$("$GIT" -C "$server" ls-tree "$old" | awk '$2 == "blob" && !found { print $4; found = 1 }')
@@ -129,7 +131,7 @@ fetch() {
         for ((c = 1; c <= commits; c++)); do
             content+=$'\n'"bench line $c"
             printf 'commit %s\ncommitter bench <bench@refstore.invalid> %d +0000\ndata 9\nbench %03d\n' \
-                "$head_ref" $((1700000000 + c)) "$c"
+                "$head_ref" $((now + c)) "$c"
             ((c > 1)) || printf 'from %s\n' "$old"
             printf 'M 100644 inline %s\ndata %d\n%s\n' "$file" "$(printf '%s' "$content" | wc -c)" "$content"
         done

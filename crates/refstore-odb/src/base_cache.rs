@@ -21,6 +21,9 @@ struct Slot {
 
 /// A size-capped cache of inflated pack entries for gix-pack's decoder.
 pub struct DeltaBaseCache {
+    /// The inflate state reads through this cache use: made once, as
+    /// setting one up costs more than inflating a small commit.
+    pub(crate) inflate: Option<gix_zlib::Inflate>,
     slots: Vec<Option<Slot>>,
     bytes: usize,
     cap: usize,
@@ -30,6 +33,7 @@ impl DeltaBaseCache {
     /// A cache of up to `cap` bytes of data in `slots` slots.
     pub fn new(slots: usize, cap: usize) -> Self {
         DeltaBaseCache {
+            inflate: None,
             slots: (0..slots.max(1)).map(|_| None).collect(),
             bytes: 0,
             cap,

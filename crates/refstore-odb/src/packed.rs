@@ -266,6 +266,24 @@ impl Packs {
         cache: &mut crate::DeltaBaseCache,
         out: &mut Vec<u8>,
     ) -> Result<Option<ObjectKind>, OdbError> {
+        let pack = &self.packs[at.pack as usize];
+        let mut chain: Vec<u64> = Vec::new();
+        let offset = pack.index.pack_offset_at_index(at.position);
+        let mut inflate = cache.inflate.take().unwrap_or_default();
+        let result = self.read_chain(at, cache, out, &mut inflate, &mut chain, offset);
+        cache.inflate = Some(inflate);
+        result
+    }
+
+    fn read_chain(
+        &self,
+        at: PackedAt,
+        cache: &mut crate::DeltaBaseCache,
+        out: &mut Vec<u8>,
+        inflate: &mut gix_zlib::Inflate,
+        chain: &mut Vec<u64>,
+        mut offset: u64,
+    ) -> Result<Option<ObjectKind>, OdbError> {
         use gix_pack::cache::DecodeEntry;
         let pack = &self.packs[at.pack as usize];
         let failed = |offset: u64, what: String| {
@@ -274,9 +292,6 @@ impl Packs {
                 pack.data.path().display()
             ))
         };
-        let mut chain: Vec<u64> = Vec::new();
-        let mut offset = pack.index.pack_offset_at_index(at.position);
-        let mut inflate = gix_zlib::Inflate::default();
         let inflate_entry = |entry: &gix_pack::data::Entry,
                              inflate: &mut gix_zlib::Inflate,
                              into: &mut Vec<u8>|
@@ -311,7 +326,7 @@ impl Packs {
                     offset = pack.index.pack_offset_at_index(position);
                 }
                 header => {
-                    inflate_entry(&entry, &mut inflate, out)?;
+                    inflate_entry(&entry, inflate, out)?;
                     let kind = header.as_kind().expect("not a delta");
                     if !chain.is_empty() {
                         cache.put(at.pack, offset, out, kind, 0);
@@ -329,12 +344,43 @@ impl Packs {
                 .data
                 .entry(offset)
                 .map_err(|e| failed(offset, e.to_string()))?;
-            inflate_entry(&entry, &mut inflate, &mut delta)?;
+            inflate_entry(&entry, inflate, &mut delta)?;
             *out = crate::delta::apply_delta(out, &delta)
                 .map_err(|e| failed(offset, e.to_string()))?;
             cache.put(at.pack, offset, out, kind, 0);
         }
         Ok(Some(ObjectKind::from_gix(kind)))
+    }
+
+    /// The kind of the object stored at `at`, from entry headers alone
+    /// (following its delta chain to its base); `None` if a reference
+    /// delta's base is in another pack.
+    pub fn kind(&self, at: PackedAt) -> Result<Option<ObjectKind>, OdbError> {
+        let pack = &self.packs[at.pack as usize];
+        let mut offset = pack.index.pack_offset_at_index(at.position);
+        for _ in 0..10_000 {
+            let entry = pack.data.entry(offset).map_err(|e| {
+                OdbError::Pack(format!(
+                    "{}: cannot read the entry at offset {offset}: {e}",
+                    pack.data.path().display()
+                ))
+            })?;
+            offset = match entry.header {
+                Header::OfsDelta { base_distance } => match offset.checked_sub(base_distance) {
+                    Some(base) => base,
+                    None => break,
+                },
+                Header::RefDelta { base_id } => match pack.index.lookup(base_id) {
+                    Some(position) => pack.index.pack_offset_at_index(position),
+                    None => return Ok(None),
+                },
+                header => return Ok(header.as_kind().map(ObjectKind::from_gix)),
+            };
+        }
+        Err(OdbError::Pack(format!(
+            "{}: the delta chain at offset {offset} is broken or cyclic",
+            pack.data.path().display()
+        )))
     }
 
     /// Inflates the object stored at `at`, resolving deltas within its pack

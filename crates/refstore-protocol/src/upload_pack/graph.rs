@@ -111,7 +111,24 @@ impl Graph {
         if self.commits.contains_key(id) {
             return Ok(Some(gix_object::Kind::Commit));
         }
+        if let Some(at) = self.packs.locate(id) {
+            let kind = self
+                .packs
+                .kind(at)
+                .map_err(|e| UploadPackError::objects(&format!("cannot read object {id}"), e))?;
+            if let Some(kind) = kind {
+                return Ok(Some(to_gix_kind(kind)));
+            }
+        }
         Ok(self.read(id)?.map(|(kind, _)| kind))
+    }
+
+    /// Drops the parsed commits and cached delta bases: once the walk is
+    /// done, the pack writer needs neither, and a full clone's walk holds
+    /// a hundred megabytes in them.
+    pub fn forget_walk(&mut self) {
+        self.commits = HashMap::default();
+        self.cache = refstore_odb::DeltaBaseCache::new(1, 0);
     }
 
     /// The object's kind and content, or `None` if it is missing. The

@@ -120,6 +120,7 @@ pub(crate) fn pack_contents(
         }
     }
     include_tags(graph, tags_to_include, &mut contents)?;
+    graph.forget_walk();
     Ok(contents)
 }
 
