@@ -13,36 +13,16 @@ use refstore_protocol::upload_pack::{upload_pack, Options};
 use refstore_protocol::{ProtocolVersion, Repository};
 use refstore_refs::ObjectFormat;
 use std::collections::BTreeSet;
-use std::io::{Read, Write};
+use std::io::Read;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 use std::sync::Arc;
 
-/// `git <args>` in `dir`, isolated from the user's configuration, with
-/// `input` on stdin.
+mod support;
+
+/// `git <args>` in `dir` with `input` on stdin (see [`support::git_with`]).
 fn git_with(dir: &Path, args: &[&str], input: &[u8]) -> Output {
-    let mut child = Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("HOME", dir)
-        .env("GIT_AUTHOR_NAME", "A U Thor")
-        .env("GIT_AUTHOR_EMAIL", "author@example.com")
-        .env("GIT_COMMITTER_NAME", "C O Mitter")
-        .env("GIT_COMMITTER_EMAIL", "committer@example.com")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("cannot run git: install git (scripts/install-deps does)");
-    let mut stdin = child.stdin.take().unwrap();
-    let input = input.to_vec();
-    let feeder = std::thread::spawn(move || {
-        let _ = stdin.write_all(&input);
-    });
-    let out = child.wait_with_output().unwrap();
-    feeder.join().unwrap();
-    out
+    support::git_with(dir, args, &[], input)
 }
 
 fn git_in(dir: &Path, args: &[&str], input: &[u8]) -> String {

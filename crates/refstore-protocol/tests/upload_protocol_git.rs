@@ -9,39 +9,12 @@ use refstore_protocol::pkt_line::{Dialect, Packet, PacketReader};
 use refstore_protocol::upload_pack::{upload_pack, Options};
 use refstore_protocol::{ProtocolVersion, Repository};
 use std::collections::BTreeSet;
-use std::io::{Read, Write};
+use std::io::Read;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
 use std::sync::Arc;
 
-/// `git <args>` in `dir`, isolated from the user's configuration, with
-/// `input` on stdin.
-fn git_with(dir: &Path, args: &[&str], env: &[(&str, &str)], input: &[u8]) -> Output {
-    let mut child = Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("HOME", dir)
-        .env("GIT_AUTHOR_NAME", "A U Thor")
-        .env("GIT_AUTHOR_EMAIL", "author@example.com")
-        .env("GIT_COMMITTER_NAME", "C O Mitter")
-        .env("GIT_COMMITTER_EMAIL", "committer@example.com")
-        .envs(env.iter().copied())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("cannot run git: install git (scripts/install-deps does)");
-    let mut stdin = child.stdin.take().unwrap();
-    let input = input.to_vec();
-    let feeder = std::thread::spawn(move || {
-        // git may stop reading early; that is its answer, not a failure.
-        let _ = stdin.write_all(&input);
-    });
-    let out = child.wait_with_output().unwrap();
-    feeder.join().unwrap();
-    out
-}
+mod support;
+use support::git_with;
 
 fn git(dir: &Path, args: &[&str]) -> String {
     let out = git_with(dir, args, &[], b"");
