@@ -55,27 +55,26 @@ fresh() {
     echo "[ ! -e $work ] || mv $work $BENCH_DIR/rt-aside/\$(date +%s%N); mkdir $work; cp -a $1 $work/g; cp -a $2 $work/r; sync"
 }
 
+# What the git column updates: git's own reftable where it has one, its
+# files backend otherwise.
 if [[ $git_reftable == yes ]]; then
-    compare reftable "create 10k into 100k: git reftable fsync=none vs refstore reftable durable" "$(fresh "$git_tables" "$reftable")" \
-        "$GIT -C $work/g -c core.fsync=none update-ref --stdin < $create" \
-        "$REFSTORE -C $work/r update-ref --stdin < $create"
-    compare reftable "recreate 10k of 100k: git reftable fsync=none vs refstore reftable durable" "$(fresh "$git_tables" "$reftable")" \
-        "$GIT -C $work/g -c core.fsync=none update-ref --stdin < $delete && $GIT -C $work/g -c core.fsync=none update-ref --stdin < $recreate" \
-        "$REFSTORE -C $work/r update-ref --stdin < $delete && $REFSTORE -C $work/r update-ref --stdin < $recreate"
-    compare reftable "delete 10k of 100k: git reftable fsync=none vs refstore reftable durable" "$(fresh "$git_tables" "$reftable")" \
-        "$GIT -C $work/g -c core.fsync=none update-ref --stdin < $delete" \
-        "$REFSTORE -C $work/r update-ref --stdin < $delete"
-    compare reftable "one ref into 100k: git reftable fsync=none vs refstore reftable durable" "$(fresh "$git_tables" "$reftable")" \
-        "$GIT -C $work/g -c core.fsync=none update-ref refs/heads/one $commit" \
-        "$REFSTORE -C $work/r update-ref refs/heads/one $commit"
+    git_template=$git_tables git_format=reftable
 else
-    compare reftable "create 10k into 100k: git files fsync=none vs refstore reftable durable" "$(fresh "$files" "$reftable")" \
-        "$GIT -C $work/g -c core.fsync=none update-ref --stdin < $create" \
-        "$REFSTORE -C $work/r update-ref --stdin < $create"
-    compare reftable "recreate 10k of 100k: git files fsync=none vs refstore reftable durable" "$(fresh "$files" "$reftable")" \
-        "$GIT -C $work/g -c core.fsync=none update-ref --stdin < $delete && $GIT -C $work/g -c core.fsync=none update-ref --stdin < $recreate" \
-        "$REFSTORE -C $work/r update-ref --stdin < $delete && $REFSTORE -C $work/r update-ref --stdin < $recreate"
+    git_template=$files git_format=files
 fi
+vs="git $git_format fsync=none vs refstore reftable durable"
+compare reftable "create 10k into 100k: $vs" "$(fresh "$git_template" "$reftable")" \
+    "$GIT -C $work/g -c core.fsync=none update-ref --stdin < $create" \
+    "$REFSTORE -C $work/r update-ref --stdin < $create"
+compare reftable "recreate 10k of 100k: $vs" "$(fresh "$git_template" "$reftable")" \
+    "$GIT -C $work/g -c core.fsync=none update-ref --stdin < $delete && $GIT -C $work/g -c core.fsync=none update-ref --stdin < $recreate" \
+    "$REFSTORE -C $work/r update-ref --stdin < $delete && $REFSTORE -C $work/r update-ref --stdin < $recreate"
+compare reftable "delete 10k of 100k: $vs" "$(fresh "$git_template" "$reftable")" \
+    "$GIT -C $work/g -c core.fsync=none update-ref --stdin < $delete" \
+    "$REFSTORE -C $work/r update-ref --stdin < $delete"
+compare reftable "one ref into 100k: $vs" "$(fresh "$git_template" "$reftable")" \
+    "$GIT -C $work/g -c core.fsync=none update-ref refs/heads/one $commit" \
+    "$REFSTORE -C $work/r update-ref refs/heads/one $commit"
 compare reftable "create 10k into 100k: refstore files durable (git column) vs refstore reftable durable" "$(fresh "$files" "$reftable")" \
     "$REFSTORE -C $work/g update-ref --stdin < $create" \
     "$REFSTORE -C $work/r update-ref --stdin < $create"
