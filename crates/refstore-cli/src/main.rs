@@ -9,14 +9,13 @@ mod commands;
 mod context;
 mod progress;
 
-use clap::Parser;
+use clap::{Args, FromArgMatches};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-/// Git-compatible reference store and smart-protocol server.
-#[derive(Debug, Parser)]
-#[command(name = "refstore", about, long_about = None, disable_version_flag = true)]
-struct Cli {
+/// The options that come before the subcommand.
+#[derive(Debug, Args)]
+struct GlobalArgs {
     /// Run as if refstore was started in <path> (may be given several times).
     #[arg(short = 'C', value_name = "path", action = clap::ArgAction::Append)]
     chdir: Vec<PathBuf>,
@@ -30,34 +29,87 @@ struct Cli {
     /// Print refstore's version.
     #[arg(long)]
     version: bool,
-    #[command(subcommand)]
-    command: Option<commands::Command>,
+}
+
+/// The command line: global options, and the subcommands, whose arguments
+/// are built only for the one being run.
+fn cli() -> clap::Command {
+    let root = clap::Command::new("refstore").disable_version_flag(true);
+    GlobalArgs::augment_args(root)
+        .about(env!("CARGO_PKG_DESCRIPTION"))
+        .long_about(None)
+        .subcommands(commands::subcommands())
 }
 
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
-        Ok(cli) => cli,
+    let parsed = cli().try_get_matches().and_then(|matches| {
+        let global = GlobalArgs::from_arg_matches(&matches)?;
+        let command = match matches.subcommand_name() {
+            Some(_) => Some(commands::Command::from_arg_matches(&matches)?),
+            None => None,
+        };
+        Ok((global, command))
+    });
+    let (global, command) = match parsed {
+        Ok(parsed) => parsed,
         Err(e) => {
             let code = if e.use_stderr() { 129 } else { 0 };
             let _ = e.print();
             return ExitCode::from(code);
         }
     };
-    if cli.version {
+    if global.version {
         println!("refstore version {}", env!("CARGO_PKG_VERSION"));
         return ExitCode::SUCCESS;
     }
-    let Some(command) = cli.command else {
-        use clap::CommandFactory;
-        let _ = Cli::command().print_help();
+    let Some(command) = command else {
+        let _ = cli().print_help();
         return ExitCode::from(1);
     };
-    let globals = match context::Globals::new(cli.chdir, cli.git_dir, &cli.config) {
+    let globals = match context::Globals::new(global.chdir, global.git_dir, &global.config) {
         Ok(g) => g,
         Err(fatal) => return fatal.exit(),
     };
     match commands::run(command, &globals) {
         Ok(code) => ExitCode::from(code),
         Err(fatal) => fatal.exit(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Subcommand;
+
+    /// The deferred subcommands must be the derived ones: same names, same
+    /// descriptions, same arguments, so help and parsing cannot drift.
+    #[test]
+    fn deferred_subcommands_render_as_the_derived_ones() {
+        let mut derived = commands::Command::augment_subcommands(clap::Command::new("refstore"));
+        let mut deferred = clap::Command::new("refstore").subcommands(commands::subcommands());
+        let names: Vec<String> = derived
+            .get_subcommands()
+            .map(|c| c.get_name().to_owned())
+            .collect();
+        let deferred_names: Vec<String> = deferred
+            .get_subcommands()
+            .map(|c| c.get_name().to_owned())
+            .collect();
+        assert_eq!(names, deferred_names);
+        derived.build();
+        deferred.build();
+        for name in &names {
+            let mut a = derived.find_subcommand_mut(name).unwrap().clone();
+            let mut b = deferred.find_subcommand_mut(name).unwrap().clone();
+            assert_eq!(
+                a.render_long_help().to_string(),
+                b.render_long_help().to_string(),
+                "help of {name}"
+            );
+            assert_eq!(
+                a.get_about().map(|s| s.to_string()),
+                b.get_about().map(|s| s.to_string())
+            );
+        }
     }
 }

@@ -63,11 +63,20 @@ fn the_configured_mechanism_makes_the_flushes() {
     let auto = BatchMechanism::Auto.resolve(&RealFs::new(), &repo.join(".git"));
     for (i, value) in ["auto", "syncfs", "fdatasync"].into_iter().enumerate() {
         let setting = format!("refstore.batchFlush={value}");
-        let expected = match BatchMechanism::from_config_name(value).unwrap() {
+        let configured = BatchMechanism::from_config_name(value).unwrap();
+        // `auto` flushes a small batch (one ref, one object) file by file
+        // on every filesystem; a large one as the filesystem calls for.
+        let expected = match configured {
+            BatchMechanism::Auto => BatchMechanism::ConcurrentFsync,
+            chosen => chosen,
+        };
+        let expected_large = match configured {
             BatchMechanism::Auto => auto,
             chosen => chosen,
         };
-        let check = |what: &str, (syncfs, fdatasync): (usize, usize)| match expected {
+        let check_as = |expected: BatchMechanism,
+                        what: &str,
+                        (syncfs, fdatasync): (usize, usize)| match expected {
             BatchMechanism::Syncfs => assert!(
                 syncfs > 0 && fdatasync == 0,
                 "{value}, {what}: {syncfs} syncfs, {fdatasync} fdatasync"
@@ -77,6 +86,7 @@ fn the_configured_mechanism_makes_the_flushes() {
                 "{value}, {what}: {syncfs} syncfs, {fdatasync} fdatasync"
             ),
         };
+        let check = |what: &str, calls: (usize, usize)| check_as(expected, what, calls);
         let name = format!("refs/heads/b{i}");
         let calls = flush_calls(
             home,
@@ -93,6 +103,16 @@ fn the_configured_mechanism_makes_the_flushes() {
         );
         check("hash-object -w", calls);
         assert_eq!(git_ok(home, &repo, &["rev-parse", &name]).trim(), head);
+        let many: String = (0..20)
+            .map(|n| format!("create refs/heads/many{i}/r{n} {head}\n"))
+            .collect();
+        let calls = flush_calls(
+            home,
+            &repo,
+            &["-c", &setting, "update-ref", "--stdin"],
+            &many,
+        );
+        check_as(expected_large, "update-ref --stdin of 20 refs", calls);
     }
 }
 

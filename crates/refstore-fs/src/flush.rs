@@ -146,6 +146,16 @@ impl BatchMechanism {
 /// Open handles a `ConcurrentFsync` batch keeps before flushing a group.
 const MAX_STAGED_HANDLES: usize = 256;
 
+/// Under `Auto` on a filesystem where `syncfs` is chosen, a flush point
+/// covering at most this many files and directories flushes each of them
+/// instead, one after the other. A `syncfs` writes back everything any
+/// process left dirty on the filesystem, so on a busy host it costs a
+/// single-ref update far more than that update's own two or three files;
+/// on ext4 and XFS the first `fdatasync` commits the journal for all of
+/// them and the others find little left to do. Larger batches keep one
+/// `syncfs`, which is cheaper than thousands of per-file flushes.
+const SMALL_BATCH: usize = 8;
+
 /// Threads used for concurrent flushes: enough to keep a device's queue full,
 /// few enough not to matter for memory.
 const FLUSH_THREADS: usize = 32;
@@ -167,6 +177,12 @@ pub struct FlushBatch {
     /// Whether files were staged since the last data flush point.
     files_pending: bool,
     dirs: BTreeSet<PathBuf>,
+    /// Whether the mechanism was left to `Auto`, which may flush small
+    /// batches file by file where it otherwise chose `syncfs`.
+    auto: bool,
+    /// Under `Auto` with `syncfs`: staged files beyond [`SMALL_BATCH`] were
+    /// dropped unflushed, so the next flush point must be a `syncfs`.
+    overflowed: bool,
     /// Directories known to exist, so each is checked once per batch
     /// (keyed by their bytes, which hash faster than a `Path`'s components).
     known_dirs: std::collections::HashSet<std::ffi::OsString>,
@@ -195,6 +211,8 @@ impl FlushBatch {
             staged: Vec::new(),
             files_pending: false,
             dirs: BTreeSet::new(),
+            auto: true,
+            overflowed: false,
             known_dirs: std::collections::HashSet::new(),
         }
     }
@@ -203,6 +221,7 @@ impl FlushBatch {
     /// chosen).
     pub fn with_mechanism(mut self, mechanism: BatchMechanism) -> Self {
         self.mechanism = mechanism;
+        self.auto = mechanism == BatchMechanism::Auto;
         self
     }
 
@@ -236,6 +255,14 @@ impl FlushBatch {
             // (a transaction of 10k refs must not hold 10k descriptors).
             FlushMethod::Batch if by_syncfs => {
                 self.files_pending = true;
+                // Small batches under `Auto` keep their handles to be
+                // flushed one by one; past the limit they are dropped.
+                if self.auto && !self.overflowed && self.staged.len() < SMALL_BATCH {
+                    self.staged.push(file);
+                } else {
+                    self.staged.clear();
+                    self.overflowed = true;
+                }
                 Ok(())
             }
             FlushMethod::Batch => {
@@ -301,7 +328,11 @@ impl FlushBatch {
         if staged.is_empty() && !pending {
             return Ok(());
         }
+        let overflowed = std::mem::take(&mut self.overflowed);
         match self.mechanism() {
+            BatchMechanism::Syncfs if self.auto && !overflowed => {
+                staged.into_iter().try_for_each(|mut file| file.fdatasync())
+            }
             BatchMechanism::Syncfs => self.vfs.syncfs(&self.filesystem),
             _ => concurrently(staged, |mut file: Box<dyn VfsFile>| file.fdatasync()),
         }
@@ -323,7 +354,16 @@ impl FlushBatch {
         if staged.is_empty() && !pending && dirs.is_empty() {
             return Ok(());
         }
+        let overflowed = std::mem::take(&mut self.overflowed);
         match self.mechanism() {
+            BatchMechanism::Syncfs
+                if self.auto && !overflowed && staged.len() + dirs.len() <= SMALL_BATCH =>
+            {
+                staged
+                    .into_iter()
+                    .try_for_each(|mut file| file.fdatasync())?;
+                dirs.iter().try_for_each(|d| self.vfs.fsync_dir(d))
+            }
             BatchMechanism::Syncfs => self.vfs.syncfs(&self.filesystem),
             _ => {
                 let vfs = &self.vfs;
@@ -351,6 +391,9 @@ impl FlushBatch {
             return dirs.iter().try_for_each(|d| self.vfs.fsync_dir(d));
         }
         match self.mechanism() {
+            BatchMechanism::Syncfs if self.auto && dirs.len() <= SMALL_BATCH => {
+                dirs.iter().try_for_each(|d| self.vfs.fsync_dir(d))
+            }
             BatchMechanism::Syncfs => self.vfs.syncfs(&self.filesystem),
             _ => {
                 let vfs = &self.vfs;
@@ -516,6 +559,71 @@ mod tests {
                 BatchMechanism::Syncfs
             );
         }
+    }
+
+    /// The flush operations of an `Auto` batch of `files` new files in one
+    /// directory on a simulated ext4, with both flush points.
+    fn auto_batch_ops(files: usize, combined: bool) -> Vec<Op> {
+        let sim = crate::sim::SimFs::new();
+        let vfs: Arc<dyn Vfs> = Arc::new(sim.clone());
+        vfs.create_dir_all(Path::new("/repo/d")).unwrap();
+        sim.start_tracing();
+        let mut batch = FlushBatch::new(vfs.clone(), FlushMethod::Batch, "/repo");
+        for i in 0..files {
+            let mut f = vfs
+                .create_exclusive(&Path::new("/repo/d").join(format!("f{i}")))
+                .unwrap();
+            f.write_all(b"x").unwrap();
+            batch.stage(f).unwrap();
+        }
+        batch.dir_changed(Path::new("/repo/d"));
+        if combined {
+            batch.flush_files_and_dirs().unwrap();
+        } else {
+            batch.flush_files().unwrap();
+            batch.flush_dirs().unwrap();
+        }
+        sim.traced_ops()
+            .into_iter()
+            .map(|(op, _)| op)
+            .filter(|op| matches!(op, Op::Syncfs | Op::Fdatasync | Op::FsyncDir))
+            .collect()
+    }
+
+    #[test]
+    fn auto_flushes_small_batches_file_by_file_and_large_ones_by_syncfs() {
+        use Op::*;
+        assert_eq!(auto_batch_ops(2, false), [Fdatasync, Fdatasync, FsyncDir]);
+        assert_eq!(auto_batch_ops(2, true), [Fdatasync, Fdatasync, FsyncDir]);
+        assert_eq!(auto_batch_ops(SMALL_BATCH, false).len(), SMALL_BATCH + 1);
+        // One file and one directory more than a small batch holds.
+        assert_eq!(auto_batch_ops(SMALL_BATCH, true), [Syncfs]);
+        assert_eq!(auto_batch_ops(SMALL_BATCH + 1, false), [Syncfs, FsyncDir]);
+        assert_eq!(auto_batch_ops(1000, false), [Syncfs, FsyncDir]);
+    }
+
+    #[test]
+    fn an_explicit_syncfs_batch_never_flushes_file_by_file() {
+        let sim = crate::sim::SimFs::new();
+        let vfs: Arc<dyn Vfs> = Arc::new(sim.clone());
+        vfs.create_dir_all(Path::new("/repo/d")).unwrap();
+        sim.start_tracing();
+        let mut batch = FlushBatch::new(vfs.clone(), FlushMethod::Batch, "/repo")
+            .with_mechanism(BatchMechanism::Syncfs);
+        let mut f = vfs.create_exclusive(Path::new("/repo/d/a")).unwrap();
+        f.write_all(b"x").unwrap();
+        batch.stage(f).unwrap();
+        batch.flush_files().unwrap();
+        batch.dir_changed(Path::new("/repo/d"));
+        batch.flush_dirs().unwrap();
+        let ops: Vec<Op> = sim.traced_ops().into_iter().map(|(op, _)| op).collect();
+        assert_eq!(
+            ops.iter().filter(|&&op| op == Op::Syncfs).count(),
+            2,
+            "{ops:?}"
+        );
+        assert!(!ops.contains(&Op::Fdatasync), "{ops:?}");
+        assert!(!ops.contains(&Op::FsyncDir), "{ops:?}");
     }
 
     #[test]

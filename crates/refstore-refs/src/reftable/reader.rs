@@ -4,6 +4,7 @@
 //! A table is opened from its bytes; where they come from (a file read
 //! through the Vfs, a test) is the caller's business.
 
+use refstore_fs::Mapped;
 use std::sync::Arc;
 
 use super::block::{Block, BlockType};
@@ -20,7 +21,10 @@ use crate::{ObjectFormat, ObjectId};
 /// One reftable, opened from its bytes.
 #[derive(Debug, Clone)]
 pub struct Table {
-    data: Arc<[u8]>,
+    /// The table's bytes, usually mapped from its file: a table is never
+    /// written after it is named, and a lookup touches only the blocks it
+    /// needs (one ref among 100k reads a few pages of a 2.6 MB table).
+    data: Arc<Mapped>,
     header: Header,
     sections: Sections,
     pub(crate) ctx: Context,
@@ -30,8 +34,8 @@ pub struct Table {
 
 impl Table {
     /// Opens a table, checking its header, footer and CRC.
-    pub fn new(data: impl Into<Arc<[u8]>>) -> Result<Table> {
-        let data = data.into();
+    pub fn new(data: impl Into<Mapped>) -> Result<Table> {
+        let data = Arc::new(data.into());
         let (header, sections) = header::decode(&data)?;
         let mut table = Table {
             ctx: Context {

@@ -108,8 +108,17 @@ impl Stack {
         };
         let mut tables = Vec::with_capacity(names.len());
         for name in &names {
+            // A table's file is never changed once named, so a table already
+            // open under the same name (a reload under the lock, after the
+            // read that planned the transaction) is the same table.
+            if self.names.len() == self.tables.len() {
+                if let Some(i) = self.names.iter().position(|open| open == name) {
+                    tables.push(self.tables[i].clone());
+                    continue;
+                }
+            }
             let path = self.dir.join(name);
-            let bytes = self.vfs.read(&path)?;
+            let bytes = self.vfs.read_mapped(&path)?;
             tables.push(Table::new(bytes).map_err(|source| StackError::Table { path, source })?);
         }
         self.names = names;
