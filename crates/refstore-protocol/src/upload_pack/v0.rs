@@ -49,6 +49,7 @@ pub(super) fn serve(session: &mut Session<'_>) -> Result<(), UploadPackError> {
     let contents = walk::pack_contents(&mut graph, &wants, negotiation.common(), &tags)?;
     let request = PackRequest {
         progress: !client.no_progress,
+        thin: client.thin_pack,
     };
     session.pack_started = true;
     match client.sideband {
@@ -58,7 +59,7 @@ pub(super) fn serve(session: &mut Session<'_>) -> Result<(), UploadPackError> {
         None => {
             let packets = session.output.take().expect("the output is still there");
             let mut out = packets.into_inner()?;
-            pack_output::send_raw_pack(&graph, contents, &mut out)?;
+            pack_output::send_raw_pack(&graph, contents, request, &mut out)?;
             out.flush().map_err(|e| UploadPackError::Packet(e.into()))?;
         }
     }

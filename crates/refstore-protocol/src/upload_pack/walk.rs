@@ -34,6 +34,13 @@ pub(crate) struct PackContents {
     pub paths: Vec<u64>,
     /// The slot of each object.
     pub slots: HashMap<ObjectId, u32, IdHasher>,
+    /// The boundary of the walk: commits the client has that are parents
+    /// of sent commits. Their trees hold the previous versions of what is
+    /// sent, the bases of a thin pack.
+    pub boundary: Vec<ObjectId>,
+    /// Trees and blobs known to be on the client (reachable from the
+    /// boundary); may be empty when the enumeration does not know them.
+    pub client_has: IdSet,
 }
 
 impl PackContents {
@@ -55,7 +62,7 @@ impl PackContents {
     }
 }
 
-type IdSet = HashSet<ObjectId, IdHasher>;
+pub(crate) type IdSet = HashSet<ObjectId, IdHasher>;
 
 /// Computes what to send for `wants` when the client has `common`;
 /// `tags_to_include` lists annotated tags to send when the objects they
@@ -90,7 +97,7 @@ pub(crate) fn pack_contents(
 
     let (commits, edges) = walk_commits(graph, &want_commits, &have_commits)?;
     let mut excluded = IdSet::default();
-    for edge in edges {
+    for &edge in &edges {
         let tree = graph
             .commit(&edge)?
             .map(|commit| commit.tree)
@@ -120,6 +127,8 @@ pub(crate) fn pack_contents(
         }
     }
     include_tags(graph, tags_to_include, &mut contents)?;
+    contents.boundary = edges.into_iter().collect();
+    contents.client_has = excluded;
     graph.forget_walk();
     Ok(contents)
 }

@@ -98,6 +98,7 @@ pub(super) fn serve(
     let contents = walk::pack_contents(&mut graph, &wanted, negotiation.common(), &tags)?;
     let request = PackRequest {
         progress: !client.no_progress,
+        thin: client.thin_pack,
     };
     session.pack_started = true;
     pack_output::send_pack(
