@@ -15,6 +15,8 @@
 # bare.git (e.g. git.git brought with the `fetch` tool). Without it the row
 # says so and measures nothing. CLONE_RUNS (default 1) runs of each full
 # clone, FETCH_RUNS (default 3) of each fetch; medians are reported.
+# CLONE_FULL=0 skips the full clones, (a) and (b), to measure the fetches
+# alone.
 repo=${CLONE_REPO:-}
 if [[ -z $repo ]]; then
     echo "clone-real: skipped: no repository given; set CLONE_REPO=/path/to/bare.git" >&2
@@ -100,9 +102,11 @@ full_clone() {
     record clone-real "$case CPU" "$g" "$r"
 }
 
-full_clone "(a) full clone" "$repo"
+if [[ ${CLONE_FULL:-1} == 1 ]]; then
+    full_clone "(a) full clone" "$repo"
+fi
 
-if [[ ${CLONE_BITMAPS:-0} == 1 ]]; then
+if [[ ${CLONE_FULL:-1} == 1 && ${CLONE_BITMAPS:-0} == 1 ]]; then
     bitmapped=$work/bitmap.git
     shallow_copy "$bitmapped"
     "$GIT" -C "$bitmapped" repack -adbq
@@ -158,4 +162,4 @@ fetch() {
 fetch "(c) fetch 1 commit" 1
 fetch "(d) fetch 100 commits" 100
 extra ""
-extra "Server CPU includes pack-objects for git. refstore sends no thin packs and reads no bitmaps yet."
+extra "Server CPU includes pack-objects for git. refstore reads no bitmaps yet."

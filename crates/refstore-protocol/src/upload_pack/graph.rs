@@ -38,6 +38,9 @@ pub(crate) struct Graph {
     /// Inflated delta bases of packed objects read so far.
     cache: refstore_odb::DeltaBaseCache,
     buf: Vec<u8>,
+    /// What annotated tags peel to, as the refs say (`include-tag` need
+    /// not read a tag whose target is not sent).
+    peeled: HashMap<ObjectId, ObjectId, IdHasher>,
 }
 
 impl Graph {
@@ -78,7 +81,18 @@ impl Graph {
             commits: HashMap::default(),
             cache: refstore_odb::DeltaBaseCache::default(),
             buf: Vec::new(),
+            peeled: HashMap::default(),
         })
+    }
+
+    /// Records that the tag `tag` peels to `target`, as its ref says.
+    pub fn know_peeled(&mut self, tag: ObjectId, target: ObjectId) {
+        self.peeled.insert(tag, target);
+    }
+
+    /// What the tag `tag` peels to, if its ref said.
+    pub fn peeled_hint(&self, tag: &ObjectId) -> Option<&ObjectId> {
+        self.peeled.get(tag)
     }
 
     /// The object format's gix name.

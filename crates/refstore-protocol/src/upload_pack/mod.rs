@@ -39,6 +39,7 @@ mod pack_output;
 mod pack_writer;
 mod refs;
 pub(crate) mod request;
+mod sparse;
 mod thin;
 pub(crate) mod v0;
 pub(crate) mod v2;

@@ -26,7 +26,7 @@
 use super::delta_search::{Base, DeltaSearch, Found, MAX_DEPTH};
 use super::graph::{to_gix_kind, Graph};
 use super::pack_writer::{type_id, DeflateInto, PackWriter, OFS_DELTA};
-use super::thin::ThinBases;
+use super::thin::{ObjectReader, ThinBases};
 use super::walk::{PackContents, NO_PATH};
 use super::UploadPackError;
 use crate::pkt_line::sideband::{SidebandMode, SidebandWriter};
@@ -315,6 +315,7 @@ fn write(
         contents,
         plan,
         handle: graph.handle(),
+        reader: ObjectReader::new(graph),
         pack,
         offsets: vec![UNWRITTEN; objects],
         pending: vec![false; objects],
@@ -343,6 +344,8 @@ struct Writer<'a, 'w> {
     contents: &'a PackContents,
     plan: Plan,
     handle: gix_odb::HandleArc,
+    /// Reads the client's objects, the bases of a thin pack.
+    reader: ObjectReader<'a>,
     pack: PackWriter<'w>,
     /// Where each slot's entry starts, once written.
     offsets: Vec<u64>,
@@ -520,14 +523,11 @@ impl Writer<'_, '_> {
         let path = self.path_of(slot, kind)?;
         let client_base = match self.plan.thin.base_for(slot) {
             Some(&id) => {
-                let handle = &self.handle;
+                let reader = &mut self.reader;
                 self.search
-                    .client_object(id, || {
-                        let mut buf = Vec::new();
-                        match handle.try_find(&id, &mut buf) {
-                            Ok(Some(found)) if found.kind == kind => Some(buf),
-                            _ => None,
-                        }
+                    .client_object(id, || match reader.read(&id) {
+                        Ok(Some((found, data))) if found == kind => Some(data.to_vec()),
+                        _ => None,
                     })
                     .map(|data| (id, data))
             }

@@ -42,7 +42,7 @@ pub(super) fn serve(session: &mut Session<'_>) -> Result<(), UploadPackError> {
         return Ok(());
     }
     let tags = if client.include_tag {
-        annotated_tags(&snapshot)
+        annotated_tags(&snapshot, &mut graph)
     } else {
         Vec::new()
     };
@@ -66,14 +66,18 @@ pub(super) fn serve(session: &mut Session<'_>) -> Result<(), UploadPackError> {
     Ok(())
 }
 
-/// The ids of the annotated tags among the refs, for `include-tag`.
-pub(super) fn annotated_tags(snapshot: &RefSnapshot) -> Vec<ObjectId> {
-    snapshot
-        .refs
-        .iter()
-        .filter(|r| r.peeled.is_some() && r.name.as_bytes().starts_with(b"refs/tags/"))
-        .map(|r| to_gix(&r.id))
-        .collect()
+/// The ids of the annotated tags among the refs, for `include-tag`; what
+/// they peel to is told to `graph`.
+pub(super) fn annotated_tags(snapshot: &RefSnapshot, graph: &mut Graph) -> Vec<ObjectId> {
+    let mut tags = Vec::new();
+    for r in &snapshot.refs {
+        if let (Some(peeled), true) = (&r.peeled, r.name.as_bytes().starts_with(b"refs/tags/")) {
+            let tag = to_gix(&r.id);
+            graph.know_peeled(tag, to_gix(peeled));
+            tags.push(tag);
+        }
+    }
+    tags
 }
 
 /// Reads the `want` lines up to their flush-pkt; `None` when the client

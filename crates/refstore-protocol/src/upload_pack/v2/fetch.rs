@@ -91,7 +91,7 @@ pub(super) fn serve(
 
     session.out().write_text("packfile")?;
     let tags = if client.include_tag {
-        v0::annotated_tags(&snapshot)
+        v0::annotated_tags(&snapshot, &mut graph)
     } else {
         Vec::new()
     };
