@@ -12,25 +12,20 @@
 //!
 //! On the way it records what a thin pack needs: for each sent tree and
 //! blob, the object at its path in a boundary tree (its version on the
-//! client), and every boundary object met (known to be on the client).
+//! client); those versions are the objects known to be on the client
+//! (unchanged entries are not recorded: there are thousands of them).
 
 use super::graph::{Graph, IdHasher};
 use super::walk::{path_hash, IdSet, PackContents, ROOT};
 use super::UploadPackError;
 use gix_hash::ObjectId;
+use std::cmp::Ordering;
 use std::collections::HashMap;
 use std::rc::Rc;
 
 /// More boundary commits than this are not walked path by path: each
 /// sent tree would be compared with too many trees.
 pub(crate) const MAX_BOUNDARY: usize = 16;
-
-/// A boundary tree's entries by name hash and kind (tree or not).
-type BaseTree = HashMap<(u64, bool), ObjectId, IdHasher>;
-
-/// One entry of a sent tree: its id, whether it is a tree, the hash of its
-/// name and of its path.
-type Entry = (ObjectId, bool, u64, u64);
 
 /// Adds `roots` (the root trees of the sent commits, newest first) and
 /// what they hold to `contents`, leaving out what `boundary_roots` hold at
@@ -47,7 +42,6 @@ pub(crate) fn add_trees(
         base_trees: HashMap::default(),
         client_has: IdSet::default(),
         versions: HashMap::new(),
-        entries: Vec::new(),
     };
     let mut bases: Vec<ObjectId> = boundary_roots.to_vec();
     bases.sort_unstable();
@@ -63,10 +57,9 @@ pub(crate) fn add_trees(
 struct Sparse<'g> {
     graph: &'g mut Graph,
     /// Boundary trees read so far: one serves every version of its path.
-    base_trees: HashMap<ObjectId, Rc<BaseTree>, IdHasher>,
+    base_trees: HashMap<ObjectId, Rc<Vec<u8>>, IdHasher>,
     client_has: IdSet,
     versions: HashMap<u32, ObjectId>,
-    entries: Vec<Entry>,
 }
 
 impl Sparse<'_> {
@@ -79,42 +72,58 @@ impl Sparse<'_> {
         contents: &mut PackContents,
     ) -> Result<(), UploadPackError> {
         if bases.contains(&tree) {
-            self.client_has.insert(tree);
             return Ok(());
         }
         if !self.add(tree, ROOT, &bases, contents) {
             return Ok(());
         }
+        let hash = self.graph.hash_kind();
+        let corrupt = |id: &ObjectId| {
+            UploadPackError::Objects(format!("corrupt tree {id}: an entry is cut short"))
+        };
         let mut stack = vec![(tree, ROOT, bases)];
         let mut child_bases = Vec::new();
+        let mut sent = Vec::new();
         while let Some((tree, path, bases)) = stack.pop() {
-            let base_trees = bases
-                .iter()
-                .map(|base| self.base_tree(base))
-                .collect::<Result<Vec<_>, _>>()?;
-            self.read_entries(&tree, path)?;
-            let entries = std::mem::take(&mut self.entries);
-            for &(id, is_tree, name, entry_path) in &entries {
-                child_bases.clear();
-                for base in &base_trees {
-                    if let Some(&base_id) = base.get(&(name, is_tree)) {
-                        if !child_bases.contains(&base_id) {
-                            child_bases.push(base_id);
-                        }
-                    }
-                }
-                if child_bases.contains(&id) {
-                    self.client_has.insert(id);
+            let mut cursors = Vec::with_capacity(bases.len());
+            for base in &bases {
+                cursors.push(Cursor::new(self.base_tree(base)?, hash));
+            }
+            sent.clear();
+            sent.extend_from_slice(self.tree(&tree)?);
+            let mut at = 0;
+            while at < sent.len() {
+                let entry = Entry::parse(&sent, at, hash).ok_or_else(|| corrupt(&tree))?;
+                at = entry.end;
+                if entry.is_submodule {
                     continue;
                 }
+                child_bases.clear();
+                let mut client_has_it = false;
+                for cursor in &mut cursors {
+                    match cursor.find(&sent, &entry) {
+                        Found::Same => client_has_it = true,
+                        Found::Other(id) => {
+                            if !child_bases.contains(&id) {
+                                child_bases.push(id);
+                            }
+                        }
+                        Found::None => {}
+                        Found::Corrupt => return Err(corrupt(&bases[0])),
+                    }
+                }
+                if client_has_it {
+                    continue;
+                }
+                let id = entry.id(&sent);
+                let entry_path = path_hash(path, entry.name(&sent));
                 if !self.add(id, entry_path, &child_bases, contents) {
                     continue;
                 }
-                if is_tree {
+                if entry.is_tree {
                     stack.push((id, entry_path, child_bases.clone()));
                 }
             }
-            self.entries = entries;
         }
         Ok(())
     }
@@ -139,45 +148,160 @@ impl Sparse<'_> {
         true
     }
 
-    /// The entries of the boundary tree `id`.
-    fn base_tree(&mut self, id: &ObjectId) -> Result<Rc<BaseTree>, UploadPackError> {
+    /// The content of the boundary tree `id`.
+    fn base_tree(&mut self, id: &ObjectId) -> Result<Rc<Vec<u8>>, UploadPackError> {
         if let Some(tree) = self.base_trees.get(id) {
             return Ok(tree.clone());
         }
-        self.read_entries(id, ROOT)?;
-        let tree: BaseTree = self
-            .entries
-            .iter()
-            .map(|&(id, is_tree, name, _)| ((name, is_tree), id))
-            .collect();
-        let tree = Rc::new(tree);
+        let tree = Rc::new(self.tree(id)?.to_vec());
         self.base_trees.insert(*id, tree.clone());
         Ok(tree)
     }
 
-    /// Reads the entries of tree `id`, met at `path`, into `self.entries`
-    /// (submodule commits belong to other repositories and are left out).
-    fn read_entries(&mut self, id: &ObjectId, path: u64) -> Result<(), UploadPackError> {
-        self.entries.clear();
-        let hash = self.graph.hash_kind();
-        let Some((gix_object::Kind::Tree, data)) = self.graph.read(id)? else {
-            return Err(UploadPackError::Objects(format!(
+    /// The content of tree `id`, valid until the next read.
+    fn tree(&mut self, id: &ObjectId) -> Result<&[u8], UploadPackError> {
+        match self.graph.read(id)? {
+            Some((gix_object::Kind::Tree, data)) => Ok(data),
+            _ => Err(UploadPackError::Objects(format!(
                 "missing tree {id}: the repository is incomplete"
-            )));
-        };
-        for entry in gix_object::TreeRefIter::from_bytes(data, hash) {
-            let entry =
-                entry.map_err(|e| UploadPackError::objects(&format!("corrupt tree {id}"), e))?;
-            if entry.mode.is_commit() {
-                continue;
-            }
-            self.entries.push((
-                entry.oid.to_owned(),
-                entry.mode.is_tree(),
-                path_hash(ROOT, entry.filename),
-                path_hash(path, entry.filename),
-            ));
+            ))),
         }
-        Ok(())
+    }
+}
+
+/// One entry of a tree's content: `<mode> <name>\0<id>`.
+#[derive(Clone, Copy)]
+struct Entry {
+    start: usize,
+    /// Where the name starts and ends (at its NUL).
+    name: (usize, usize),
+    end: usize,
+    is_tree: bool,
+    is_submodule: bool,
+}
+
+impl Entry {
+    /// The entry of `data` that starts at `start`; `None` if it is cut
+    /// short.
+    fn parse(data: &[u8], start: usize, hash: gix_hash::Kind) -> Option<Entry> {
+        let space = start + data[start..].iter().position(|&b| b == b' ')?;
+        let nul = space + 1 + data[space + 1..].iter().position(|&b| b == 0)?;
+        let end = nul + 1 + hash.len_in_bytes();
+        if end > data.len() {
+            return None;
+        }
+        let mode = &data[start..space];
+        Some(Entry {
+            start,
+            name: (space + 1, nul),
+            end,
+            is_tree: mode == b"40000",
+            is_submodule: mode == b"160000",
+        })
+    }
+
+    fn name<'d>(&self, data: &'d [u8]) -> &'d [u8] {
+        &data[self.name.0..self.name.1]
+    }
+
+    fn id(&self, data: &[u8]) -> ObjectId {
+        ObjectId::from_bytes_or_panic(&data[self.name.1 + 1..self.end])
+    }
+}
+
+/// What a boundary tree has at a sent entry's name.
+enum Found {
+    /// The same entry: the client has the object.
+    Same,
+    /// Another object of the same kind.
+    Other(ObjectId),
+    None,
+    Corrupt,
+}
+
+/// A position in a boundary tree, moving forward in step with the sent
+/// tree: both are sorted, so each is read once.
+struct Cursor {
+    data: Rc<Vec<u8>>,
+    at: usize,
+    current: Option<Entry>,
+    hash: gix_hash::Kind,
+}
+
+impl Cursor {
+    fn new(data: Rc<Vec<u8>>, hash: gix_hash::Kind) -> Self {
+        let current = Entry::parse(&data, 0, hash);
+        Cursor {
+            data,
+            at: 0,
+            current,
+            hash,
+        }
+    }
+
+    /// The boundary tree's entry at the name and kind of `entry` (of the
+    /// sent tree's content `sent`).
+    fn find(&mut self, sent: &[u8], entry: &Entry) -> Found {
+        let wanted = &sent[entry.start..entry.end];
+        loop {
+            let Some(current) = self.current else {
+                return match self.at < self.data.len() {
+                    true => Found::Corrupt,
+                    false => Found::None,
+                };
+            };
+            let data = &self.data[..];
+            // Most entries are unchanged: the same bytes.
+            if &data[current.start..current.end] == wanted {
+                self.next(current.end);
+                return Found::Same;
+            }
+            match tree_order(
+                current.name(data),
+                current.is_tree,
+                entry.name(sent),
+                entry.is_tree,
+            ) {
+                Ordering::Less => self.next(current.end),
+                Ordering::Equal => {
+                    let id = current.id(data);
+                    self.next(current.end);
+                    if current.is_submodule {
+                        return Found::None;
+                    }
+                    return match id == entry.id(sent) {
+                        true => Found::Same,
+                        false => Found::Other(id),
+                    };
+                }
+                Ordering::Greater => return Found::None,
+            }
+        }
+    }
+
+    fn next(&mut self, at: usize) {
+        self.at = at;
+        self.current = match at < self.data.len() {
+            true => Entry::parse(&self.data, at, self.hash),
+            false => None,
+        };
+    }
+}
+
+/// Git's order of tree entries: by name, a tree's name followed by `/`.
+pub(crate) fn tree_order(a: &[u8], a_tree: bool, b: &[u8], b_tree: bool) -> Ordering {
+    let common = a.len().min(b.len());
+    match a[..common].cmp(&b[..common]) {
+        Ordering::Equal => {
+            let end = |name: &[u8], tree: bool| match name.get(common) {
+                Some(&c) => c,
+                None if tree => b'/',
+                None => 0,
+            };
+            end(a, a_tree)
+                .cmp(&end(b, b_tree))
+                .then(a.len().cmp(&b.len()))
+        }
+        other => other,
     }
 }

@@ -16,6 +16,7 @@
 //! to be there.
 
 use super::graph::{to_gix_kind, Graph};
+use super::sparse::tree_order;
 use super::walk::{IdSet, PackContents, NO_PATH};
 use super::UploadPackError;
 use gix_hash::{oid, ObjectId};
@@ -245,24 +246,6 @@ fn same_path_pairs(
         }
     }
     Ok(())
-}
-
-/// Git's order of tree entries: by name, a tree's name followed by `/`.
-fn tree_order(a: &[u8], a_tree: bool, b: &[u8], b_tree: bool) -> Ordering {
-    let common = a.len().min(b.len());
-    match a[..common].cmp(&b[..common]) {
-        Ordering::Equal => {
-            let end = |name: &[u8], tree: bool| match name.get(common) {
-                Some(&c) => c,
-                None if tree => b'/',
-                None => 0,
-            };
-            end(a, a_tree)
-                .cmp(&end(b, b_tree))
-                .then(a.len().cmp(&b.len()))
-        }
-        other => other,
-    }
 }
 
 #[cfg(test)]
