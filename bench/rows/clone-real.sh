@@ -34,19 +34,29 @@ work=$BENCH_DIR/clone-real
 rm -rf "$work"
 mkdir -p "$work"
 
+# The server runs under bash's `time` (CPU to the millisecond, children
+# included; /usr/bin/time rounds to 10 ms, as much as a small fetch costs)
+# and /usr/bin/time for the peak RSS.
+timed=$work/timed
+cat >"$timed" <<TIMED
+#!/usr/bin/env bash
+TIMEFORMAT='%3U %3S %3R'
+{ time /usr/bin/time -o "$work/rss" -f %M "\$@" 2>&3; } 3>&2 2>"$work/cpu"
+TIMED
+chmod +x "$timed"
+
 # measure OUT SERVER_CMD GIT_ARGS...: runs one git command whose
-# upload-pack is SERVER_CMD timed by /usr/bin/time; appends
-# "cpu wall rss_kb bytes" to OUT.
+# upload-pack is SERVER_CMD, timed; appends "cpu wall rss_kb bytes" to OUT.
 measure() {
     local out=$1 server=$2
     shift 2
-    local times=$work/time trace=$work/packfile
-    rm -f "$times" "$trace"
-    GIT_TRACE_PACKFILE=$trace "$GIT" "$@" \
-        --upload-pack="/usr/bin/time -o $times -f '%U %S %e %M' $server" >/dev/null 2>&1
-    local bytes
+    local trace=$work/packfile
+    rm -f "$work/cpu" "$work/rss" "$trace"
+    GIT_TRACE_PACKFILE=$trace "$GIT" "$@" --upload-pack="$timed $server" >/dev/null 2>&1
+    local bytes rss
     bytes=$(stat -c %s "$trace")
-    awk -v b="$bytes" '{ printf "%.2f %.2f %d %d\n", $1 + $2, $3, $4, b }' "$times" >>"$out"
+    rss=$(tail -1 "$work/rss")
+    awk -v b="$bytes" -v m="$rss" '{ printf "%.3f %.3f %d %d\n", $1 + $2, $3, m, b }' "$work/cpu" >>"$out"
 }
 
 # median OUT COLUMN: the median of a column of OUT.
