@@ -57,7 +57,7 @@ pub(crate) fn add_trees(
 struct Sparse<'g> {
     graph: &'g mut Graph,
     /// Boundary trees read so far: one serves every version of its path.
-    base_trees: HashMap<ObjectId, Rc<Vec<u8>>, IdHasher>,
+    base_trees: HashMap<ObjectId, Rc<BaseTree>, IdHasher>,
     client_has: IdSet,
     versions: HashMap<u32, ObjectId>,
 }
@@ -93,6 +93,14 @@ impl Sparse<'_> {
             sent.extend_from_slice(self.tree(&tree)?);
             let mut at = 0;
             while at < sent.len() {
+                if let [cursor] = cursors.as_mut_slice() {
+                    // One boundary tree (the usual case): runs of
+                    // unchanged entries are skipped as bytes.
+                    at += cursor.skip_same(&sent[at..]);
+                    if at >= sent.len() {
+                        break;
+                    }
+                }
                 let entry = Entry::parse(&sent, at, hash).ok_or_else(|| corrupt(&tree))?;
                 at = entry.end;
                 if entry.is_submodule {
@@ -148,12 +156,13 @@ impl Sparse<'_> {
         true
     }
 
-    /// The content of the boundary tree `id`.
-    fn base_tree(&mut self, id: &ObjectId) -> Result<Rc<Vec<u8>>, UploadPackError> {
+    /// The boundary tree `id`.
+    fn base_tree(&mut self, id: &ObjectId) -> Result<Rc<BaseTree>, UploadPackError> {
         if let Some(tree) = self.base_trees.get(id) {
             return Ok(tree.clone());
         }
-        let tree = Rc::new(self.tree(id)?.to_vec());
+        let hash = self.graph.hash_kind();
+        let tree = Rc::new(BaseTree::new(self.tree(id)?.to_vec(), hash));
         self.base_trees.insert(*id, tree.clone());
         Ok(tree)
     }
@@ -219,24 +228,64 @@ enum Found {
     Corrupt,
 }
 
+/// A boundary tree's content and where its entries start.
+struct BaseTree {
+    data: Vec<u8>,
+    /// The start of each entry, then the end of the last.
+    starts: Vec<u32>,
+}
+
+impl BaseTree {
+    fn new(data: Vec<u8>, hash: gix_hash::Kind) -> Self {
+        let mut starts = vec![0];
+        let mut at = 0;
+        while let Some(entry) = (at < data.len())
+            .then(|| Entry::parse(&data, at, hash))
+            .flatten()
+        {
+            at = entry.end;
+            starts.push(at as u32);
+        }
+        BaseTree { data, starts }
+    }
+}
+
 /// A position in a boundary tree, moving forward in step with the sent
 /// tree: both are sorted, so each is read once.
 struct Cursor {
-    data: Rc<Vec<u8>>,
+    tree: Rc<BaseTree>,
     at: usize,
     current: Option<Entry>,
     hash: gix_hash::Kind,
 }
 
 impl Cursor {
-    fn new(data: Rc<Vec<u8>>, hash: gix_hash::Kind) -> Self {
-        let current = Entry::parse(&data, 0, hash);
+    fn new(tree: Rc<BaseTree>, hash: gix_hash::Kind) -> Self {
+        let current = Entry::parse(&tree.data, 0, hash);
         Cursor {
-            data,
+            tree,
             at: 0,
             current,
             hash,
         }
+    }
+
+    /// Moves past the entries that `sent` (the rest of a sent tree, from
+    /// an entry's start) begins with too, byte for byte; how many bytes
+    /// they take.
+    fn skip_same(&mut self, sent: &[u8]) -> usize {
+        let same = common_prefix(sent, &self.tree.data[self.at..]);
+        if same == 0 {
+            return 0;
+        }
+        // Equal bytes from equal starts split into the same entries: the
+        // last whole one ends at the last start within the equal bytes.
+        let starts = &self.tree.starts;
+        let last = starts.partition_point(|&start| start as usize <= self.at + same) - 1;
+        let end = (starts[last] as usize).max(self.at);
+        let skipped = end - self.at;
+        self.next(end);
+        skipped
     }
 
     /// The boundary tree's entry at the name and kind of `entry` (of the
@@ -245,12 +294,12 @@ impl Cursor {
         let wanted = &sent[entry.start..entry.end];
         loop {
             let Some(current) = self.current else {
-                return match self.at < self.data.len() {
+                return match self.at < self.tree.data.len() {
                     true => Found::Corrupt,
                     false => Found::None,
                 };
             };
-            let data = &self.data[..];
+            let data = &self.tree.data[..];
             // Most entries are unchanged: the same bytes.
             if &data[current.start..current.end] == wanted {
                 self.next(current.end);
@@ -281,11 +330,25 @@ impl Cursor {
 
     fn next(&mut self, at: usize) {
         self.at = at;
-        self.current = match at < self.data.len() {
-            true => Entry::parse(&self.data, at, self.hash),
+        self.current = match at < self.tree.data.len() {
+            true => Entry::parse(&self.tree.data, at, self.hash),
             false => None,
         };
     }
+}
+
+/// How many bytes `a` and `b` begin with alike.
+fn common_prefix(a: &[u8], b: &[u8]) -> usize {
+    const CHUNK: usize = 64;
+    let n = a.len().min(b.len());
+    let mut at = 0;
+    while at + CHUNK <= n && a[at..at + CHUNK] == b[at..at + CHUNK] {
+        at += CHUNK;
+    }
+    while at < n && a[at] == b[at] {
+        at += 1;
+    }
+    at
 }
 
 /// Git's order of tree entries: by name, a tree's name followed by `/`.
