@@ -160,6 +160,9 @@ impl Graph {
                 return Ok(Some((to_gix_kind(kind), &self.buf)));
             }
         }
+        if let Some(kind) = read_loose(&self.objects_dir, self.hash, id, &mut self.buf)? {
+            return Ok(Some((kind, &self.buf)));
+        }
         let found = self
             .handle
             .try_find(id, &mut self.buf)
@@ -264,6 +267,22 @@ impl Graph {
         }
         Ok(())
     }
+}
+
+/// Reads the loose object `id` of `objects_dir` into `buf` (the object
+/// database handle would first load every pack index it has not loaded,
+/// a large one costing more than a small fetch); `None` if there is none
+/// (it may be in an alternate).
+pub(crate) fn read_loose(
+    objects_dir: &std::path::Path,
+    hash: gix_hash::Kind,
+    id: &ObjectId,
+    buf: &mut Vec<u8>,
+) -> Result<Option<gix_object::Kind>, UploadPackError> {
+    gix_odb::loose::Store::at(objects_dir, hash)
+        .try_find(id, buf)
+        .map(|found| found.map(|data| data.kind))
+        .map_err(|e| UploadPackError::objects(&format!("cannot read object {id}"), e))
 }
 
 /// gix's kind of object.

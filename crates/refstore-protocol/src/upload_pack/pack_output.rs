@@ -445,10 +445,21 @@ impl Writer<'_, '_> {
                     return Ok(());
                 }
                 let mut data = Vec::new();
-                let read = self
-                    .handle
-                    .try_find(&id, &mut data)
-                    .map(|found| found.map(|d| d.kind));
+                let read = match stored {
+                    None => self.reader.read(&id).map(|found| {
+                        found.map(|(kind, content)| {
+                            data = content.to_vec();
+                            kind
+                        })
+                    }),
+                    Some(_) => self
+                        .handle
+                        .try_find(&id, &mut data)
+                        .map(|found| found.map(|d| d.kind))
+                        .map_err(|e| {
+                            UploadPackError::objects(&format!("cannot read object {id}"), e)
+                        }),
+                };
                 let kind = match (read, stored) {
                     (Ok(Some(kind)), _) => kind,
                     (Ok(None), _) => {
@@ -461,19 +472,9 @@ impl Writer<'_, '_> {
                             data = copy;
                             kind
                         }
-                        Err(_) => {
-                            return Err(UploadPackError::objects(
-                                &format!("cannot read object {id}"),
-                                e,
-                            ))
-                        }
+                        Err(_) => return Err(e),
                     },
-                    (Err(e), None) => {
-                        return Err(UploadPackError::objects(
-                            &format!("cannot read object {id}"),
-                            e,
-                        ))
-                    }
+                    (Err(e), None) => return Err(e),
                 };
                 self.write_fresh(slot, kind, data)
             }

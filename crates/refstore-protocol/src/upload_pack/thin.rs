@@ -15,7 +15,7 @@
 //! reference delta; [`ThinBases::client_has`] says which objects are known
 //! to be there.
 
-use super::graph::{to_gix_kind, Graph};
+use super::graph::{read_loose, to_gix_kind, Graph};
 use super::sparse::tree_order;
 use super::walk::{IdSet, PackContents, NO_PATH};
 use super::UploadPackError;
@@ -143,6 +143,7 @@ impl ThinBases {
 /// else (loose objects, bases in another pack).
 pub(crate) struct ObjectReader<'g> {
     packs: &'g refstore_odb::Packs,
+    objects_dir: &'g std::path::Path,
     handle: gix_odb::HandleArc,
     hash: gix_hash::Kind,
     cache: refstore_odb::DeltaBaseCache,
@@ -153,6 +154,7 @@ impl<'g> ObjectReader<'g> {
     pub fn new(graph: &'g Graph) -> Self {
         ObjectReader {
             packs: graph.packs(),
+            objects_dir: graph.objects_dir(),
             handle: graph.handle(),
             hash: graph.hash_kind(),
             // Boundary trees are read once each, their delta chains
@@ -179,6 +181,9 @@ impl<'g> ObjectReader<'g> {
             if let Some(kind) = read {
                 return Ok(Some((to_gix_kind(kind), &self.buf)));
             }
+        }
+        if let Some(kind) = read_loose(self.objects_dir, self.hash, id, &mut self.buf)? {
+            return Ok(Some((kind, &self.buf)));
         }
         let found = self
             .handle
