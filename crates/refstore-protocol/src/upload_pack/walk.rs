@@ -102,7 +102,8 @@ pub(crate) fn pack_contents(
     }
 
     let (commits, edges) = walk_commits(graph, &want_commits, &have_commits)?;
-    let sparse = edges.len() <= super::sparse::MAX_BOUNDARY;
+    // A clone has no edges: nothing to compare with.
+    let sparse = !edges.is_empty() && edges.len() <= super::sparse::MAX_BOUNDARY;
     let mut excluded = IdSet::default();
     let mut edge_trees = Vec::new();
     for &edge in &edges {
