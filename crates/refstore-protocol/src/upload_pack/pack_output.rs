@@ -291,7 +291,9 @@ fn heights(stored: &[Option<(PackedAt, How)>]) -> Vec<u8> {
         let d = depth[slot].min(u32::from(u8::MAX)) as u8;
         height[r] = height[r].max(d);
     }
-    height
+    // An object inside a chain is compressed afresh only when its stored
+    // entry is damaged: its chain's height bounds what hangs on it.
+    (0..n).map(|slot| height[root[slot]]).collect()
 }
 
 /// Writes the pack into `out`.
@@ -665,4 +667,28 @@ fn deflate(pack: &mut PackWriter<'_>, data: &[u8]) -> Result<(), UploadPackError
     let mut deflate = DeflateInto::new(pack);
     deflate.write_all(data).map_err(io)?;
     deflate.finish().map_err(io)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn heights_count_the_chains_copied_against_an_object() {
+        let at = PackedAt {
+            pack: 0,
+            position: 0,
+        };
+        let plan = [
+            Some((at, How::Whole)),    // 0: two deltas deep below it
+            Some((at, How::Delta(0))), // 1
+            Some((at, How::Delta(1))), // 2
+            None,                      // 3: nothing against it
+            Some((at, How::Delta(5))), // 4 and 5: a cycle
+            Some((at, How::Delta(4))),
+            Some((at, How::Fresh)), // 6: one delta below it
+            Some((at, How::Delta(6))),
+        ];
+        assert_eq!(heights(&plan), [2, 2, 2, 0, MAX_DEPTH, MAX_DEPTH, 1, 1]);
+    }
 }

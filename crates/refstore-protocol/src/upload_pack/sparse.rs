@@ -368,3 +368,21 @@ pub(crate) fn tree_order(a: &[u8], a_tree: bool, b: &[u8], b_tree: bool) -> Orde
         other => other,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn entries_compare_in_git_tree_order() {
+        // git sorts "a.txt" < "a" (a tree, "a/") < "a0".
+        let mut names = [("a0", false), ("a", true), ("a.txt", false), ("a", false)];
+        names.sort_by(|x, y| tree_order(x.0.as_bytes(), x.1, y.0.as_bytes(), y.1));
+        assert_eq!(
+            names,
+            [("a", false), ("a.txt", false), ("a", true), ("a0", false)]
+        );
+        assert_eq!(tree_order(b"a", true, b"a", false), Ordering::Greater);
+        assert_eq!(tree_order(b"ab", false, b"ab", false), Ordering::Equal);
+    }
+}
