@@ -560,3 +560,79 @@ fn random_histories_give_packs_git_completes() {
         }
     }
 }
+
+/// A commit with more boundary parents than the walk compares path by
+/// path (an octopus merge of 18 branches the client has): the client's
+/// objects are found by walking the boundary trees whole, and the thin
+/// pack's bases by pairing trees in the pack writer.
+#[test]
+fn many_boundary_commits_still_give_thin_packs() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = dir.path().join("server");
+    std::fs::create_dir(&server).unwrap();
+    git(&server, &["init", "-q", "-b", "main"]);
+    commit_versions(&server, 0, 3);
+    let mut branches = Vec::new();
+    for b in 0..18 {
+        let name = format!("b{b}");
+        git(&server, &["checkout", "-q", "-b", &name, "main"]);
+        std::fs::write(
+            server.join(format!("branch{b}.txt")),
+            format!("branch {b}\n").repeat(30),
+        )
+        .unwrap();
+        git(&server, &["add", "-A"]);
+        git(&server, &["commit", "-q", "-m", &name]);
+        branches.push(name);
+    }
+    git(&server, &["checkout", "-q", "main"]);
+    git(&server, &["repack", "-adq"]);
+    let client = dir.path().join("client");
+    git(
+        dir.path(),
+        &["clone", "-q", "--bare", "--no-local", "server", "client"],
+    );
+    let mut merge = vec!["merge", "-q", "--no-edit"];
+    merge.extend(branches.iter().map(String::as_str));
+    git(&server, &merge);
+    commit_versions(&server, 3, 2);
+    let new = git(&server, &["rev-parse", "main"]);
+    let haves: Vec<String> = branches
+        .iter()
+        .map(|b| format!("have {}", git(&server, &["rev-parse", b])))
+        .collect();
+    let want = format!("want {new}");
+    let mut lines = vec!["command=fetch", "0001", "thin-pack", "no-progress", &want];
+    lines.extend(haves.iter().map(String::as_str));
+    lines.extend(["done", "0000"]);
+    let response = serve(&server, ProtocolVersion::V2, &packets(&lines));
+    let mut reader = PacketReader::new(&response[..], Dialect::V2);
+    while reader.read_text().unwrap() != Some(Packet::Data(b"packfile")) {}
+    let mut pack = Vec::new();
+    SidebandReader::new(&mut reader, |_: &[u8]| {})
+        .read_to_end(&mut pack)
+        .unwrap();
+    // The first branch tip stands for the client in `missing`.
+    let s = Setup {
+        _dir: dir,
+        old: git(&server, &["rev-parse", &branches[0]]),
+        server,
+        client,
+        new,
+        pushed_pack: None,
+    };
+    let entries = read_entries(&pack);
+    assert!(!entries.ref_bases.is_empty(), "{entries:?}");
+    let out = index_pack(&s.client, &pack, true);
+    assert!(
+        out.status.success(),
+        "index-pack --fix-thin: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let client_objects = objects(&s.client);
+    for base in &entries.ref_bases {
+        assert!(client_objects.contains(base));
+    }
+    git(&s.client, &["update-ref", "refs/heads/main", &s.new]);
+    git(&s.client, &["fsck", "--strict", "--no-dangling"]);
+}
