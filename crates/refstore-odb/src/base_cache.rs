@@ -11,6 +11,7 @@
 use gix_pack::cache::DecodeEntry;
 
 /// One cached entry.
+#[derive(Clone)]
 struct Slot {
     pack: u32,
     offset: u64,
@@ -24,7 +25,10 @@ pub struct DeltaBaseCache {
     /// The inflate state reads through this cache use: made once, as
     /// setting one up costs more than inflating a small commit.
     pub(crate) inflate: Option<gix_zlib::Inflate>,
-    slots: Vec<Option<Slot>>,
+    /// Boxed, so that the empty table is zeroed memory the system gives
+    /// without touching it: a small fetch uses few of its slots, and
+    /// filling a table of whole slots cost more than the fetch.
+    slots: Vec<Option<Box<Slot>>>,
     bytes: usize,
     cap: usize,
 }
@@ -34,7 +38,7 @@ impl DeltaBaseCache {
     pub fn new(slots: usize, cap: usize) -> Self {
         DeltaBaseCache {
             inflate: None,
-            slots: (0..slots.max(1)).map(|_| None).collect(),
+            slots: vec![None; slots.max(1)],
             bytes: 0,
             cap,
         }
@@ -67,26 +71,30 @@ impl DecodeEntry for DeltaBaseCache {
             return;
         }
         let n = self.slot(pack, offset);
-        let mut reused = match self.slots[n].take() {
+        let mut slot = match self.slots[n].take() {
             Some(old) => {
                 self.bytes -= old.data.len();
-                old.data
+                old
             }
-            None => Vec::new(),
+            None => Box::new(Slot {
+                pack,
+                offset,
+                kind,
+                compressed_size,
+                data: Vec::new(),
+            }),
         };
         if self.bytes + data.len() > self.cap {
             return;
         }
-        reused.clear();
-        reused.extend_from_slice(data);
-        self.bytes += reused.len();
-        self.slots[n] = Some(Slot {
-            pack,
-            offset,
-            kind,
-            compressed_size,
-            data: reused,
-        });
+        slot.data.clear();
+        slot.data.extend_from_slice(data);
+        self.bytes += slot.data.len();
+        slot.pack = pack;
+        slot.offset = offset;
+        slot.kind = kind;
+        slot.compressed_size = compressed_size;
+        self.slots[n] = Some(slot);
     }
 
     fn get(

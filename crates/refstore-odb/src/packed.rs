@@ -152,6 +152,10 @@ impl Packs {
                 by_offset: OnceLock::new(),
             });
         }
+        // Smaller packs first: they are usually the newest, holding the
+        // objects a fetch asks for, and a lookup that misses in one costs
+        // little; a miss in a large index costs page faults.
+        packs.sort_by_key(|pack| pack.index.num_objects());
         Ok(Packs { packs, hash })
     }
 

@@ -1,24 +1,35 @@
-//! Choosing deltas for objects compressed afresh (loose objects, and
-//! stored deltas whose base is not sent): each tree or blob is tried
-//! against the previous version of its path compressed afresh in the same
-//! pack, and sent as an offset delta when that is less than half its size.
+//! Choosing deltas for objects compressed afresh (loose objects, stored
+//! deltas whose base is not sent, and, in thin packs, stored whole objects
+//! that have a base on the client): each tree or blob is tried against the
+//! previous version of its path compressed afresh in the same pack (an
+//! offset delta) and, in a thin pack, against the version of its path the
+//! client has (a reference delta against an object the pack leaves out,
+//! see `thin.rs`). The smaller delta wins, if it is less than half the
+//! object's size.
 //!
 //! The walk meets newer versions first, so a chain runs from the newest
-//! version, sent whole, back through history, as in git's packs. Chains are
-//! cut at [`MAX_DEPTH`] so the client never resolves very long ones.
+//! version, sent whole or against the client's version, back through
+//! history, as in git's packs. Chains are cut at [`MAX_DEPTH`] so the
+//! client never resolves very long ones; a delta's depth counts the stored
+//! deltas that will be sent against it too.
 //! Entries copied from a stored pack keep their form and are no candidates:
 //! that would mean inflating them.
 
 use super::delta::DeltaIndex;
+use gix_hash::ObjectId;
 use std::collections::HashMap;
+use std::rc::Rc;
 
 /// The longest delta chain written (git's `pack.depth` default).
-const MAX_DEPTH: u8 = 50;
+pub(crate) const MAX_DEPTH: u8 = 50;
 /// Objects smaller than this are sent whole: a delta would save nothing.
 const MIN_SIZE: usize = 64;
 /// Objects larger than this are sent whole and kept as no candidate, so
 /// that a large file costs no memory beyond itself.
 pub(crate) const MAX_SIZE: usize = 8 << 20;
+/// The most bytes of the client's objects kept inflated for reuse as
+/// bases (the same base serves every sent version of its path).
+const EXTERNAL_CACHE: usize = 64 << 20;
 
 /// The previous version of a path: a possible delta base.
 struct Candidate {
@@ -29,12 +40,22 @@ struct Candidate {
     data: Vec<u8>,
 }
 
+/// What a delta is against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Base {
+    /// The object in this slot of the pack.
+    Slot(u32),
+    /// An object the client has, left out of the pack.
+    Client(ObjectId),
+}
+
 /// A delta found for an object.
 pub(crate) struct Found {
-    /// The slot of its base.
-    pub base: u32,
+    pub base: Base,
     /// The delta.
     pub delta: Vec<u8>,
+    /// The depth of the object once sent as this delta.
+    pub depth: u8,
 }
 
 /// The candidates met so far.
@@ -42,33 +63,79 @@ pub(crate) struct Found {
 pub(crate) struct DeltaSearch {
     /// The last candidate per object kind and path.
     candidates: HashMap<(gix_object::Kind, u64), Candidate>,
+    /// Inflated objects of the client's, by id.
+    external: HashMap<ObjectId, Rc<Vec<u8>>>,
+    external_bytes: usize,
 }
 
 impl DeltaSearch {
-    /// A delta for `data` (of `kind`, met at `path`) against the previous
-    /// version of its path, if one is small enough.
-    pub fn find(&self, kind: gix_object::Kind, path: u64, data: &[u8]) -> Option<Found> {
+    /// The smallest delta for `data` (of `kind`, met at `path`) against
+    /// the previous version of its path and against `client_base` (an
+    /// object the client has, with its content), if one is small enough.
+    /// `height` is the longest chain of stored deltas that will be sent
+    /// against the object: the delta's depth plus it stays within
+    /// [`MAX_DEPTH`].
+    pub fn find(
+        &self,
+        kind: gix_object::Kind,
+        path: Option<u64>,
+        data: &[u8],
+        client_base: Option<(ObjectId, &[u8])>,
+        height: u8,
+    ) -> Option<Found> {
         if data.len() < MIN_SIZE || data.len() > MAX_SIZE {
             return None;
         }
-        let base = self
-            .candidates
-            .get(&(kind, path))
-            .filter(|base| base.depth < MAX_DEPTH)?;
         // A delta must beat the whole object by a margin, as git requires,
         // or it only costs the client work.
-        let delta = DeltaIndex::new(&base.data).delta(data, data.len() / 2)?;
-        Some(Found {
-            base: base.slot,
-            delta,
-        })
+        let mut limit = data.len() / 2;
+        let mut best = None;
+        let previous = path
+            .and_then(|path| self.candidates.get(&(kind, path)))
+            .filter(|base| u32::from(base.depth) + 1 + u32::from(height) <= u32::from(MAX_DEPTH));
+        if let Some(base) = previous {
+            if let Some(delta) = DeltaIndex::new(&base.data).delta(data, limit) {
+                limit = delta.len();
+                best = Some(Found {
+                    base: Base::Slot(base.slot),
+                    delta,
+                    depth: base.depth + 1,
+                });
+            }
+        }
+        if let Some((id, base)) = client_base.filter(|_| height < MAX_DEPTH) {
+            if let Some(delta) = DeltaIndex::new(base).delta(data, limit) {
+                best = Some(Found {
+                    base: Base::Client(id),
+                    delta,
+                    depth: 1,
+                });
+            }
+        }
+        best
     }
 
-    /// The depth of a delta against the candidate in `slot`.
-    pub fn depth_after(&self, kind: gix_object::Kind, path: u64) -> u8 {
-        self.candidates
-            .get(&(kind, path))
-            .map_or(0, |c| c.depth.saturating_add(1))
+    /// The content of the client's object `id`, read by `read` unless it
+    /// was read before.
+    pub fn client_object(
+        &mut self,
+        id: ObjectId,
+        read: impl FnOnce() -> Option<Vec<u8>>,
+    ) -> Option<Rc<Vec<u8>>> {
+        if let Some(data) = self.external.get(&id) {
+            return Some(data.clone());
+        }
+        let data = Rc::new(read()?);
+        if data.len() > MAX_SIZE {
+            return None;
+        }
+        if self.external_bytes + data.len() > EXTERNAL_CACHE {
+            self.external.clear();
+            self.external_bytes = 0;
+        }
+        self.external_bytes += data.len();
+        self.external.insert(id, data.clone());
+        Some(data)
     }
 
     /// Records `data`, sent in `slot` at chain depth `depth`, as the

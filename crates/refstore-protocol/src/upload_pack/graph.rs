@@ -38,6 +38,9 @@ pub(crate) struct Graph {
     /// Inflated delta bases of packed objects read so far.
     cache: refstore_odb::DeltaBaseCache,
     buf: Vec<u8>,
+    /// What annotated tags peel to, as the refs say (`include-tag` need
+    /// not read a tag whose target is not sent).
+    peeled: HashMap<ObjectId, ObjectId, IdHasher>,
 }
 
 impl Graph {
@@ -78,7 +81,18 @@ impl Graph {
             commits: HashMap::default(),
             cache: refstore_odb::DeltaBaseCache::default(),
             buf: Vec::new(),
+            peeled: HashMap::default(),
         })
+    }
+
+    /// Records that the tag `tag` peels to `target`, as its ref says.
+    pub fn know_peeled(&mut self, tag: ObjectId, target: ObjectId) {
+        self.peeled.insert(tag, target);
+    }
+
+    /// What the tag `tag` peels to, if its ref said.
+    pub fn peeled_hint(&self, tag: &ObjectId) -> Option<&ObjectId> {
+        self.peeled.get(tag)
     }
 
     /// The object format's gix name.
@@ -145,6 +159,9 @@ impl Graph {
             if let Some(kind) = read {
                 return Ok(Some((to_gix_kind(kind), &self.buf)));
             }
+        }
+        if let Some(kind) = read_loose(&self.objects_dir, self.hash, id, &mut self.buf)? {
+            return Ok(Some((kind, &self.buf)));
         }
         let found = self
             .handle
@@ -250,6 +267,22 @@ impl Graph {
         }
         Ok(())
     }
+}
+
+/// Reads the loose object `id` of `objects_dir` into `buf` (the object
+/// database handle would first load every pack index it has not loaded,
+/// a large one costing more than a small fetch); `None` if there is none
+/// (it may be in an alternate).
+pub(crate) fn read_loose(
+    objects_dir: &std::path::Path,
+    hash: gix_hash::Kind,
+    id: &ObjectId,
+    buf: &mut Vec<u8>,
+) -> Result<Option<gix_object::Kind>, UploadPackError> {
+    gix_odb::loose::Store::at(objects_dir, hash)
+        .try_find(id, buf)
+        .map(|found| found.map(|data| data.kind))
+        .map_err(|e| UploadPackError::objects(&format!("cannot read object {id}"), e))
 }
 
 /// gix's kind of object.

@@ -15,14 +15,15 @@
 //! or a delta whose base is sent too), checked against their pack index's
 //! CRC32; other trees and blobs are compressed afresh, as deltas against
 //! the previous version of their path where that is smaller
-//! (`delta_search.rs`).
+//! (`delta_search.rs`). A client that asks for a thin pack (`thin-pack`)
+//! also gets deltas against the versions it has of what is sent
+//! (`thin.rs`).
 //!
 //! [`Options`] carries git's `--stateless-rpc` and `--advertise-refs`: over
 //! HTTP one request is answered per call, and the advertisement is its own
 //! call. Not supported: shallow clones (the `shallow` and `deepen`
-//! capabilities are not offered), partial clones (`filter`), thin packs
-//! (`thin-pack` is accepted, and full packs are sent), hidden refs and
-//! namespaces.
+//! capabilities are not offered), partial clones (`filter`), hidden refs
+//! and namespaces.
 //!
 //! A client's invalid request gets an `ERR` packet (or a band-3 message
 //! once the pack has started) in git's wording, and the call returns the
@@ -38,6 +39,8 @@ mod pack_output;
 mod pack_writer;
 mod refs;
 pub(crate) mod request;
+mod sparse;
+mod thin;
 pub(crate) mod v0;
 pub(crate) mod v2;
 mod walk;

@@ -15,11 +15,18 @@
 //! Objects that are not stored in a pack (loose) and stored deltas whose
 //! base is not sent are inflated and compressed afresh; trees and blobs
 //! among them become deltas against an earlier version of their path where
-//! that is smaller ([`DeltaSearch`]). Packs are never thin.
+//! that is smaller ([`DeltaSearch`]).
+//!
+//! A pack is thin only when the client asked for it (`thin-pack`): then a
+//! stored delta whose base the client has is copied as a reference delta
+//! against it, and trees and blobs with a version on the client (see
+//! `thin.rs`), stored whole or compressed afresh, are also tried as deltas
+//! against that version. Otherwise every base is in the pack.
 
-use super::delta_search::DeltaSearch;
+use super::delta_search::{Base, DeltaSearch, Found, MAX_DEPTH};
 use super::graph::{to_gix_kind, Graph};
 use super::pack_writer::{type_id, DeflateInto, PackWriter, OFS_DELTA};
+use super::thin::{ObjectReader, ThinBases};
 use super::walk::{PackContents, NO_PATH};
 use super::UploadPackError;
 use crate::pkt_line::sideband::{SidebandMode, SidebandWriter};
@@ -34,6 +41,9 @@ use std::io::Write;
 pub(crate) struct PackRequest {
     /// Progress messages are sent on band 2 (no `no-progress`).
     pub progress: bool,
+    /// The pack may be thin (`thin-pack`): deltas against objects the
+    /// client has.
+    pub thin: bool,
 }
 
 /// What was sent.
@@ -54,13 +64,13 @@ pub(crate) struct PackSummary {
 /// failure is also reported to the client on band 3.
 pub(crate) fn send_pack<W: Write>(
     graph: &Graph,
-    contents: PackContents,
+    mut contents: PackContents,
     request: PackRequest,
     mode: SidebandMode,
     out: &mut PacketWriter<W>,
 ) -> Result<PackSummary, UploadPackError> {
     let mut band = SidebandWriter::new(out, mode);
-    let result = plan(graph, &contents).and_then(|plan| {
+    let result = plan(graph, &mut contents, request.thin).and_then(|plan| {
         if request.progress {
             let n = contents.ids.len();
             let mut message = format!(
@@ -99,10 +109,11 @@ pub(crate) fn send_pack<W: Write>(
 /// side-band: the pack is the last thing on the connection.
 pub(crate) fn send_raw_pack(
     graph: &Graph,
-    contents: PackContents,
+    mut contents: PackContents,
+    request: PackRequest,
     out: &mut dyn Write,
 ) -> Result<PackSummary, UploadPackError> {
-    let plan = plan(graph, &contents)?;
+    let plan = plan(graph, &mut contents, request.thin)?;
     write(graph, &contents, plan, out)
 }
 
@@ -117,6 +128,9 @@ enum How {
     Whole,
     /// Its stored delta is copied, against the object in this slot.
     Delta(u32),
+    /// Its stored delta is copied, against an object the client has (a
+    /// thin pack's reference delta).
+    ClientDelta(ObjectId),
     /// It is inflated and compressed afresh.
     Fresh,
 }
@@ -127,6 +141,12 @@ struct Plan {
     /// The stored entry and how it is sent; `None` for objects no pack
     /// holds (loose ones).
     stored: Vec<Option<(PackedAt, How)>>,
+    /// By slot: the longest chain of stored deltas copied against the
+    /// object (deltas of deltas count), so that making the object itself a
+    /// delta keeps chains within [`MAX_DEPTH`].
+    height: Vec<u8>,
+    /// The bases on the client, for a thin pack.
+    thin: ThinBases,
     /// Objects compressed afresh that may become deltas.
     fresh_for_delta: usize,
 }
@@ -136,8 +156,14 @@ fn damaged(e: refstore_odb::OdbError) -> UploadPackError {
 }
 
 /// Finds every object's stored entry and decides what can be copied;
-/// only entry headers are read.
-fn plan(graph: &Graph, contents: &PackContents) -> Result<Plan, UploadPackError> {
+/// only entry headers are read. With `thin`, the bases on the client are
+/// found too (`contents` gives up what it knows the client has).
+fn plan(graph: &Graph, contents: &mut PackContents, thin: bool) -> Result<Plan, UploadPackError> {
+    let thin = match thin {
+        true => ThinBases::find(graph, contents)?,
+        false => ThinBases::none(),
+    };
+    let contents = &*contents;
     let packs = graph.packs();
     let ids = &contents.ids;
     // The slot of each sent object, by pack and index position: a stored
@@ -169,23 +195,30 @@ fn plan(graph: &Graph, contents: &PackContents) -> Result<Plan, UploadPackError>
             continue;
         };
         let entry = packs.entry(at).map_err(damaged)?;
-        let base = match entry.kind {
+        let (base, base_id) = match entry.kind {
             StoredKind::Whole(_) => {
+                if thin.base_for(slot as u32).is_some() {
+                    fresh_for_delta += 1;
+                }
                 stored.push(Some((at, How::Whole)));
                 continue;
             }
-            StoredKind::OfsDelta { base_offset } => {
-                packs.at_offset(at.pack, base_offset).and_then(|base| {
-                    match slot_at[base.pack as usize][base.position as usize] {
-                        NONE => slot_of_id(packs.id(base)),
+            StoredKind::OfsDelta { base_offset } => match packs.at_offset(at.pack, base_offset) {
+                Some(base) => {
+                    let id = packs.id(base);
+                    let slot = match slot_at[base.pack as usize][base.position as usize] {
+                        NONE => slot_of_id(id),
                         slot => Some(slot),
-                    }
-                })
-            }
-            StoredKind::RefDelta { base } => slot_of_id(&base),
+                    };
+                    (slot, Some(id.to_owned()))
+                }
+                None => (None, None),
+            },
+            StoredKind::RefDelta { base } => (slot_of_id(&base), Some(base)),
         };
-        let how = match base {
-            Some(base) if base as usize != slot => How::Delta(base),
+        let how = match (base, base_id) {
+            (Some(base), _) if base as usize != slot => How::Delta(base),
+            (None, Some(base_id)) if thin.client_has(&base_id) => How::ClientDelta(base_id),
             _ => {
                 if contents.paths[slot] != NO_PATH {
                     fresh_for_delta += 1;
@@ -196,9 +229,71 @@ fn plan(graph: &Graph, contents: &PackContents) -> Result<Plan, UploadPackError>
         stored.push(Some((at, how)));
     }
     Ok(Plan {
+        height: heights(&stored),
         stored,
+        thin,
         fresh_for_delta,
     })
+}
+
+/// For each slot, the longest chain of copied stored deltas that leads to
+/// it (0 for an object nothing is copied against). A cycle of deltas
+/// (an object stored in two packs, each a delta against the other) gets
+/// [`MAX_DEPTH`]: it is cut when written, and nothing is added to it.
+fn heights(stored: &[Option<(PackedAt, How)>]) -> Vec<u8> {
+    const UNKNOWN: u32 = u32::MAX;
+    let n = stored.len();
+    let base_of = |slot: usize| match stored[slot] {
+        Some((_, How::Delta(base))) => Some(base as usize),
+        _ => None,
+    };
+    // The depth of each copied delta below its chain's first object, and
+    // that object.
+    let mut depth = vec![UNKNOWN; n];
+    let mut root = vec![0usize; n];
+    let mut seen_in = vec![usize::MAX; n];
+    let mut chain = Vec::new();
+    for slot in 0..n {
+        chain.clear();
+        let mut at = slot;
+        let cyclic = loop {
+            if depth[at] != UNKNOWN {
+                break false;
+            }
+            let Some(base) = base_of(at) else {
+                depth[at] = 0;
+                root[at] = at;
+                break false;
+            };
+            if seen_in[at] == slot {
+                break true;
+            }
+            seen_in[at] = slot;
+            chain.push(at);
+            at = base;
+        };
+        if cyclic {
+            for &c in &chain {
+                depth[c] = u32::from(MAX_DEPTH);
+                root[c] = c;
+            }
+            continue;
+        }
+        let (top, top_root) = (depth[at], root[at]);
+        for (i, &c) in chain.iter().rev().enumerate() {
+            depth[c] = top + 1 + i as u32;
+            root[c] = top_root;
+        }
+    }
+    let mut height = vec![0u8; n];
+    for slot in 0..n {
+        let r = root[slot];
+        let d = depth[slot].min(u32::from(u8::MAX)) as u8;
+        height[r] = height[r].max(d);
+    }
+    // An object inside a chain is compressed afresh only when its stored
+    // entry is damaged: its chain's height bounds what hangs on it.
+    (0..n).map(|slot| height[root[slot]]).collect()
 }
 
 /// Writes the pack into `out`.
@@ -222,6 +317,7 @@ fn write(
         contents,
         plan,
         handle: graph.handle(),
+        reader: ObjectReader::new(graph),
         pack,
         offsets: vec![UNWRITTEN; objects],
         pending: vec![false; objects],
@@ -250,6 +346,8 @@ struct Writer<'a, 'w> {
     contents: &'a PackContents,
     plan: Plan,
     handle: gix_odb::HandleArc,
+    /// Reads the client's objects, the bases of a thin pack.
+    reader: ObjectReader<'a>,
     pack: PackWriter<'w>,
     /// Where each slot's entry starts, once written.
     offsets: Vec<u64>,
@@ -295,12 +393,28 @@ impl Writer<'_, '_> {
         self.offsets[s] = offset;
         let id = self.contents.ids[s];
         match self.plan.stored[s] {
-            Some((at, how @ (How::Whole | How::Delta(_)))) => {
+            Some((at, how @ (How::Whole | How::Delta(_) | How::ClientDelta(_)))) => {
                 let packs = self.graph.packs();
                 let entry = packs.entry(at).map_err(damaged)?;
                 if !packs.crc_matches(at, &entry) {
                     let (kind, data) = self.other_copy(&id, at)?;
                     return self.write_fresh(slot, kind, data);
+                }
+                if let (StoredKind::Whole(kind), Some(_)) =
+                    (entry.kind, self.plan.thin.base_for(slot))
+                {
+                    // A version of it is on the client: a delta against
+                    // that may be far smaller than the whole object.
+                    let mut data = Vec::new();
+                    let kind = to_gix_kind(kind);
+                    if packs.decode(at, &mut data).is_ok() {
+                        if let Some(found) = self.delta_for(slot, kind, &data) {
+                            self.write_delta(slot, &found)?;
+                            self.remember(slot, kind, found.depth, data);
+                            return Ok(());
+                        }
+                        self.remember(slot, kind, 0, data);
+                    }
                 }
                 match (entry.kind, how) {
                     (StoredKind::Whole(kind), _) => {
@@ -317,6 +431,11 @@ impl Writer<'_, '_> {
                         self.summary.deltas += 1;
                         self.summary.reused_deltas += 1;
                     }
+                    (_, How::ClientDelta(base)) => {
+                        self.pack.ref_delta_header(entry.size, &base).map_err(io)?;
+                        self.summary.deltas += 1;
+                        self.summary.reused_deltas += 1;
+                    }
                     (_, _) => unreachable!("only deltas are planned as deltas"),
                 }
                 self.pack.write(entry.compressed()).map_err(io)?;
@@ -328,10 +447,21 @@ impl Writer<'_, '_> {
                     return Ok(());
                 }
                 let mut data = Vec::new();
-                let read = self
-                    .handle
-                    .try_find(&id, &mut data)
-                    .map(|found| found.map(|d| d.kind));
+                let read = match stored {
+                    None => self.reader.read(&id).map(|found| {
+                        found.map(|(kind, content)| {
+                            data = content.to_vec();
+                            kind
+                        })
+                    }),
+                    Some(_) => self
+                        .handle
+                        .try_find(&id, &mut data)
+                        .map(|found| found.map(|d| d.kind))
+                        .map_err(|e| {
+                            UploadPackError::objects(&format!("cannot read object {id}"), e)
+                        }),
+                };
                 let kind = match (read, stored) {
                     (Ok(Some(kind)), _) => kind,
                     (Ok(None), _) => {
@@ -344,19 +474,9 @@ impl Writer<'_, '_> {
                             data = copy;
                             kind
                         }
-                        Err(_) => {
-                            return Err(UploadPackError::objects(
-                                &format!("cannot read object {id}"),
-                                e,
-                            ))
-                        }
+                        Err(_) => return Err(e),
                     },
-                    (Err(e), None) => {
-                        return Err(UploadPackError::objects(
-                            &format!("cannot read object {id}"),
-                            e,
-                        ))
-                    }
+                    (Err(e), None) => return Err(e),
                 };
                 self.write_fresh(slot, kind, data)
             }
@@ -371,24 +491,10 @@ impl Writer<'_, '_> {
         kind: gix_object::Kind,
         data: Vec<u8>,
     ) -> Result<(), UploadPackError> {
-        let s = slot as usize;
-        let offset = self.offsets[s];
-        let path = match kind {
-            gix_object::Kind::Tree | gix_object::Kind::Blob => {
-                Some(self.contents.paths[s]).filter(|&path| path != NO_PATH)
-            }
-            _ => None,
-        };
-        let found = path.and_then(|path| self.search.find(kind, path, &data));
-        let depth = match &found {
+        let depth = match self.delta_for(slot, kind, &data) {
             Some(found) => {
-                let distance = offset - self.offsets[found.base as usize];
-                self.pack
-                    .entry_header(OFS_DELTA, found.delta.len() as u64, Some(distance))
-                    .map_err(io)?;
-                deflate(&mut self.pack, &found.delta)?;
-                self.summary.deltas += 1;
-                path.map_or(0, |path| self.search.depth_after(kind, path))
+                self.write_delta(slot, &found)?;
+                found.depth
             }
             None => {
                 self.pack
@@ -398,10 +504,74 @@ impl Writer<'_, '_> {
                 0
             }
         };
-        if let Some(path) = path {
+        self.remember(slot, kind, depth, data);
+        Ok(())
+    }
+
+    /// The path of `slot` if it may be a delta (a tree or blob met at a
+    /// path).
+    fn path_of(&self, slot: u32, kind: gix_object::Kind) -> Option<u64> {
+        match kind {
+            gix_object::Kind::Tree | gix_object::Kind::Blob => {
+                Some(self.contents.paths[slot as usize]).filter(|&path| path != NO_PATH)
+            }
+            _ => None,
+        }
+    }
+
+    /// The best delta for `slot`, of `kind` and content `data`, against the
+    /// previous version of its path or, in a thin pack, its version on the
+    /// client.
+    fn delta_for(&mut self, slot: u32, kind: gix_object::Kind, data: &[u8]) -> Option<Found> {
+        let path = self.path_of(slot, kind)?;
+        let client_base = match self.plan.thin.base_for(slot) {
+            Some(&id) => {
+                let reader = &mut self.reader;
+                self.search
+                    .client_object(id, || match reader.read(&id) {
+                        Ok(Some((found, data))) if found == kind => Some(data.to_vec()),
+                        _ => None,
+                    })
+                    .map(|data| (id, data))
+            }
+            None => None,
+        };
+        let height = self.plan.height[slot as usize];
+        self.search.find(
+            kind,
+            Some(path),
+            data,
+            client_base
+                .as_ref()
+                .map(|(id, data)| (*id, data.as_slice())),
+            height,
+        )
+    }
+
+    /// Writes `found` as `slot`'s entry (already placed at the current
+    /// offset).
+    fn write_delta(&mut self, slot: u32, found: &Found) -> Result<(), UploadPackError> {
+        let size = found.delta.len() as u64;
+        match found.base {
+            Base::Slot(base) => {
+                let distance = self.offsets[slot as usize] - self.offsets[base as usize];
+                self.pack
+                    .entry_header(OFS_DELTA, size, Some(distance))
+                    .map_err(io)?;
+            }
+            Base::Client(id) => self.pack.ref_delta_header(size, &id).map_err(io)?,
+        }
+        deflate(&mut self.pack, &found.delta)?;
+        self.summary.deltas += 1;
+        Ok(())
+    }
+
+    /// Keeps `data` as the candidate base for the next version of `slot`'s
+    /// path.
+    fn remember(&mut self, slot: u32, kind: gix_object::Kind, depth: u8, data: Vec<u8>) {
+        if let Some(path) = self.path_of(slot, kind) {
             self.search.remember(kind, path, slot, depth, data);
         }
-        Ok(())
     }
 
     /// Sends the loose object `id` without holding it, inflated and
@@ -497,4 +667,28 @@ fn deflate(pack: &mut PackWriter<'_>, data: &[u8]) -> Result<(), UploadPackError
     let mut deflate = DeflateInto::new(pack);
     deflate.write_all(data).map_err(io)?;
     deflate.finish().map_err(io)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn heights_count_the_chains_copied_against_an_object() {
+        let at = PackedAt {
+            pack: 0,
+            position: 0,
+        };
+        let plan = [
+            Some((at, How::Whole)),    // 0: two deltas deep below it
+            Some((at, How::Delta(0))), // 1
+            Some((at, How::Delta(1))), // 2
+            None,                      // 3: nothing against it
+            Some((at, How::Delta(5))), // 4 and 5: a cycle
+            Some((at, How::Delta(4))),
+            Some((at, How::Fresh)), // 6: one delta below it
+            Some((at, How::Delta(6))),
+        ];
+        assert_eq!(heights(&plan), [2, 2, 2, 0, MAX_DEPTH, MAX_DEPTH, 1, 1]);
+    }
 }

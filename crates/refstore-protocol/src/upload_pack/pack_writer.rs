@@ -12,6 +12,7 @@ use std::io::Write;
 
 /// Pack entry types.
 pub(crate) const OFS_DELTA: u8 = 6;
+const REF_DELTA: u8 = 7;
 
 /// The number git's pack format gives each kind of object.
 pub(crate) fn type_id(kind: gix_object::Kind) -> u8 {
@@ -91,6 +92,13 @@ impl<'w> PackWriter<'w> {
         let result = self.write(&header);
         self.header = header;
         result
+    }
+
+    /// Writes the header of a reference delta of `size` inflated bytes
+    /// against `base`.
+    pub fn ref_delta_header(&mut self, size: u64, base: &gix_hash::oid) -> std::io::Result<()> {
+        self.entry_header(REF_DELTA, size, None)?;
+        self.write(base.as_bytes())
     }
 
     /// Writes entry data.

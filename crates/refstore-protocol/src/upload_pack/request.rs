@@ -29,6 +29,8 @@ pub(crate) struct ClientOptions {
     pub no_progress: bool,
     /// Annotated tags pointing into the pack are sent too.
     pub include_tag: bool,
+    /// The pack may be thin: deltas against objects the client has.
+    pub thin_pack: bool,
 }
 
 impl ClientOptions {
@@ -61,9 +63,10 @@ impl ClientOptions {
         format: ObjectFormat,
     ) -> Result<(), UploadPackError> {
         match word {
-            // Packs are never thin (see `pack_output`), and every client
-            // since git 1.4 reads the offset deltas the pack writer makes.
-            b"thin-pack" | b"ofs-delta" => {}
+            b"thin-pack" => self.thin_pack = true,
+            // Every client since git 1.4 reads the offset deltas the pack
+            // writer makes.
+            b"ofs-delta" => {}
             b"no-progress" => self.no_progress = true,
             b"include-tag" => self.include_tag = true,
             _ => {

@@ -42,13 +42,14 @@ pub(super) fn serve(session: &mut Session<'_>) -> Result<(), UploadPackError> {
         return Ok(());
     }
     let tags = if client.include_tag {
-        annotated_tags(&snapshot)
+        annotated_tags(&snapshot, &mut graph)
     } else {
         Vec::new()
     };
     let contents = walk::pack_contents(&mut graph, &wants, negotiation.common(), &tags)?;
     let request = PackRequest {
         progress: !client.no_progress,
+        thin: client.thin_pack,
     };
     session.pack_started = true;
     match client.sideband {
@@ -58,21 +59,25 @@ pub(super) fn serve(session: &mut Session<'_>) -> Result<(), UploadPackError> {
         None => {
             let packets = session.output.take().expect("the output is still there");
             let mut out = packets.into_inner()?;
-            pack_output::send_raw_pack(&graph, contents, &mut out)?;
+            pack_output::send_raw_pack(&graph, contents, request, &mut out)?;
             out.flush().map_err(|e| UploadPackError::Packet(e.into()))?;
         }
     }
     Ok(())
 }
 
-/// The ids of the annotated tags among the refs, for `include-tag`.
-pub(super) fn annotated_tags(snapshot: &RefSnapshot) -> Vec<ObjectId> {
-    snapshot
-        .refs
-        .iter()
-        .filter(|r| r.peeled.is_some() && r.name.as_bytes().starts_with(b"refs/tags/"))
-        .map(|r| to_gix(&r.id))
-        .collect()
+/// The ids of the annotated tags among the refs, for `include-tag`; what
+/// they peel to is told to `graph`.
+pub(super) fn annotated_tags(snapshot: &RefSnapshot, graph: &mut Graph) -> Vec<ObjectId> {
+    let mut tags = Vec::new();
+    for r in &snapshot.refs {
+        if let (Some(peeled), true) = (&r.peeled, r.name.as_bytes().starts_with(b"refs/tags/")) {
+            let tag = to_gix(&r.id);
+            graph.know_peeled(tag, to_gix(peeled));
+            tags.push(tag);
+        }
+    }
+    tags
 }
 
 /// Reads the `want` lines up to their flush-pkt; `None` when the client

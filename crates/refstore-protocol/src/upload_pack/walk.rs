@@ -5,9 +5,10 @@
 //! together; a commit reached from a common one is uninteresting, and the
 //! walk stops once only uninteresting commits remain. The trees of the
 //! uninteresting parents of sent commits (the "edges") are what the client
-//! certainly has: their trees and blobs are left out. Objects the client has
-//! only through older history may still be sent, which costs bytes but
-//! never correctness: this is the trade git makes too.
+//! certainly has: their trees and blobs are left out, compared path by path
+//! (`sparse.rs`), or, past a few edges, all of what they hold. Objects the
+//! client has only through older history may still be sent, which costs
+//! bytes but never correctness: this is the trade git makes too.
 
 use super::graph::{Graph, IdHasher};
 use super::UploadPackError;
@@ -34,10 +35,22 @@ pub(crate) struct PackContents {
     pub paths: Vec<u64>,
     /// The slot of each object.
     pub slots: HashMap<ObjectId, u32, IdHasher>,
+    /// The boundary of the walk: commits the client has that are parents
+    /// of sent commits. Their trees hold the previous versions of what is
+    /// sent, the bases of a thin pack.
+    pub boundary: Vec<ObjectId>,
+    /// Trees and blobs known to be on the client (reachable from the
+    /// boundary); may be empty when the enumeration does not know them.
+    pub client_has: IdSet,
+    /// By slot of a sent tree or blob: the object at its path in a
+    /// boundary tree, when the enumeration compared them (`None`: not
+    /// known, a thin pack finds them itself).
+    pub client_versions: Option<HashMap<u32, ObjectId>>,
 }
 
 impl PackContents {
-    fn add(&mut self, id: ObjectId, path: u64) -> bool {
+    /// Adds `id`, met at `path`, unless it is added: false if it was.
+    pub(crate) fn add(&mut self, id: ObjectId, path: u64) -> bool {
         match self.slots.entry(id) {
             hash_map::Entry::Occupied(_) => false,
             hash_map::Entry::Vacant(vacant) => {
@@ -55,7 +68,7 @@ impl PackContents {
     }
 }
 
-type IdSet = HashSet<ObjectId, IdHasher>;
+pub(crate) type IdSet = HashSet<ObjectId, IdHasher>;
 
 /// Computes what to send for `wants` when the client has `common`;
 /// `tags_to_include` lists annotated tags to send when the objects they
@@ -89,13 +102,19 @@ pub(crate) fn pack_contents(
     }
 
     let (commits, edges) = walk_commits(graph, &want_commits, &have_commits)?;
+    // A clone has no edges: nothing to compare with.
+    let sparse = !edges.is_empty() && edges.len() <= super::sparse::MAX_BOUNDARY;
     let mut excluded = IdSet::default();
-    for edge in edges {
+    let mut edge_trees = Vec::new();
+    for &edge in &edges {
         let tree = graph
             .commit(&edge)?
             .map(|commit| commit.tree)
             .ok_or_else(|| UploadPackError::Objects(format!("missing commit {edge}")))?;
-        exclude_tree(graph, tree, &mut excluded)?;
+        match sparse {
+            true => edge_trees.push(tree),
+            false => exclude_tree(graph, tree, &mut excluded)?,
+        }
     }
 
     let mut contents = PackContents::default();
@@ -105,12 +124,19 @@ pub(crate) fn pack_contents(
     for tag in tags {
         contents.add(tag, NO_PATH);
     }
+    let mut roots = Vec::with_capacity(commits.len());
     for commit in &commits {
         let tree = graph
             .commit(commit)?
             .map(|c| c.tree)
             .expect("walked commits exist");
-        add_tree(graph, tree, &excluded, &mut contents)?;
+        match sparse {
+            true => roots.push(tree),
+            false => add_tree(graph, tree, &excluded, &mut contents)?,
+        }
+    }
+    if sparse {
+        super::sparse::add_trees(graph, &roots, &edge_trees, &mut contents)?;
     }
     for (id, is_tree) in want_others {
         if is_tree {
@@ -120,6 +146,10 @@ pub(crate) fn pack_contents(
         }
     }
     include_tags(graph, tags_to_include, &mut contents)?;
+    contents.boundary = edges.into_iter().collect();
+    if !sparse {
+        contents.client_has = excluded;
+    }
     graph.forget_walk();
     Ok(contents)
 }
@@ -257,10 +287,10 @@ fn add_tree(
 }
 
 /// The hash of the root's path.
-const ROOT: u64 = 0xcbf2_9ce4_8422_2325;
+pub(crate) const ROOT: u64 = 0xcbf2_9ce4_8422_2325;
 
 /// FNV-1a of the path `name` below the path whose hash is `parent`.
-fn path_hash(parent: u64, name: &[u8]) -> u64 {
+pub(crate) fn path_hash(parent: u64, name: &[u8]) -> u64 {
     std::iter::once(&b'/').chain(name).fold(parent, |hash, &b| {
         (hash ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
     })
@@ -274,7 +304,11 @@ fn include_tags(
     contents: &mut PackContents,
 ) -> Result<(), UploadPackError> {
     for tag in tags {
-        if contents.contains(tag) {
+        if contents.contains(tag)
+            || graph
+                .peeled_hint(tag)
+                .is_some_and(|target| !contents.contains(target))
+        {
             continue;
         }
         let mut chain = Vec::new();

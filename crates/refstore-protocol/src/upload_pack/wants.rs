@@ -4,7 +4,7 @@
 //! one only unreachable history holds — is refused with git's
 //! `not our ref`.
 
-use super::graph::{to_gix, Graph};
+use super::graph::{to_gix, Graph, IdHasher};
 use super::refs::RefSnapshot;
 use super::UploadPackError;
 use gix_hash::ObjectId;
@@ -16,7 +16,8 @@ pub(crate) fn check(
     snapshot: &RefSnapshot,
     wants: &[ObjectId],
 ) -> Result<(), UploadPackError> {
-    let mut tips = HashSet::new();
+    // Thousands of tags: ids hash cheaply.
+    let mut tips: HashSet<ObjectId, IdHasher> = HashSet::default();
     for offered in snapshot.offered() {
         tips.insert(to_gix(&offered.id));
         if let Some(peeled) = &offered.peeled {

@@ -91,13 +91,14 @@ pub(super) fn serve(
 
     session.out().write_text("packfile")?;
     let tags = if client.include_tag {
-        v0::annotated_tags(&snapshot)
+        v0::annotated_tags(&snapshot, &mut graph)
     } else {
         Vec::new()
     };
     let contents = walk::pack_contents(&mut graph, &wanted, negotiation.common(), &tags)?;
     let request = PackRequest {
         progress: !client.no_progress,
+        thin: client.thin_pack,
     };
     session.pack_started = true;
     pack_output::send_pack(
