@@ -132,12 +132,10 @@ pub fn receive_pack(
     report::finish(&mut push.relay, &mut push.messages)
 }
 
-/// The push options for hooks, when the client sent push options.
+/// The push options for hooks: git gives `pre-receive` and
+/// `post-receive` a count (0 without options) whatever the client asked.
 fn push_options(request: &commands::Request) -> Option<&[Vec<u8>]> {
-    request
-        .capabilities
-        .push_options
-        .then_some(request.push_options.as_slice())
+    Some(request.push_options.as_slice())
 }
 
 /// One push being served.

@@ -17,6 +17,8 @@ use super::update::Context;
 use super::ReceivePackError;
 use refstore_refs::files::transaction::CommitOptions;
 use refstore_refs::transaction::{Outcome, Rejected, Transaction};
+use refstore_refs::value::Target;
+use refstore_refs::RefName;
 use std::borrow::Cow;
 use std::ffi::OsString;
 use std::io::Write;
@@ -40,7 +42,8 @@ pub(crate) fn commit<W: Write>(
         Ok(prepared) => prepared,
         Err(e) => return Ok(Err(e.to_string())),
     };
-    let input = lines(updated, prepared.rejected());
+    let head = head_target(cx);
+    let input = lines(updated, prepared.rejected(), head.as_ref());
     if !run(cx, "prepared", &input)? {
         if let Err(e) = prepared.abort() {
             cx.messages.push(format!("error: {e}"));
@@ -52,7 +55,11 @@ pub(crate) fn commit<W: Write>(
     }
     match prepared.commit() {
         Ok(outcome) => {
-            run(cx, "committed", &lines(updated, &outcome.rejected))?;
+            run(
+                cx,
+                "committed",
+                &lines(updated, &outcome.rejected, head.as_ref()),
+            )?;
             Ok(Ok(outcome))
         }
         Err(e) => {
@@ -77,16 +84,36 @@ fn run<W: Write>(
     cx.hooks.run(HOOK, &call, cx.relay, cx.messages)
 }
 
-/// The hook's input: the updates not rejected.
-fn lines(updated: &[&Command], rejected: &[Rejected]) -> Vec<u8> {
+/// The branch `HEAD` names, if it is a symbolic ref.
+fn head_target<W: Write>(cx: &Context<'_, '_, W>) -> Option<RefName> {
+    match cx.repo.refs.read(&RefName::from_trusted(&b"HEAD"[..])) {
+        Ok(Some(r)) => match r.target {
+            Target::Symbolic(name) => Some(name),
+            Target::Object(_) => None,
+        },
+        _ => None,
+    }
+}
+
+/// The hook's input: the updates not rejected, then, if one of them is
+/// the branch `HEAD` names, the same change for `HEAD` (whose reflog it
+/// changes), as git lists it.
+fn lines(updated: &[&Command], rejected: &[Rejected], head: Option<&RefName>) -> Vec<u8> {
     let mut input = Vec::new();
+    let mut via_head = None;
     for command in updated {
         if !rejected
             .iter()
             .any(|r| r.name.as_bytes() == command.name.as_slice())
         {
             line(&command.old, &command.new, &command.name, &mut input);
+            if head.is_some_and(|h| h.as_bytes() == command.name.as_slice()) {
+                via_head = Some(command);
+            }
         }
+    }
+    if let Some(command) = via_head {
+        line(&command.old, &command.new, b"HEAD", &mut input);
     }
     input
 }
