@@ -16,6 +16,7 @@
 //!   a pack writer that copies them without inflating.
 //! - [`check_connectivity`] verifies that new ref tips reach only
 //!   objects the database holds, walking only what is new.
+//! - [`fsck`] applies git's object checks (`receive.fsckObjects`).
 //! - [`object_id`] and [`check_format`] hash and validate objects as
 //!   `git hash-object` does.
 //!
@@ -46,6 +47,7 @@ mod check;
 mod connectivity;
 mod delta;
 mod error;
+pub mod fsck;
 mod hash;
 mod kind;
 mod loose;

@@ -70,6 +70,15 @@ pub struct StoredPack {
 }
 
 impl StoredPack {
+    /// The ids of the objects the pack holds, read from its index.
+    pub fn object_ids(&self, format: ObjectFormat) -> Result<Vec<ObjectId>, OdbError> {
+        let index = gix_pack::index::File::at(&self.index_path, crate::odb::hash_kind(format))
+            .map_err(|e| {
+                OdbError::Pack(format!("cannot read {}: {e}", self.index_path.display()))
+            })?;
+        Ok(index.iter().map(|entry| from_gix(&entry.oid)).collect())
+    }
+
     /// Removes the `.keep` file, once the refs that need the pack are
     /// written.
     pub fn release_keep(&self, vfs: &dyn Vfs) -> Result<(), OdbError> {

@@ -11,7 +11,10 @@
 use super::commands::Command;
 use crate::Repository;
 use refstore_fs::config::Component;
-use refstore_odb::{check_connectivity, resolve_pack, Odb, PackOptions, Quarantine};
+use refstore_odb::fsck::{fsck_object, FsckOptions};
+use refstore_odb::{
+    check_connectivity, resolve_pack, ObjectKind, Odb, OdbError, PackOptions, Quarantine,
+};
 use refstore_refs::value::Target;
 use refstore_refs::ObjectId;
 use std::collections::HashMap;
@@ -23,41 +26,101 @@ const HEADER_LEN: usize = 12;
 /// git's default `unpackLimit`.
 const DEFAULT_UNPACK_LIMIT: i64 = 100;
 
-/// Reads the pack from `input` into a new quarantine. `Ok(None)` for a
-/// pack without objects (a push of objects the repository already has),
-/// which is read and dropped. The error is the text of git's
-/// `unpack <reason>` report line; nothing is left in the repository then.
+/// Reads the pack from `input` into a new quarantine, checking every
+/// object with `fsck` if given (warnings go to `messages`). `Ok(None)`
+/// for a pack without objects (a push of objects the repository already
+/// has), which is read and dropped. The error is the text of git's
+/// `unpack <reason>` report line, explained in `messages`; nothing is left
+/// in the repository then.
 pub(crate) fn receive(
     repo: &Repository,
     input: &mut dyn BufRead,
+    fsck: Option<&FsckOptions>,
+    messages: &mut Vec<String>,
 ) -> Result<Option<Quarantine>, String> {
+    let failed = |messages: &mut Vec<String>, reason: String| {
+        messages.push(format!("error: unpack failed: {reason}"));
+        reason
+    };
     let mut header = [0u8; HEADER_LEN];
-    input
-        .read_exact(&mut header)
-        .map_err(|e| format!("the pack ended before its header: {e}"))?;
+    if let Err(e) = input.read_exact(&mut header) {
+        return Err(failed(
+            messages,
+            format!("the pack ended before its header: {e}"),
+        ));
+    }
     if header[8..12] == [0, 0, 0, 0] && &header[..4] == b"PACK" {
         let mut trailer = vec![0u8; repo.object_format().raw_len()];
-        input
-            .read_exact(&mut trailer)
-            .map_err(|e| format!("the empty pack ended before its checksum: {e}"))?;
+        if let Err(e) = input.read_exact(&mut trailer) {
+            return Err(failed(
+                messages,
+                format!("the empty pack ended before its checksum: {e}"),
+            ));
+        }
         return Ok(None);
     }
     let count = u32::from_be_bytes(header[8..12].try_into().expect("four bytes"));
     let objects_dir = repo.location.common_dir.join("objects");
     let quarantine = Quarantine::create(repo.vfs.clone(), &objects_dir, repo.object_format())
         .map_err(|e| {
-            format!(
+            let reason = format!(
                 "unable to create temporary object directory: {}",
                 one_line(&e.to_string())
-            )
+            );
+            failed(messages, reason)
         })?;
     let whole = Cursor::new(header).chain(input);
-    if i64::from(count) < unpack_limit(repo)? {
-        unpack_loose(repo, &quarantine, whole)?;
+    let limit = unpack_limit(repo).map_err(|e| failed(messages, e))?;
+    let mut checks = Checks {
+        options: fsck,
+        messages,
+        refused: false,
+    };
+    let stored = if i64::from(count) < limit {
+        unpack_loose(repo, &quarantine, whole, &mut checks)
+            .map_err(|e| (e, "unpack-objects abnormal exit"))
     } else {
-        store_pack(repo, &quarantine, whole)?;
+        store_pack(repo, &quarantine, whole, &mut checks)
+            .map_err(|e| (e, "index-pack abnormal exit"))
+    };
+    match stored {
+        Ok(()) => Ok(Some(quarantine)),
+        Err((_, abnormal_exit)) if checks.refused => {
+            checks
+                .messages
+                .push("fatal: fsck error in packed object".to_owned());
+            Err(abnormal_exit.to_owned())
+        }
+        Err((reason, _)) => Err(failed(checks.messages, reason)),
     }
-    Ok(Some(quarantine))
+}
+
+/// The object checks of one push.
+struct Checks<'a> {
+    options: Option<&'a FsckOptions>,
+    messages: &'a mut Vec<String>,
+    /// Whether an object was refused.
+    refused: bool,
+}
+
+impl Checks<'_> {
+    /// Checks one object; `Err` if it is refused.
+    fn check(&mut self, id: &ObjectId, kind: ObjectKind, data: &[u8]) -> Result<(), OdbError> {
+        let Some(options) = self.options else {
+            return Ok(());
+        };
+        let mut findings = Vec::new();
+        let refused = fsck_object(id, kind, data, options, &mut findings);
+        for finding in findings {
+            let level = if finding.is_error { "error" } else { "warning" };
+            self.messages.push(format!("{level}: {finding}"));
+        }
+        if refused {
+            self.refused = true;
+            return Err(OdbError::Pack(format!("object {id} is refused by fsck")));
+        }
+        Ok(())
+    }
 }
 
 /// `receive.unpackLimit`, else `transfer.unpackLimit`, else 100.
@@ -79,12 +142,14 @@ fn unpack_loose(
     repo: &Repository,
     quarantine: &Quarantine,
     input: impl BufRead,
+    checks: &mut Checks<'_>,
 ) -> Result<(), String> {
     let mut writer = quarantine.loose_writer(
         repo.settings.fsync.method_for(Component::LooseObject),
         repo.settings.fsync.batch_mechanism(),
     );
     resolve_pack(input, repo.object_format(), Some(&repo.objects), |object| {
+        checks.check(&object.id, object.kind, object.data)?;
         if repo.objects.contains(&object.id) {
             return Ok(());
         }
@@ -94,11 +159,13 @@ fn unpack_loose(
     writer.commit().map_err(|e| one_line(&e.to_string()))
 }
 
-/// Stores the pack with its index and a `.keep` file.
+/// Stores the pack with its index and a `.keep` file, then checks its
+/// objects.
 fn store_pack(
     repo: &Repository,
     quarantine: &Quarantine,
     input: impl BufRead,
+    checks: &mut Checks<'_>,
 ) -> Result<(), String> {
     let keep = format!("receive-pack {} on refstore\n", std::process::id());
     let options = PackOptions {
@@ -113,10 +180,21 @@ fn store_pack(
             .map_err(|e| e.to_string())?
             .unwrap_or(true),
     };
-    quarantine
+    let stored = quarantine
         .store_pack(input, &options)
-        .map(drop)
-        .map_err(|e| one_line(&e.to_string()))
+        .map_err(|e| one_line(&e.to_string()))?;
+    if checks.options.is_some() {
+        let text = |e: OdbError| one_line(&e.to_string());
+        let objects = quarantine.odb().map_err(text)?;
+        for id in stored.object_ids(repo.object_format()).map_err(text)? {
+            let (kind, data) = objects
+                .read(&id)
+                .map_err(text)?
+                .ok_or_else(|| format!("object {id} of the pack cannot be read"))?;
+            checks.check(&id, kind, &data).map_err(text)?;
+        }
+    }
+    Ok(())
 }
 
 /// For each command, whether its new value is connected: `None` if it is

@@ -38,6 +38,7 @@ mod advertisement;
 pub(crate) mod commands;
 mod error;
 mod fast_forward;
+mod fsck_config;
 mod hooks;
 mod ingest;
 mod ref_transaction;
@@ -97,7 +98,13 @@ pub fn receive_pack(
         results: vec![None; request.commands.len()],
     };
     let received = if request.expects_pack() {
-        ingest::receive(repo, &mut input)
+        match fsck_config::options(repo) {
+            Ok(fsck) => ingest::receive(repo, &mut input, fsck.as_ref(), &mut push.messages),
+            Err(e) => {
+                push.messages.push(format!("error: {e}"));
+                Err(e)
+            }
+        }
     } else {
         Ok(None)
     };
@@ -107,8 +114,6 @@ pub fn receive_pack(
             Ok(())
         }
         Err(reason) => {
-            push.messages
-                .push(format!("error: unpack failed: {reason}"));
             for result in &mut push.results {
                 *result = Some("unpacker error".to_owned());
             }
