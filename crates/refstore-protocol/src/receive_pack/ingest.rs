@@ -200,11 +200,14 @@ fn store_pack(
 /// For each command, whether its new value is connected: `None` if it is
 /// (or the command deletes), else the reason to report. The refs the
 /// repository has now are the known side of the walk; `objects` holds
-/// the quarantined objects with the repository's.
+/// the quarantined objects with the repository's. For a push from a
+/// shallow clone (`shallow`), history that does not connect is refused as
+/// git refuses it by default (`shallow update not allowed`).
 pub(crate) fn check_connected(
     repo: &Repository,
     objects: &Odb,
     commands: &[Command],
+    shallow: bool,
     messages: &mut Vec<String>,
 ) -> Result<Vec<Option<&'static str>>, super::ReceivePackError> {
     let known: Vec<ObjectId> = repo
@@ -240,6 +243,13 @@ pub(crate) fn check_connected(
                 .map(|e| e.to_string())
         });
         if let Some(error) = verdict {
+            if shallow {
+                // History cut by the client's shallow boundary that this
+                // repository cannot complete: git refuses to record new
+                // shallow commits unless receive.shallowUpdate allows it.
+                *result = Some("shallow update not allowed");
+                continue;
+            }
             messages.push(format!(
                 "error: {}: {error}",
                 String::from_utf8_lossy(&command.name)

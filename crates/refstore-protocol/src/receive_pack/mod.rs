@@ -24,15 +24,21 @@
 //! the [`relay::Relay`], on side-band 2 when negotiated.
 //!
 //! A push refused before its objects are migrated (a bad pack, missing
-//! objects, `pre-receive`) leaves neither objects nor refs behind; one
+//! objects for every ref, `pre-receive`) leaves neither objects nor refs
+//! behind; one
 //! refused after (policies, `update`, the transaction) leaves objects no
 //! ref refers to, as git's does. A malformed request
 //! (bad framing, an invalid id, a command line of the wrong shape) ends
 //! the call with an error before anything is stored; a bad pack and
 //! refused refs are reported to the client, and the call succeeds.
 //!
-//! Not supported: shallow pushes, signed pushes (`push-cert`), hidden
-//! refs and namespaces, `proc-receive` and `push-to-checkout`.
+//! A push from a shallow clone is accepted where its history connects in
+//! this repository, and refused per ref (`shallow update not allowed`)
+//! where it would need new shallow commits, as git's default
+//! (`receive.shallowUpdate` off) does.
+//!
+//! Not supported: `receive.shallowUpdate`, signed pushes (`push-cert`),
+//! hidden refs and namespaces, `proc-receive` and `push-to-checkout`.
 
 mod advertisement;
 pub(crate) mod commands;
@@ -173,7 +179,9 @@ impl<W: Write> Push<'_, '_, W> {
             None => None,
         };
         let objects = quarantined.as_ref().unwrap_or(&repo.objects);
-        let connected = ingest::check_connected(repo, objects, commands, &mut self.messages)?;
+        let shallow = !self.request.shallow.is_empty();
+        let connected =
+            ingest::check_connected(repo, objects, commands, shallow, &mut self.messages)?;
         for (result, missing) in self.results.iter_mut().zip(connected) {
             *result = missing.map(str::to_owned);
         }
@@ -192,6 +200,10 @@ impl<W: Write> Push<'_, '_, W> {
             return Ok(());
         }
         drop(quarantined);
+        if self.results.iter().all(Option::is_some) {
+            // Nothing can be applied: the objects are not needed.
+            return Ok(());
+        }
         if let Some(quarantine) = quarantine {
             let fsync = &repo.settings.fsync;
             let method = fsync.method_for(Component::Pack);
