@@ -106,7 +106,12 @@ impl Setup {
             code: out.status.code(),
             summary: stdout(&out).replace(&url, "<url>"),
             remote: remote_lines(&stderr(&out)),
-            refs: git_ok(&self.home, target, &["for-each-ref"]),
+            refs: if ours {
+                // refstore reads reftable repositories, git 2.39 does not.
+                stdout(&support::refstore(&self.home, target, &["for-each-ref"]))
+            } else {
+                git_ok(&self.home, target, &["for-each-ref"])
+            },
             log,
         }
     }
@@ -455,4 +460,38 @@ fn hooks_and_quarantine_over_http() {
         "{}",
         stderr(&out)
     );
+}
+
+#[test]
+fn reference_transaction_on_a_reftable_repository() {
+    let s = Setup::new();
+    let out = support::refstore(
+        &s.home,
+        &s.ours,
+        &["refs", "migrate", "--ref-format=reftable"],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    install_hook(
+        &s.ours.join("hooks"),
+        "reference-transaction",
+        "{ echo \"== $1\"; cat; } >>hook.log; [ \"$1\" != prepared ] || [ ! -e abort ]",
+    );
+    let tip = s.commit("second");
+    let zero = "0".repeat(40);
+    std::fs::write(s.ours.join("abort"), "").unwrap();
+    let pushed = s.push_into(&s.ours, &["main"], true);
+    assert_ne!(pushed.code, Some(0));
+    let lines = format!("{zero} {tip} refs/heads/main\n{zero} {tip} HEAD\n");
+    assert_eq!(
+        pushed.log,
+        format!("== prepared\n{lines}== aborted\n{lines}")
+    );
+    std::fs::remove_file(s.ours.join("abort")).unwrap();
+    let pushed = s.push_into(&s.ours, &["main"], true);
+    assert_eq!(pushed.code, Some(0), "{pushed:?}");
+    assert_eq!(
+        pushed.log,
+        format!("== prepared\n{lines}== committed\n{lines}")
+    );
+    assert!(pushed.refs.contains(&format!("{tip} commit\trefs/heads/main")));
 }
