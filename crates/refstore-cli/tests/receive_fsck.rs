@@ -367,3 +367,40 @@ fn hex_to_raw(hex: &str) -> Vec<u8> {
         .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap())
         .collect()
 }
+
+#[test]
+fn a_thin_packs_base_already_stored_is_not_judged_again() {
+    let s = Setup::new();
+    s.config("receive.unpackLimit", "1");
+    let blob = s.literally("blob", b"content\n");
+    let raw = hex_to_raw(&blob);
+    let tree_of = |first_mode: &str, last_name: &str| {
+        let mut names: Vec<String> = (0..60).map(|i| format!("file{i:03}")).collect();
+        names.push(last_name.to_owned());
+        let mut data = Vec::new();
+        for (i, name) in names.iter().enumerate() {
+            let mode = if i == 0 { first_mode } else { "100644" };
+            data.extend_from_slice(format!("{mode} {name}\0").as_bytes());
+            data.extend_from_slice(&raw);
+        }
+        s.literally("tree", &data)
+    };
+    // Stored while the server does not check objects.
+    let padded = tree_of("0100644", "zz-old");
+    s.commit_with_author("main", "A <a@example.com> 1700000000 +0000", Some(&padded));
+    assert_eq!(s.push(&["main"]).code, Some(0));
+    // A good tree the client may send as a delta against the stored one.
+    s.config("receive.fsckObjects", "true");
+    let good = tree_of("100644", "zz-new");
+    let parent = s.git(&["rev-parse", "main"]);
+    let commit = s.literally(
+        "commit",
+        format!(
+            "tree {good}\nparent {parent}\nauthor A <a@example.com> 1700000000 +0000\ncommitter C <c@example.com> 1700000000 +0000\n\nfixed\n"
+        )
+        .as_bytes(),
+    );
+    s.git(&["update-ref", "refs/heads/main", &commit]);
+    let pushed = s.push(&["main"]);
+    assert_eq!(pushed.code, Some(0), "{pushed:?}");
+}

@@ -493,5 +493,7 @@ fn reference_transaction_on_a_reftable_repository() {
         pushed.log,
         format!("== prepared\n{lines}== committed\n{lines}")
     );
-    assert!(pushed.refs.contains(&format!("{tip} commit\trefs/heads/main")));
+    assert!(pushed
+        .refs
+        .contains(&format!("{tip} commit\trefs/heads/main")));
 }
