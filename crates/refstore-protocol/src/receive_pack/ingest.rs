@@ -229,9 +229,12 @@ pub(crate) fn check_connected(
             Target::Symbolic(_) => None,
         })
         .collect();
+    // Many refs often share one value (CI refs at one commit): each tip is
+    // read once, which matters when they are loose objects.
+    let mut distinct = std::collections::HashSet::new();
     let tips: Vec<ObjectId> = commands
         .iter()
-        .filter(|c| !c.is_delete())
+        .filter(|c| !c.is_delete() && distinct.insert(c.new))
         .map(|c| c.new)
         .collect();
     let mut results = vec![None; commands.len()];
