@@ -404,3 +404,79 @@ fn a_thin_packs_base_already_stored_is_not_judged_again() {
     let pushed = s.push(&["main"]);
     assert_eq!(pushed.code, Some(0), "{pushed:?}");
 }
+
+#[test]
+fn malicious_gitmodules_are_refused() {
+    let s = Setup::new();
+    s.config("receive.fsckObjects", "true");
+    let cases = [
+        (
+            "name",
+            "[submodule \"../../hooks\"]\n\tpath = a\n\turl = ./a\n",
+        ),
+        (
+            "url",
+            "[submodule \"a\"]\n\tpath = a\n\turl = -oProxyCommand=touch owned\n",
+        ),
+        (
+            "newline",
+            "[submodule \"a\"]\n\tpath = a\n\turl = ./a%0aevil\n",
+        ),
+        (
+            "climb",
+            "[submodule \"a\"]\n\tpath = a\n\turl = ../../:host/repo\n",
+        ),
+        ("path", "[submodule \"a\"]\n\tpath = -x\n\turl = ./a\n"),
+        (
+            "update",
+            "[submodule \"a\"]\n\tpath = a\n\turl = ./a\n\tupdate = !rm -rf /\n",
+        ),
+        (
+            "fine",
+            "[submodule \"a\"]\n\tpath = a\n\turl = https://example.com/a.git\n",
+        ),
+    ];
+    let blob_line = |content: &str| {
+        let blob = s.literally("blob", content.as_bytes());
+        let mut entry = b"100644 .gitmodules\0".to_vec();
+        entry.extend_from_slice(&hex_to_raw(&blob));
+        entry
+    };
+    for (name, content) in cases {
+        let tree = s.literally("tree", &blob_line(content));
+        s.commit_with_author(name, "A <a@example.com> 1700000000 +0000", Some(&tree));
+        for limit in ["100", "1"] {
+            s.config("receive.unpackLimit", limit);
+            let pushed = s.push(&[name]);
+            if name == "fine" {
+                assert_eq!(pushed.code, Some(0), "{pushed:?}");
+                break;
+            }
+            assert_ne!(pushed.code, Some(0), "{name}");
+            assert!(
+                pushed.messages.iter().any(|m| m.contains(": gitmodules")),
+                "{name}: {pushed:?}"
+            );
+        }
+    }
+    // .gitattributes with a line git cannot read.
+    let long = format!("{} text\n", "x".repeat(3000));
+    let blob = s.literally("blob", long.as_bytes());
+    let mut entry = b"100644 .gitattributes\0".to_vec();
+    entry.extend_from_slice(&hex_to_raw(&blob));
+    let tree = s.literally("tree", &entry);
+    s.commit_with_author(
+        "attributes",
+        "A <a@example.com> 1700000000 +0000",
+        Some(&tree),
+    );
+    let pushed = s.push(&["attributes"]);
+    assert_ne!(pushed.code, Some(0));
+    assert!(
+        pushed
+            .messages
+            .iter()
+            .any(|m| m.contains("gitattributesLineLength")),
+        "{pushed:?}"
+    );
+}

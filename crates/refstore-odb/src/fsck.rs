@@ -11,9 +11,13 @@
 //! warnings count as errors unless configured otherwise. The messages'
 //! wording is git's, so users can search for them.
 //!
-//! Not checked: the content of `.gitmodules` and `.gitattributes` blobs
-//! (git's `gitmodules*` and `gitattributes*` checks after the walk); those
-//! message ids are accepted in the configuration and have no effect.
+//! [`Fsck`] adds what needs every object of a push: the content of the
+//! blobs trees name `.gitmodules` (submodule names, urls, paths and update
+//! commands git refuses) and `.gitattributes` (size, line length).
+//!
+//! Not checked: git's normalisation of http submodule urls (an url it
+//! cannot normalise is refused by git, accepted here); ref-related message
+//! ids are accepted in the configuration and have no effect on objects.
 
 use refstore_refs::name::{check, CheckOptions};
 use refstore_refs::{ObjectFormat, ObjectId};
@@ -252,6 +256,7 @@ pub fn fsck_object(
         options,
         findings,
         refused: false,
+        special: None,
     };
     match kind {
         ObjectKind::Blob => {}
@@ -269,6 +274,17 @@ struct Checker<'a> {
     options: &'a FsckOptions,
     findings: &'a mut Vec<Finding>,
     refused: bool,
+    /// Blobs named `.gitmodules` and `.gitattributes` by trees checked
+    /// so far, checked themselves when seen or at [`Fsck::finish`].
+    special: Option<&'a mut Special>,
+}
+
+/// Blobs whose content git checks, by what trees name them.
+#[derive(Debug, Default)]
+struct Special {
+    gitmodules: HashSet<ObjectId>,
+    gitattributes: HashSet<ObjectId>,
+    done: HashSet<ObjectId>,
 }
 
 /// A check that ends the object's checks when it reports an error (git
@@ -318,11 +334,20 @@ impl Checker<'_> {
             flags.zero_pad |= entry.zero_padded;
             flags.large_name |= name.len() > MAX_TREE_ENTRY_LEN;
             let symlink = entry.mode == 0o120000;
-            if symlink && is_dot_special(name, b"gitmodules", b"gi7eba") {
-                let _ = self.report(MsgId::GitmodulesSymlink, ".gitmodules is a symbolic link");
+            let entry_id = ObjectId::from_raw(entry.id).expect("a full id");
+            if is_dot_special(name, b"gitmodules", b"gi7eba") {
+                if symlink {
+                    let _ = self.report(MsgId::GitmodulesSymlink, ".gitmodules is a symbolic link");
+                } else if let Some(special) = self.special.as_deref_mut() {
+                    special.gitmodules.insert(entry_id);
+                }
             }
-            if symlink && is_dot_special(name, b"gitattributes", b"gi7d29") {
-                let _ = self.report(MsgId::GitattributesSymlink, ".gitattributes is a symlink");
+            if is_dot_special(name, b"gitattributes", b"gi7d29") {
+                if symlink {
+                    let _ = self.report(MsgId::GitattributesSymlink, ".gitattributes is a symlink");
+                } else if let Some(special) = self.special.as_deref_mut() {
+                    special.gitattributes.insert(entry_id);
+                }
             }
             if symlink && is_dot_special(name, b"gitignore", b"gi250a") {
                 let _ = self.report(MsgId::GitignoreSymlink, ".gitignore is a symlink");
@@ -334,8 +359,13 @@ impl Checker<'_> {
             for (i, _) in name.iter().enumerate().filter(|&(_, &b)| b == b'\\') {
                 let after = &name[i + 1..];
                 flags.dotgit |= is_ntfs_dotgit(after);
-                if symlink && is_ntfs_dot(after, b"gitmodules", b"gi7eba") {
-                    let _ = self.report(MsgId::GitmodulesSymlink, ".gitmodules is a symbolic link");
+                if is_ntfs_dot(after, b"gitmodules", b"gi7eba") {
+                    if symlink {
+                        let _ =
+                            self.report(MsgId::GitmodulesSymlink, ".gitmodules is a symbolic link");
+                    } else if let Some(special) = self.special.as_deref_mut() {
+                        special.gitmodules.insert(entry_id);
+                    }
                 }
             }
             // 100664 was written by early gits; accepted unless strict.
@@ -632,6 +662,292 @@ impl Checker<'_> {
         }
         Ok(())
     }
+}
+
+/// The checks of a set of objects (a push): [`fsck_object`]'s, and the
+/// content of the blobs trees name `.gitmodules` (submodule names that
+/// climb out with `..`, urls and paths that look like options or carry
+/// newlines, `update = !command`) and `.gitattributes` (files and lines
+/// too long for git to read), whichever order they come in.
+#[derive(Debug)]
+pub struct Fsck<'o> {
+    options: &'o FsckOptions,
+    special: Special,
+    blobs_in_order: bool,
+}
+
+/// Largest `.gitattributes` git reads (`gitattributesLarge`).
+const MAX_ATTRIBUTES_SIZE: usize = 100 << 20;
+/// Longest `.gitattributes` line git reads (`gitattributesLineLength`).
+const MAX_ATTRIBUTES_LINE: usize = 2048;
+
+impl<'o> Fsck<'o> {
+    /// A session with `options`.
+    pub fn new(options: &'o FsckOptions) -> Self {
+        Fsck {
+            options,
+            special: Special::default(),
+            blobs_in_order: false,
+        }
+    }
+
+    /// Judges a `.gitmodules` or `.gitattributes` blob as soon as it is
+    /// checked after a tree naming it, as git's `index-pack` does for a
+    /// pack read in order; without it every such blob is judged by
+    /// [`finish`](Self::finish), as git's `unpack-objects` does.
+    pub fn blobs_in_order(mut self) -> Self {
+        self.blobs_in_order = true;
+        self
+    }
+
+    /// Checks one object, as [`fsck_object`] does, and records the blobs
+    /// its trees name for [`finish`](Self::finish). True if it is refused.
+    pub fn check(
+        &mut self,
+        id: &ObjectId,
+        kind: ObjectKind,
+        data: &[u8],
+        findings: &mut Vec<Finding>,
+    ) -> bool {
+        if self.options.skip.contains(id) {
+            return false;
+        }
+        let mut checker = Checker {
+            id: *id,
+            format: id.format(),
+            options: self.options,
+            findings,
+            refused: false,
+            special: Some(&mut self.special),
+        };
+        match kind {
+            // Judged here only if a tree named it already; else by
+            // `finish`, when every tree that may name it is known.
+            ObjectKind::Blob if self.blobs_in_order => checker.special_blob(data),
+            ObjectKind::Blob => {}
+            ObjectKind::Tree => checker.tree(data),
+            ObjectKind::Commit => checker.commit(data),
+            ObjectKind::Tag => checker.tag(data),
+        }
+        checker.refused
+    }
+
+    /// Checks the `.gitmodules` and `.gitattributes` blobs the checked
+    /// trees name and not judged yet, read with `read` (from the push and
+    /// the repository). True if one is refused.
+    pub fn finish(
+        &mut self,
+        mut read: impl FnMut(&ObjectId) -> Option<(ObjectKind, Vec<u8>)>,
+        findings: &mut Vec<Finding>,
+    ) -> bool {
+        let pending: HashSet<ObjectId> = self
+            .special
+            .gitmodules
+            .iter()
+            .chain(&self.special.gitattributes)
+            .filter(|id| !self.special.done.contains(id))
+            .copied()
+            .collect();
+        let mut refused = false;
+        for id in pending {
+            if self.options.skip.contains(&id) {
+                continue;
+            }
+            let modules = self.special.gitmodules.contains(&id);
+            let mut checker = Checker {
+                id,
+                format: id.format(),
+                options: self.options,
+                findings,
+                refused: false,
+                special: Some(&mut self.special),
+            };
+            let _ = match read(&id) {
+                Some((ObjectKind::Blob, data)) => {
+                    checker.special_blob(&data);
+                    Ok(())
+                }
+                Some(_) if modules => {
+                    checker.report(MsgId::GitmodulesBlob, "non-blob found at .gitmodules")
+                }
+                Some(_) => {
+                    checker.report(MsgId::GitattributesBlob, "non-blob found at .gitattributes")
+                }
+                None if modules => {
+                    checker.report(MsgId::GitmodulesMissing, "unable to read .gitmodules blob")
+                }
+                None => checker.report(
+                    MsgId::GitattributesMissing,
+                    "unable to read .gitattributes blob",
+                ),
+            };
+            refused |= checker.refused;
+        }
+        refused
+    }
+}
+
+impl Checker<'_> {
+    /// The content checks of a blob a tree names `.gitmodules` or
+    /// `.gitattributes` (none for other blobs).
+    fn special_blob(&mut self, data: &[u8]) {
+        let Some(special) = self.special.as_deref_mut() else {
+            return;
+        };
+        let modules = special.gitmodules.contains(&self.id);
+        let attributes = special.gitattributes.contains(&self.id);
+        if !modules && !attributes {
+            return;
+        }
+        special.done.insert(self.id);
+        if modules {
+            self.gitmodules(data);
+        }
+        if attributes {
+            if data.len() > MAX_ATTRIBUTES_SIZE {
+                let _ = self.report(
+                    MsgId::GitattributesLarge,
+                    ".gitattributes too large to parse",
+                );
+                return;
+            }
+            // git reads the file as a C string: up to a NUL.
+            let text = data.split(|&b| b == 0).next().unwrap_or_default();
+            if text
+                .split(|&b| b == b'\n')
+                .any(|line| line.len() >= MAX_ATTRIBUTES_LINE)
+            {
+                let _ = self.report(
+                    MsgId::GitattributesLineLength,
+                    ".gitattributes has too long lines to parse",
+                );
+            }
+        }
+    }
+
+    fn gitmodules(&mut self, data: &[u8]) {
+        let file = match gix_config::File::from_bytes_no_includes(
+            data,
+            gix_config::file::Metadata::api(),
+            gix_config::file::init::Options::default(),
+        ) {
+            Ok(file) => file,
+            Err(_) => {
+                let _ = self.report(MsgId::GitmodulesParse, "could not parse gitmodules blob");
+                return;
+            }
+        };
+        let mut problems = Vec::new();
+        for section in file.sections() {
+            let header = section.header();
+            if !header.name().eq_ignore_ascii_case(b"submodule") {
+                continue;
+            }
+            let Some(name) = header.subsection_name() else {
+                continue;
+            };
+            let name: &[u8] = name.as_ref();
+            let body = section.body();
+            for key in body.value_names().collect::<Vec<_>>() {
+                // git checks the name once per variable of the section.
+                if !is_submodule_name_ok(name) {
+                    problems.push((
+                        MsgId::GitmodulesName,
+                        format!(
+                            "disallowed submodule name: {}",
+                            String::from_utf8_lossy(name)
+                        ),
+                    ));
+                }
+                for value in body.values(&key) {
+                    let value: &[u8] = value.as_ref();
+                    let shown = String::from_utf8_lossy(value);
+                    match key.to_ascii_lowercase().as_str() {
+                        "url" if !is_submodule_url_ok(value) => problems.push((
+                            MsgId::GitmodulesUrl,
+                            format!("disallowed submodule url: {shown}"),
+                        )),
+                        "path" if value.first() == Some(&b'-') => problems.push((
+                            MsgId::GitmodulesPath,
+                            format!("disallowed submodule path: {shown}"),
+                        )),
+                        "update" if value.first() == Some(&b'!') => problems.push((
+                            MsgId::GitmodulesUpdate,
+                            format!("disallowed submodule update setting: {shown}"),
+                        )),
+                        _ => {}
+                    }
+                }
+            }
+        }
+        for (msg_id, text) in problems {
+            let _ = self.report(msg_id, text);
+        }
+    }
+}
+
+/// git's rule for submodule names: not empty, no `..` component (with
+/// slash or backslash as separators).
+fn is_submodule_name_ok(name: &[u8]) -> bool {
+    !name.is_empty()
+        && !name
+            .split(|&b| b == b'/' || b == b'\\')
+            .any(|component| component == b"..")
+}
+
+/// git's rule for submodule urls: not an option; a relative or `git://`
+/// url holds no newline once percent-decoded and does not climb out of its
+/// root with `../` up to a `:` or `/`; an http(s) or ftp(s) url holds no
+/// newline once decoded. (git also refuses http urls its normalisation
+/// rejects; that check is not made here.)
+fn is_submodule_url_ok(url: &[u8]) -> bool {
+    if url.first() == Some(&b'-') {
+        return false;
+    }
+    let dot_slash = |u: &[u8]| u.len() >= 2 && u[0] == b'.' && matches!(u[1], b'/' | b'\\');
+    let dot_dot_slash = |u: &[u8]| u.len() >= 3 && u[0] == b'.' && dot_slash(&u[1..]);
+    if dot_slash(url) || dot_dot_slash(url) || url.starts_with(b"git://") {
+        if percent_decode(url).contains(&b'\n') {
+            return false;
+        }
+        let mut rest = url;
+        let mut climbs = 0;
+        loop {
+            if dot_dot_slash(rest) {
+                climbs += 1;
+                rest = &rest[3..];
+            } else if dot_slash(rest) {
+                rest = &rest[2..];
+            } else {
+                break;
+            }
+        }
+        return !(climbs > 0 && matches!(rest.first(), Some(b':' | b'/')));
+    }
+    let curl = [&b"http://"[..], b"https://", b"ftp://", b"ftps://"];
+    if curl.iter().any(|scheme| url.starts_with(scheme)) {
+        return !percent_decode(url).contains(&b'\n');
+    }
+    true
+}
+
+/// `%XX` sequences decoded; anything else kept as it is.
+fn percent_decode(text: &[u8]) -> Vec<u8> {
+    let hex = |b: u8| (b as char).to_digit(16);
+    let mut out = Vec::with_capacity(text.len());
+    let mut i = 0;
+    while i < text.len() {
+        if text[i] == b'%' && i + 2 < text.len() {
+            if let (Some(high), Some(low)) = (hex(text[i + 1]), hex(text[i + 2])) {
+                out.push((high * 16 + low) as u8);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(text[i]);
+        i += 1;
+    }
+    out
 }
 
 /// Header lines of a commit or tag, read in order.
@@ -1123,6 +1439,73 @@ mod tests {
             check_one(ObjectKind::Tree, &tree(&[("100664", "a")]), &lenient),
             Vec::<String>::new()
         );
+    }
+
+    #[test]
+    fn gitmodules_blobs() {
+        let strict = FsckOptions::new(true);
+        let blob = ObjectId::from_hex_in(
+            b"2222222222222222222222222222222222222222",
+            ObjectFormat::Sha1,
+        )
+        .unwrap();
+        let tree_id = ObjectId::from_hex_in(
+            b"3333333333333333333333333333333333333333",
+            ObjectFormat::Sha1,
+        )
+        .unwrap();
+        let mut tree = b"100644 .gitmodules\0".to_vec();
+        tree.extend_from_slice(blob.as_bytes());
+        let judge = |content: &[u8]| {
+            let mut fsck = Fsck::new(&strict);
+            let mut findings = Vec::new();
+            assert!(!fsck.check(&tree_id, ObjectKind::Tree, &tree, &mut findings));
+            let refused = fsck.finish(
+                |id| (*id == blob).then(|| (ObjectKind::Blob, content.to_vec())),
+                &mut findings,
+            );
+            assert_eq!(refused, findings.iter().any(|f| f.is_error));
+            findings.iter().map(|f| f.msg_id.name()).collect::<Vec<_>>()
+        };
+        assert_eq!(
+            judge(b"[submodule \"a\"]\n\turl = ./a\n\tpath = a\n"),
+            Vec::<&str>::new()
+        );
+        assert_eq!(
+            judge(b"[submodule \"a/../..\"]\n\turl = ./a\n"),
+            ["gitmodulesName"]
+        );
+        assert_eq!(
+            judge(b"[submodule \"a\"]\n\turl = --upload-pack=x\n"),
+            ["gitmodulesUrl"]
+        );
+        assert_eq!(
+            judge(b"[submodule \"a\"]\n\turl = https://h/%0a\n"),
+            ["gitmodulesUrl"]
+        );
+        assert_eq!(
+            judge(b"[submodule \"a\"]\n\turl = ../../../x\n"),
+            Vec::<&str>::new()
+        );
+        assert_eq!(
+            judge(b"[submodule \"a\"]\n\turl = ./../../:x\n"),
+            ["gitmodulesUrl"]
+        );
+        assert_eq!(
+            judge(b"[submodule \"a\"]\n\tpath = --x\n"),
+            ["gitmodulesPath"]
+        );
+        assert_eq!(
+            judge(b"[submodule \"a\"]\n\tupdate = !sh\n"),
+            ["gitmodulesUpdate"]
+        );
+        assert_eq!(judge(b"[submodule"), ["gitmodulesParse"]);
+        // Not in the push nor in the repository.
+        let mut fsck = Fsck::new(&strict);
+        let mut findings = Vec::new();
+        fsck.check(&tree_id, ObjectKind::Tree, &tree, &mut findings);
+        assert!(fsck.finish(|_| None, &mut findings));
+        assert_eq!(findings[0].msg_id, MsgId::GitmodulesMissing);
     }
 
     #[test]

@@ -70,13 +70,19 @@ pub struct StoredPack {
 }
 
 impl StoredPack {
-    /// The ids of the objects the pack holds, read from its index.
+    /// The ids of the objects the pack holds, in the order they are
+    /// stored, read from its index.
     pub fn object_ids(&self, format: ObjectFormat) -> Result<Vec<ObjectId>, OdbError> {
         let index = gix_pack::index::File::at(&self.index_path, crate::odb::hash_kind(format))
             .map_err(|e| {
                 OdbError::Pack(format!("cannot read {}: {e}", self.index_path.display()))
             })?;
-        Ok(index.iter().map(|entry| from_gix(&entry.oid)).collect())
+        let mut entries: Vec<(u64, ObjectId)> = index
+            .iter()
+            .map(|entry| (entry.pack_offset, from_gix(&entry.oid)))
+            .collect();
+        entries.sort_unstable();
+        Ok(entries.into_iter().map(|(_, id)| id).collect())
     }
 
     /// Removes the `.keep` file, once the refs that need the pack are

@@ -11,7 +11,7 @@
 use super::commands::Command;
 use crate::Repository;
 use refstore_fs::config::Component;
-use refstore_odb::fsck::{fsck_object, FsckOptions};
+use refstore_odb::fsck::{Finding, Fsck, FsckOptions};
 use refstore_odb::{
     check_connectivity, resolve_pack, ObjectKind, Odb, OdbError, PackOptions, Quarantine,
 };
@@ -71,21 +71,51 @@ pub(crate) fn receive(
         })?;
     let whole = Cursor::new(header).chain(input);
     let limit = unpack_limit(repo).map_err(|e| failed(messages, e))?;
+    let loose = i64::from(count) < limit;
     let mut checks = Checks {
-        options: fsck,
+        // As git: index-pack judges special blobs in pack order,
+        // unpack-objects after all objects.
+        session: fsck.map(|options| match loose {
+            true => Fsck::new(options),
+            false => Fsck::new(options).blobs_in_order(),
+        }),
         existing: &repo.objects,
         messages,
         refused: false,
+        finished: false,
     };
-    let stored = if i64::from(count) < limit {
+    let stored = if loose {
         unpack_loose(repo, &quarantine, whole, &mut checks)
             .map_err(|e| (e, "unpack-objects abnormal exit"))
     } else {
         store_pack(repo, &quarantine, whole, &mut checks)
             .map_err(|e| (e, "index-pack abnormal exit"))
     };
+    // Blobs named .gitmodules or .gitattributes that came before their
+    // trees, or are not in the push.
+    let stored = stored.and_then(|()| {
+        let refused = checks.finish(&quarantine);
+        let abnormal_exit = if loose {
+            "unpack-objects abnormal exit"
+        } else {
+            "index-pack abnormal exit"
+        };
+        match refused {
+            Ok(false) => Ok(()),
+            Ok(true) => {
+                checks
+                    .messages
+                    .push("fatal: fsck error in pack objects".to_owned());
+                Err((String::new(), abnormal_exit))
+            }
+            Err(e) => Err((e, abnormal_exit)),
+        }
+    });
     match stored {
         Ok(()) => Ok(Some(quarantine)),
+        Err((_, abnormal_exit)) if checks.refused && checks.finished => {
+            Err(abnormal_exit.to_owned())
+        }
         Err((_, abnormal_exit)) if checks.refused => {
             checks
                 .messages
@@ -98,37 +128,57 @@ pub(crate) fn receive(
 
 /// The object checks of one push.
 struct Checks<'a> {
-    options: Option<&'a FsckOptions>,
+    session: Option<Fsck<'a>>,
     /// The repository's objects: one it holds already (a thin pack's
     /// base) is not judged again.
     existing: &'a Odb,
     messages: &'a mut Vec<String>,
     /// Whether an object was refused.
     refused: bool,
+    /// Whether the refusal came from the checks after all objects.
+    finished: bool,
 }
 
 impl Checks<'_> {
     /// Checks one object; `Err` if it is refused.
     fn check(&mut self, id: &ObjectId, kind: ObjectKind, data: &[u8]) -> Result<(), OdbError> {
-        let Some(options) = self.options else {
+        let Some(session) = &mut self.session else {
             return Ok(());
         };
         let mut findings = Vec::new();
-        let refused = fsck_object(id, kind, data, options, &mut findings);
+        let refused = session.check(id, kind, data, &mut findings);
         // Looked up only for objects with findings: a miss costs gix a
         // look at the pack directory.
         if !findings.is_empty() && self.existing.contains(id) {
             return Ok(());
         }
-        for finding in findings {
-            let level = if finding.is_error { "error" } else { "warning" };
-            self.messages.push(format!("{level}: {finding}"));
-        }
+        self.report(findings);
         if refused {
             self.refused = true;
             return Err(OdbError::Pack(format!("object {id} is refused by fsck")));
         }
         Ok(())
+    }
+
+    /// The checks that need every object: `Ok(true)` if one is refused.
+    fn finish(&mut self, quarantine: &Quarantine) -> Result<bool, String> {
+        let Some(session) = &mut self.session else {
+            return Ok(false);
+        };
+        let objects = quarantine.odb().map_err(|e| one_line(&e.to_string()))?;
+        let mut findings = Vec::new();
+        let refused = session.finish(|id| objects.read(id).ok().flatten(), &mut findings);
+        self.report(findings);
+        self.refused |= refused;
+        self.finished = refused;
+        Ok(refused)
+    }
+
+    fn report(&mut self, findings: Vec<Finding>) {
+        for finding in findings {
+            let level = if finding.is_error { "error" } else { "warning" };
+            self.messages.push(format!("{level}: {finding}"));
+        }
     }
 }
 
@@ -192,7 +242,7 @@ fn store_pack(
     let stored = quarantine
         .store_pack(input, &options)
         .map_err(|e| one_line(&e.to_string()))?;
-    if checks.options.is_some() {
+    if checks.session.is_some() {
         let text = |e: OdbError| one_line(&e.to_string());
         let objects = quarantine.odb().map_err(text)?;
         for id in stored.object_ids(repo.object_format()).map_err(text)? {
