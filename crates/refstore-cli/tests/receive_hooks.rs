@@ -497,3 +497,30 @@ fn reference_transaction_on_a_reftable_repository() {
         .refs
         .contains(&format!("{tip} commit\trefs/heads/main")));
 }
+
+#[test]
+fn no_process_is_started_without_hooks() {
+    let s = Setup::new();
+    // Not executable: no hook, no process.
+    install_hook(&s.ours.join("hooks"), "post-receive", "true");
+    let hook = s.ours.join("hooks/post-receive");
+    std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let execs = |s: &Setup| {
+        let trace = s.home.join("trace");
+        let receive_pack = format!(
+            "--receive-pack=strace -f -qq -e trace=execve,execveat -o {} {} receive-pack",
+            trace.display(),
+            env!("CARGO_BIN_EXE_refstore")
+        );
+        let url = format!("file://{}", s.ours.display());
+        let out = git(&s.home, &s.src, &["push", &receive_pack, &url, "main"]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        let log = std::fs::read_to_string(&trace)
+            .expect("cannot run strace: install strace (scripts/install-deps does)");
+        log.lines().filter(|l| l.contains("execve")).count()
+    };
+    assert_eq!(execs(&s), 1, "receive-pack started other programs");
+    std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
+    s.commit("second");
+    assert!(execs(&s) > 1, "the post-receive hook did not run");
+}
