@@ -88,6 +88,7 @@ pub mod config;
 pub mod confine;
 pub mod discover;
 pub mod flush;
+pub mod hook;
 pub mod lock;
 mod mapped;
 pub mod real;

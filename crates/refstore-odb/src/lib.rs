@@ -7,6 +7,8 @@
 //!   [`refstore_fs::Vfs`], durable with one flush point for the whole batch.
 //! - [`store_pack`] stores a received pack with its index (completing a
 //!   thin pack), durable with one flush point before it is visible.
+//! - [`Quarantine`] holds a push's objects apart until it is accepted,
+//!   then moves them into the repository durably.
 //! - [`resolve_pack`] reads a pack stream object by object, deltas
 //!   resolved (thin packs against the repository).
 //! - [`DeltaBaseCache`] keeps inflated delta bases for gix-pack's decoder.
@@ -14,6 +16,7 @@
 //!   a pack writer that copies them without inflating.
 //! - [`check_connectivity`] verifies that new ref tips reach only
 //!   objects the database holds, walking only what is new.
+//! - [`fsck`] applies git's object checks (`receive.fsckObjects`).
 //! - [`object_id`] and [`check_format`] hash and validate objects as
 //!   `git hash-object` does.
 //!
@@ -44,12 +47,14 @@ mod check;
 mod connectivity;
 mod delta;
 mod error;
+pub mod fsck;
 mod hash;
 mod kind;
 mod loose;
 mod odb;
 mod pack;
 mod packed;
+mod quarantine;
 mod rev_index;
 mod tag_peeler;
 mod unpack;
@@ -64,6 +69,7 @@ pub use loose::{loose_object_path, LooseWriter};
 pub use odb::Odb;
 pub use pack::{store_pack, PackOptions, StoredPack};
 pub use packed::{PackedAt, Packs, StoredEntry, StoredKind};
+pub use quarantine::{Migrated, Quarantine, QUARANTINE_PREFIX};
 pub use rev_index::reverse_index;
 pub use tag_peeler::TagPeeler;
 pub use unpack::{resolve_pack, PackObject, PackSummary};

@@ -67,6 +67,9 @@ pub struct LooseWriter {
     /// One zlib stream state, reset for each object: creating a fresh one
     /// per object allocates and clears hundreds of KiB each time.
     compressor: Compress,
+    /// Whether the final names are made durable at commit (not in a
+    /// quarantine, whose names nobody needs after a crash).
+    durable_names: bool,
 }
 
 impl LooseWriter {
@@ -90,7 +93,16 @@ impl LooseWriter {
             seen: HashSet::new(),
             temp_names: TempNames::new(),
             compressor: Compress::new(Compression::fast(), true),
+            durable_names: true,
         }
+    }
+
+    /// Skips the directory flush point of [`commit`](Self::commit): for
+    /// objects written into a quarantine, whose names are given durably
+    /// when it is migrated.
+    pub(crate) fn without_durable_names(mut self) -> Self {
+        self.durable_names = false;
+        self
     }
 
     /// Chooses how the flush points of the `batch` method are carried out
@@ -157,7 +169,9 @@ impl LooseWriter {
                 return Err(e);
             }
         }
-        self.batch.flush_dirs()?;
+        if self.durable_names {
+            self.batch.flush_dirs()?;
+        }
         Ok(())
     }
 

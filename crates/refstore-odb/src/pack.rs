@@ -70,6 +70,21 @@ pub struct StoredPack {
 }
 
 impl StoredPack {
+    /// The ids of the objects the pack holds, in the order they are
+    /// stored, read from its index.
+    pub fn object_ids(&self, format: ObjectFormat) -> Result<Vec<ObjectId>, OdbError> {
+        let index = gix_pack::index::File::at(&self.index_path, crate::odb::hash_kind(format))
+            .map_err(|e| {
+                OdbError::Pack(format!("cannot read {}: {e}", self.index_path.display()))
+            })?;
+        let mut entries: Vec<(u64, ObjectId)> = index
+            .iter()
+            .map(|entry| (entry.pack_offset, from_gix(&entry.oid)))
+            .collect();
+        entries.sort_unstable();
+        Ok(entries.into_iter().map(|(_, id)| id).collect())
+    }
+
     /// Removes the `.keep` file, once the refs that need the pack are
     /// written.
     pub fn release_keep(&self, vfs: &dyn Vfs) -> Result<(), OdbError> {
@@ -87,6 +102,19 @@ pub fn store_pack(
     objects_dir: &Path,
     input: impl BufRead,
     options: &PackOptions<'_>,
+) -> Result<StoredPack, OdbError> {
+    store(vfs, objects_dir, input, options, true)
+}
+
+/// [`store_pack`]; without `durable_names` only the data flush point is
+/// run (for a quarantine, whose names are given durably when it is
+/// migrated).
+pub(crate) fn store(
+    vfs: Arc<dyn Vfs>,
+    objects_dir: &Path,
+    input: impl BufRead,
+    options: &PackOptions<'_>,
+    durable_names: bool,
 ) -> Result<StoredPack, OdbError> {
     let (pack, index, outcome) = build(input, options)?;
     let checksum = from_gix(&outcome.data_hash);
@@ -115,7 +143,12 @@ pub fn store_pack(
         )?),
         false => None,
     };
-    install(vfs, &dir, &stored, &pack, &index, rev.as_deref(), options)?;
+    let files = Files {
+        pack: &pack,
+        index: &index,
+        rev: rev.as_deref(),
+    };
+    install(vfs, &dir, &stored, &files, options, durable_names)?;
     Ok(stored)
 }
 
@@ -180,11 +213,11 @@ fn install(
     vfs: Arc<dyn Vfs>,
     dir: &Path,
     stored: &StoredPack,
-    pack: &[u8],
-    index: &[u8],
-    rev: Option<&[u8]>,
+    files: &Files<'_>,
     options: &PackOptions<'_>,
+    durable_names: bool,
 ) -> Result<(), OdbError> {
+    let Files { pack, index, rev } = *files;
     let mut batch = FlushBatch::new(vfs.clone(), options.method, dir.to_owned())
         .with_mechanism(options.batch_mechanism);
     batch.create_dir_all(dir)?;
@@ -224,15 +257,27 @@ fn install(
     if let Some((temp, dest)) = &temp_rev {
         link(&mut temps, temp, dest)?;
     }
-    batch.dir_changed(dir);
-    batch.flush_dirs()?;
+    if durable_names {
+        batch.dir_changed(dir);
+        batch.flush_dirs()?;
+    }
     link(&mut temps, &temp_index, &stored.index_path)?;
     // The pack is visible: what it is named stays, whatever happens next.
     temps.named.clear();
-    batch.dir_changed(dir);
-    batch.flush_dirs()?;
+    if durable_names {
+        batch.dir_changed(dir);
+        batch.flush_dirs()?;
+    }
     drop(temps);
     Ok(())
+}
+
+/// The contents of a stored pack's files.
+#[derive(Clone, Copy)]
+struct Files<'a> {
+    pack: &'a [u8],
+    index: &'a [u8],
+    rev: Option<&'a [u8]>,
 }
 
 /// Temporary files, removed when dropped (after their contents were linked

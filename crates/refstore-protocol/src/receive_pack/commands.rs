@@ -2,10 +2,11 @@
 //! the capabilities after a NUL on the first), ended by a flush-pkt, then
 //! the push options if `push-options` was asked for.
 //!
-//! Parsing is strict: a line that is not a command in the repository's
-//! object format ends the push before anything is stored. Shallow updates
-//! and signed pushes are refused with a message saying so, since this
-//! server offers neither.
+//! A client pushing from a shallow clone first names its shallow commits
+//! (`shallow <id>`). Parsing is strict: a line that is not a command in the
+//! repository's object format ends the push before anything is stored.
+//! Signed pushes are refused with a message saying so, since this server
+//! does not offer them.
 
 use super::ReceivePackError;
 use crate::pkt_line::{Packet, PacketReader};
@@ -44,6 +45,8 @@ pub(crate) struct Capabilities {
 /// A parsed request.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub(crate) struct Request {
+    /// The client's shallow commits (a push from a shallow clone).
+    pub shallow: Vec<ObjectId>,
     pub commands: Vec<Command>,
     pub capabilities: Capabilities,
     pub push_options: Vec<Vec<u8>>,
@@ -81,10 +84,23 @@ pub(crate) fn read<R: Read>(
                 )))
             }
         };
-        if line.starts_with(b"shallow ") {
-            return Err(ReceivePackError::request(
-                "this server does not accept pushes from shallow clones: unshallow the clone (git fetch --unshallow) and push again",
-            ));
+        if let Some(hex) = line.strip_prefix(b"shallow ") {
+            // A shallow client names its shallow commits before the
+            // commands.
+            if !request.commands.is_empty() {
+                return Err(ReceivePackError::request(
+                    "protocol error: a shallow line after the commands",
+                ));
+            }
+            let hex = hex.strip_suffix(b"\n").unwrap_or(hex);
+            let id = ObjectId::from_hex_in(hex, format).map_err(|_| {
+                ReceivePackError::request(format!(
+                    "protocol error: expected shallow sha, got '{}'",
+                    String::from_utf8_lossy(hex)
+                ))
+            })?;
+            request.shallow.push(id);
+            continue;
         }
         if line.starts_with(b"push-cert") {
             return Err(ReceivePackError::request(
@@ -258,9 +274,14 @@ mod tests {
     }
 
     #[test]
-    fn refuses_shallow_signed_and_unfinished_requests() {
+    fn reads_shallow_lines_and_refuses_signed_and_unfinished_requests() {
         let shallow = format!("shallow {A}");
-        assert!(parse(&packets(&[shallow.as_bytes()], true))
+        let command = format!("{A} {B} refs/heads/a");
+        let request = parse(&packets(&[shallow.as_bytes(), command.as_bytes()], true)).unwrap();
+        assert_eq!(request.shallow.len(), 1);
+        assert_eq!(request.commands.len(), 1);
+        assert!(parse(&packets(&[command.as_bytes(), shallow.as_bytes()], true)).is_err());
+        assert!(parse(&packets(&[b"shallow 12", command.as_bytes()], true))
             .unwrap_err()
             .to_string()
             .contains("shallow"));

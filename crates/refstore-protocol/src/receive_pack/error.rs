@@ -20,6 +20,9 @@ pub enum ReceivePackError {
     /// The refs could not be read.
     #[error("cannot read the refs: {0}")]
     Refs(#[from] ReadError),
+    /// The objects of the push cannot be read.
+    #[error("{0}")]
+    Objects(String),
     /// The configuration cannot be used for writing refs.
     #[error("{0}")]
     Config(String),

@@ -1,12 +1,20 @@
-//! Taking in the pack that follows the commands: stored with its index
-//! (thin packs completed from the repository) and a `.keep` file that
-//! protects it from a concurrent `git gc` until the refs that need it are
-//! written; then the connectivity check of the new tips.
+//! Taking in the objects that follow the commands, into a [`Quarantine`]
+//! where the repository does not see them until the push is accepted:
+//! a pack of fewer objects than `receive.unpackLimit` (else
+//! `transfer.unpackLimit`, else 100) as loose objects, as git's
+//! `unpack-objects`; a larger one as a pack with its index (thin packs
+//! completed from the repository) and a `.keep` file that protects it
+//! from a concurrent `git gc` from its migration until the refs that need
+//! it are written. Then the connectivity check of the new tips, against
+//! the quarantine and the repository together.
 
 use super::commands::Command;
 use crate::Repository;
 use refstore_fs::config::Component;
-use refstore_odb::{check_connectivity, store_pack, PackOptions, StoredPack};
+use refstore_odb::fsck::{Finding, Fsck, FsckOptions};
+use refstore_odb::{
+    check_connectivity, resolve_pack, ObjectKind, Odb, OdbError, PackOptions, Quarantine,
+};
 use refstore_refs::value::Target;
 use refstore_refs::ObjectId;
 use std::collections::HashMap;
@@ -15,25 +23,209 @@ use std::io::{BufRead, Cursor, Read};
 /// The size of a pack header: `PACK`, version, object count.
 const HEADER_LEN: usize = 12;
 
-/// Reads the pack from `input` and stores it. `Ok(None)` for a pack
-/// without objects (a push of objects the repository already has), which
-/// is read and dropped. The error is the text of git's `unpack <reason>`
-/// report line.
+/// git's default `unpackLimit`.
+const DEFAULT_UNPACK_LIMIT: i64 = 100;
+
+/// Reads the pack from `input` into a new quarantine, checking every
+/// object with `fsck` if given (warnings go to `messages`). `Ok(None)`
+/// for a pack without objects (a push of objects the repository already
+/// has), which is read and dropped. The error is the text of git's
+/// `unpack <reason>` report line, explained in `messages`; nothing is left
+/// in the repository then.
 pub(crate) fn receive(
     repo: &Repository,
     input: &mut dyn BufRead,
-) -> Result<Option<StoredPack>, String> {
+    fsck: Option<&FsckOptions>,
+    messages: &mut Vec<String>,
+) -> Result<Option<Quarantine>, String> {
+    let failed = |messages: &mut Vec<String>, reason: String| {
+        messages.push(format!("error: unpack failed: {reason}"));
+        reason
+    };
     let mut header = [0u8; HEADER_LEN];
-    input
-        .read_exact(&mut header)
-        .map_err(|e| format!("the pack ended before its header: {e}"))?;
+    if let Err(e) = input.read_exact(&mut header) {
+        return Err(failed(
+            messages,
+            format!("the pack ended before its header: {e}"),
+        ));
+    }
     if header[8..12] == [0, 0, 0, 0] && &header[..4] == b"PACK" {
         let mut trailer = vec![0u8; repo.object_format().raw_len()];
-        input
-            .read_exact(&mut trailer)
-            .map_err(|e| format!("the empty pack ended before its checksum: {e}"))?;
+        if let Err(e) = input.read_exact(&mut trailer) {
+            return Err(failed(
+                messages,
+                format!("the empty pack ended before its checksum: {e}"),
+            ));
+        }
         return Ok(None);
     }
+    let count = u32::from_be_bytes(header[8..12].try_into().expect("four bytes"));
+    let objects_dir = repo.location.common_dir.join("objects");
+    let quarantine = Quarantine::create(repo.vfs.clone(), &objects_dir, repo.object_format())
+        .map_err(|e| {
+            let reason = format!(
+                "unable to create temporary object directory: {}",
+                one_line(&e.to_string())
+            );
+            failed(messages, reason)
+        })?;
+    let whole = Cursor::new(header).chain(input);
+    let limit = unpack_limit(repo).map_err(|e| failed(messages, e))?;
+    let loose = i64::from(count) < limit;
+    let mut checks = Checks {
+        // As git: index-pack judges special blobs in pack order,
+        // unpack-objects after all objects.
+        session: fsck.map(|options| match loose {
+            true => Fsck::new(options),
+            false => Fsck::new(options).blobs_in_order(),
+        }),
+        existing: &repo.objects,
+        messages,
+        refused: false,
+        finished: false,
+    };
+    let stored = if loose {
+        unpack_loose(repo, &quarantine, whole, &mut checks)
+            .map_err(|e| (e, "unpack-objects abnormal exit"))
+    } else {
+        store_pack(repo, &quarantine, whole, &mut checks)
+            .map_err(|e| (e, "index-pack abnormal exit"))
+    };
+    // Blobs named .gitmodules or .gitattributes that came before their
+    // trees, or are not in the push.
+    let stored = stored.and_then(|()| {
+        let refused = checks.finish(&quarantine);
+        let abnormal_exit = if loose {
+            "unpack-objects abnormal exit"
+        } else {
+            "index-pack abnormal exit"
+        };
+        match refused {
+            Ok(false) => Ok(()),
+            Ok(true) => {
+                checks
+                    .messages
+                    .push("fatal: fsck error in pack objects".to_owned());
+                Err((String::new(), abnormal_exit))
+            }
+            Err(e) => Err((e, abnormal_exit)),
+        }
+    });
+    match stored {
+        Ok(()) => Ok(Some(quarantine)),
+        Err((_, abnormal_exit)) if checks.refused && checks.finished => {
+            Err(abnormal_exit.to_owned())
+        }
+        Err((_, abnormal_exit)) if checks.refused => {
+            checks
+                .messages
+                .push("fatal: fsck error in packed object".to_owned());
+            Err(abnormal_exit.to_owned())
+        }
+        Err((reason, _)) => Err(failed(checks.messages, reason)),
+    }
+}
+
+/// The object checks of one push.
+struct Checks<'a> {
+    session: Option<Fsck<'a>>,
+    /// The repository's objects: one it holds already (a thin pack's
+    /// base) is not judged again.
+    existing: &'a Odb,
+    messages: &'a mut Vec<String>,
+    /// Whether an object was refused.
+    refused: bool,
+    /// Whether the refusal came from the checks after all objects.
+    finished: bool,
+}
+
+impl Checks<'_> {
+    /// Checks one object; `Err` if it is refused.
+    fn check(&mut self, id: &ObjectId, kind: ObjectKind, data: &[u8]) -> Result<(), OdbError> {
+        let Some(session) = &mut self.session else {
+            return Ok(());
+        };
+        let mut findings = Vec::new();
+        let refused = session.check(id, kind, data, &mut findings);
+        // Looked up only for objects with findings: a miss costs gix a
+        // look at the pack directory.
+        if !findings.is_empty() && self.existing.contains(id) {
+            return Ok(());
+        }
+        self.report(findings);
+        if refused {
+            self.refused = true;
+            return Err(OdbError::Pack(format!("object {id} is refused by fsck")));
+        }
+        Ok(())
+    }
+
+    /// The checks that need every object: `Ok(true)` if one is refused.
+    fn finish(&mut self, quarantine: &Quarantine) -> Result<bool, String> {
+        let Some(session) = &mut self.session else {
+            return Ok(false);
+        };
+        let objects = quarantine.odb().map_err(|e| one_line(&e.to_string()))?;
+        let mut findings = Vec::new();
+        let refused = session.finish(|id| objects.read(id).ok().flatten(), &mut findings);
+        self.report(findings);
+        self.refused |= refused;
+        self.finished = refused;
+        Ok(refused)
+    }
+
+    fn report(&mut self, findings: Vec<Finding>) {
+        for finding in findings {
+            let level = if finding.is_error { "error" } else { "warning" };
+            self.messages.push(format!("{level}: {finding}"));
+        }
+    }
+}
+
+/// `receive.unpackLimit`, else `transfer.unpackLimit`, else 100.
+fn unpack_limit(repo: &Repository) -> Result<i64, String> {
+    for key in ["receive.unpackLimit", "transfer.unpackLimit"] {
+        if let Some(limit) = repo.config.int(key).map_err(|e| e.to_string())? {
+            if limit >= 0 {
+                return Ok(limit);
+            }
+        }
+    }
+    Ok(DEFAULT_UNPACK_LIMIT)
+}
+
+/// Stores every object of the pack loose, in one batch with one data
+/// flush point once the pack's checksum is verified. Objects the
+/// repository has are skipped, as git's `unpack-objects` skips them.
+fn unpack_loose(
+    repo: &Repository,
+    quarantine: &Quarantine,
+    input: impl BufRead,
+    checks: &mut Checks<'_>,
+) -> Result<(), String> {
+    let mut writer = quarantine.loose_writer(
+        repo.settings.fsync.method_for(Component::LooseObject),
+        repo.settings.fsync.batch_mechanism(),
+    );
+    resolve_pack(input, repo.object_format(), Some(&repo.objects), |object| {
+        checks.check(&object.id, object.kind, object.data)?;
+        if repo.objects.contains(&object.id) {
+            return Ok(());
+        }
+        writer.write(object.kind, object.data).map(drop)
+    })
+    .map_err(|e| one_line(&e.to_string()))?;
+    writer.commit().map_err(|e| one_line(&e.to_string()))
+}
+
+/// Stores the pack with its index and a `.keep` file, then checks its
+/// objects.
+fn store_pack(
+    repo: &Repository,
+    quarantine: &Quarantine,
+    input: impl BufRead,
+    checks: &mut Checks<'_>,
+) -> Result<(), String> {
     let keep = format!("receive-pack {} on refstore\n", std::process::id());
     let options = PackOptions {
         format: repo.object_format(),
@@ -47,19 +239,34 @@ pub(crate) fn receive(
             .map_err(|e| e.to_string())?
             .unwrap_or(true),
     };
-    let objects_dir = repo.location.common_dir.join("objects");
-    let whole = Cursor::new(header).chain(input);
-    store_pack(repo.vfs.clone(), &objects_dir, whole, &options)
-        .map(Some)
-        .map_err(|e| one_line(&e.to_string()))
+    let stored = quarantine
+        .store_pack(input, &options)
+        .map_err(|e| one_line(&e.to_string()))?;
+    if checks.session.is_some() {
+        let text = |e: OdbError| one_line(&e.to_string());
+        let objects = quarantine.odb().map_err(text)?;
+        for id in stored.object_ids(repo.object_format()).map_err(text)? {
+            let (kind, data) = objects
+                .read(&id)
+                .map_err(text)?
+                .ok_or_else(|| format!("object {id} of the pack cannot be read"))?;
+            checks.check(&id, kind, &data).map_err(text)?;
+        }
+    }
+    Ok(())
 }
 
 /// For each command, whether its new value is connected: `None` if it is
 /// (or the command deletes), else the reason to report. The refs the
-/// repository has now are the known side of the walk.
+/// repository has now are the known side of the walk; `objects` holds
+/// the quarantined objects with the repository's. For a push from a
+/// shallow clone (`shallow`), history that does not connect is refused as
+/// git refuses it by default (`shallow update not allowed`).
 pub(crate) fn check_connected(
     repo: &Repository,
+    objects: &Odb,
     commands: &[Command],
+    shallow: bool,
     messages: &mut Vec<String>,
 ) -> Result<Vec<Option<&'static str>>, super::ReceivePackError> {
     let known: Vec<ObjectId> = repo
@@ -72,13 +279,16 @@ pub(crate) fn check_connected(
             Target::Symbolic(_) => None,
         })
         .collect();
+    // Many refs often share one value (CI refs at one commit): each tip is
+    // read once, which matters when they are loose objects.
+    let mut distinct = std::collections::HashSet::new();
     let tips: Vec<ObjectId> = commands
         .iter()
-        .filter(|c| !c.is_delete())
+        .filter(|c| !c.is_delete() && distinct.insert(c.new))
         .map(|c| c.new)
         .collect();
     let mut results = vec![None; commands.len()];
-    if check_connectivity(&repo.objects, &tips, &known).is_ok() {
+    if check_connectivity(objects, &tips, &known).is_ok() {
         return Ok(results);
     }
     // Something is missing: find out which commands it concerns, so the
@@ -90,11 +300,18 @@ pub(crate) fn check_connected(
             continue;
         }
         let verdict = verdicts.entry(command.new).or_insert_with(|| {
-            check_connectivity(&repo.objects, &[command.new], &known)
+            check_connectivity(objects, &[command.new], &known)
                 .err()
                 .map(|e| e.to_string())
         });
         if let Some(error) = verdict {
+            if shallow {
+                // History cut by the client's shallow boundary that this
+                // repository cannot complete: git refuses to record new
+                // shallow commits unless receive.shallowUpdate allows it.
+                *result = Some("shallow update not allowed");
+                continue;
+            }
             messages.push(format!(
                 "error: {}: {error}",
                 String::from_utf8_lossy(&command.name)

@@ -7,28 +7,48 @@
 //!
 //! 1. the ref advertisement (`advertisement.rs`);
 //! 2. the command list, capabilities and push options (`commands.rs`);
-//! 3. the pack, stored durably with its index and a `.keep` file, thin
-//!    packs completed, then the connectivity check of the new tips
-//!    (`ingest.rs`);
-//! 4. git's per-ref policies, then all accepted updates in one transaction
-//!    with one flush point (`update.rs`), atomic or per ref;
-//! 5. the `.keep` file released, and the status report (`report.rs`).
+//! 3. the objects, into a quarantine directory (loose below
+//!    `receive.unpackLimit`, else a pack with its index and a `.keep`
+//!    file, thin packs completed), then the connectivity check of the new
+//!    tips against quarantine and repository (`ingest.rs`);
+//! 4. the `pre-receive` hook, which sees the quarantined objects; if it
+//!    accepts, the objects move into the repository, durably (`hooks.rs`);
+//! 5. git's per-ref policies and the `update` hook, then all accepted
+//!    updates in one transaction with one flush point, atomic or per ref,
+//!    with the `reference-transaction` hook (`update.rs`,
+//!    `ref_transaction.rs`);
+//! 6. the `.keep` files released, the status report (`report.rs`), then
+//!    `post-receive` and `post-update`.
 //!
-//! Nothing refers to the new pack until its refs are committed, so a push
-//! that fails at any stage leaves every ref as it was. A malformed request
+//! What hooks print and refstore's own messages reach the user through
+//! the [`relay::Relay`], on side-band 2 when negotiated.
+//!
+//! A push refused before its objects are migrated (a bad pack, missing
+//! objects for every ref, `pre-receive`) leaves neither objects nor refs
+//! behind; one
+//! refused after (policies, `update`, the transaction) leaves objects no
+//! ref refers to, as git's does. A malformed request
 //! (bad framing, an invalid id, a command line of the wrong shape) ends
 //! the call with an error before anything is stored; a bad pack and
 //! refused refs are reported to the client, and the call succeeds.
 //!
-//! Not supported: shallow pushes, signed pushes (`push-cert`), hooks,
-//! hidden refs and namespaces. Push options are read and ignored, as git
-//! does without hooks to pass them to.
+//! A push from a shallow clone is accepted where its history connects in
+//! this repository, and refused per ref (`shallow update not allowed`)
+//! where it would need new shallow commits, as git's default
+//! (`receive.shallowUpdate` off) does.
+//!
+//! Not supported: `receive.shallowUpdate`, signed pushes (`push-cert`),
+//! hidden refs and namespaces, `proc-receive` and `push-to-checkout`.
 
 mod advertisement;
 pub(crate) mod commands;
 mod error;
 mod fast_forward;
+mod fsck_config;
+mod hooks;
 mod ingest;
+mod ref_transaction;
+mod relay;
 mod report;
 mod update;
 
@@ -36,7 +56,12 @@ pub use error::ReceivePackError;
 
 use crate::pkt_line::{Dialect, PacketReader, PacketWriter};
 use crate::Repository;
+use hooks::Hooks;
+use refstore_fs::config::Component;
+use refstore_odb::Quarantine;
+use relay::Relay;
 use std::io::{BufReader, Read, Write};
+use std::os::unix::ffi::OsStrExt;
 
 /// How a transport runs receive-pack.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -70,72 +95,193 @@ pub fn receive_pack(
         return Ok(());
     }
     let mut input = reader.into_inner();
-    let mut messages = Vec::new();
-    let mut results: Vec<Option<String>> = vec![None; request.commands.len()];
-    let unpack = if request.expects_pack() {
-        ingest::receive(repo, &mut input)
+    let mut push = Push {
+        repo,
+        request: &request,
+        hooks: Hooks::of(repo),
+        relay: Relay::new(&mut out, request.capabilities.side_band_64k),
+        messages: Vec::new(),
+        results: vec![None; request.commands.len()],
+    };
+    let received = if request.expects_pack() {
+        match fsck_config::options(repo) {
+            Ok(fsck) => ingest::receive(repo, &mut input, fsck.as_ref(), &mut push.messages),
+            Err(e) => {
+                push.messages.push(format!("error: {e}"));
+                Err(e)
+            }
+        }
     } else {
         Ok(None)
     };
-    let unpack = match unpack {
-        Ok(pack) => {
-            let applied = connect_and_apply(repo, &request, &mut results, &mut messages);
-            // The refs are written (or refused): the pack no longer needs
-            // protection from gc, whatever happened.
-            if let Some(pack) = &pack {
-                if let Err(e) = pack.release_keep(repo.vfs.as_ref()) {
-                    messages.push(format!("warning: cannot remove {}: {e}", display(pack)));
-                }
-            }
-            applied?;
+    let unpack = match received {
+        Ok(quarantine) => {
+            push.accept(quarantine)?;
             Ok(())
         }
         Err(reason) => {
-            messages.push(format!("error: unpack failed: {reason}"));
-            for result in &mut results {
+            for result in &mut push.results {
                 *result = Some("unpacker error".to_owned());
             }
             Err(reason)
         }
     };
+    let applied = unpack.is_ok();
     report::write(
-        &mut out,
+        &mut push.relay,
         &request.capabilities,
         &report::Report {
             unpack,
             commands: &request.commands,
-            results: &results,
-            messages: &messages,
+            results: &push.results,
         },
-    )
-}
-
-/// Checks the connectivity of the new tips, then applies the commands
-/// that passed, recording each command's outcome in `results`.
-fn connect_and_apply(
-    repo: &Repository,
-    request: &commands::Request,
-    results: &mut [Option<String>],
-    messages: &mut Vec<String>,
-) -> Result<(), ReceivePackError> {
-    let connected = ingest::check_connected(repo, &request.commands, messages)?;
-    for (result, missing) in results.iter_mut().zip(connected) {
-        *result = missing.map(str::to_owned);
+        &mut push.messages,
+    )?;
+    if applied {
+        push.after_update()?;
     }
-    update::apply(
-        repo,
-        &request.commands,
-        request.capabilities.atomic,
-        results,
-        messages,
-    )
+    report::finish(&mut push.relay, &mut push.messages)
 }
 
-/// The `.keep` file of a pack, for messages.
-fn display(pack: &refstore_odb::StoredPack) -> String {
-    pack.keep_path
-        .as_deref()
-        .unwrap_or(&pack.pack_path)
-        .display()
-        .to_string()
+/// The push options for hooks: git gives `pre-receive` and
+/// `post-receive` a count (0 without options) whatever the client asked.
+fn push_options(request: &commands::Request) -> Option<&[Vec<u8>]> {
+    Some(request.push_options.as_slice())
+}
+
+/// One push being served.
+struct Push<'a, 'w, W: Write> {
+    repo: &'a Repository,
+    request: &'a commands::Request,
+    hooks: Hooks,
+    relay: Relay<'w, W>,
+    /// Messages for the user not sent yet.
+    messages: Vec<String>,
+    /// For each command: `None` while it may still be applied (and once it
+    /// was), else git's reason for refusing it.
+    results: Vec<Option<String>>,
+}
+
+impl<W: Write> Push<'_, '_, W> {
+    /// Checks the connectivity of the new tips, asks `pre-receive`, moves
+    /// the quarantined objects into the repository, then applies the
+    /// commands that passed. Refused at any step before the migration,
+    /// the push leaves no object behind (the quarantine is removed when
+    /// dropped).
+    fn accept(&mut self, quarantine: Option<Quarantine>) -> Result<(), ReceivePackError> {
+        let repo = self.repo;
+        let commands = &self.request.commands;
+        let quarantined = match &quarantine {
+            Some(q) => Some(
+                q.odb()
+                    .map_err(|e| ReceivePackError::Objects(e.to_string()))?,
+            ),
+            None => None,
+        };
+        let objects = quarantined.as_ref().unwrap_or(&repo.objects);
+        let shallow = !self.request.shallow.is_empty();
+        let connected =
+            ingest::check_connected(repo, objects, commands, shallow, &mut self.messages)?;
+        for (result, missing) in self.results.iter_mut().zip(connected) {
+            *result = missing.map(str::to_owned);
+        }
+        let stdin = hooks::command_lines(commands, |_| true);
+        let call = hooks::Call {
+            stdin: &stdin,
+            push_options: push_options(self.request),
+            quarantine: quarantine.as_ref(),
+            ..hooks::Call::default()
+        };
+        if !self
+            .hooks
+            .run("pre-receive", &call, &mut self.relay, &mut self.messages)?
+        {
+            self.fail_rest("pre-receive hook declined");
+            return Ok(());
+        }
+        drop(quarantined);
+        if self.results.iter().all(Option::is_some) {
+            // Nothing can be applied: the objects are not needed.
+            return Ok(());
+        }
+        if let Some(quarantine) = quarantine {
+            let fsync = &repo.settings.fsync;
+            let method = fsync.method_for(Component::Pack);
+            match quarantine.migrate(method, fsync.batch_mechanism()) {
+                Ok(migrated) => {
+                    let applied = self.apply();
+                    // The refs are written (or refused): the packs no
+                    // longer need protection from gc, whatever happened.
+                    for keep in &migrated.keep_files {
+                        if let Err(e) = repo.vfs.unlink(keep) {
+                            self.messages
+                                .push(format!("warning: cannot remove {}: {e}", keep.display()));
+                        }
+                    }
+                    return applied;
+                }
+                Err(e) => {
+                    self.messages.push(format!(
+                        "error: unable to migrate objects to permanent storage: {e}"
+                    ));
+                    self.fail_rest("unable to migrate objects to permanent storage");
+                    return Ok(());
+                }
+            }
+        }
+        self.apply()
+    }
+
+    /// Applies the commands not refused yet, recording each outcome.
+    fn apply(&mut self) -> Result<(), ReceivePackError> {
+        update::apply(
+            &mut update::Context {
+                repo: self.repo,
+                hooks: &self.hooks,
+                relay: &mut self.relay,
+                messages: &mut self.messages,
+            },
+            &self.request.commands,
+            self.request.capabilities.atomic,
+            &mut self.results,
+        )
+    }
+
+    /// `post-receive` and `post-update`, once the status is reported, for
+    /// the commands that were applied.
+    fn after_update(&mut self) -> Result<(), ReceivePackError> {
+        let commands = &self.request.commands;
+        let applied = |i: usize| self.results[i].is_none();
+        if !(0..commands.len()).any(applied) {
+            return Ok(());
+        }
+        let stdin = hooks::command_lines(commands, applied);
+        let call = hooks::Call {
+            stdin: &stdin,
+            push_options: push_options(self.request),
+            ..hooks::Call::default()
+        };
+        self.hooks
+            .run("post-receive", &call, &mut self.relay, &mut self.messages)?;
+        let names: Vec<std::ffi::OsString> = commands
+            .iter()
+            .enumerate()
+            .filter(|&(i, _)| applied(i))
+            .map(|(_, c)| std::ffi::OsStr::from_bytes(&c.name).to_owned())
+            .collect();
+        let call = hooks::Call {
+            args: &names,
+            ..hooks::Call::default()
+        };
+        self.hooks
+            .run("post-update", &call, &mut self.relay, &mut self.messages)?;
+        Ok(())
+    }
+
+    /// Refuses every command not refused yet, for `reason`.
+    fn fail_rest(&mut self, reason: &str) {
+        for result in self.results.iter_mut().filter(|r| r.is_none()) {
+            *result = Some(reason.to_owned());
+        }
+    }
 }

@@ -1,10 +1,13 @@
-//! The answer to a push: the messages for the user (on side-band 2 as
-//! `remote:` lines when side-band-64k was negotiated), then the status
+//! The answer to a push: the messages for the user not sent yet (see
+//! [`Relay`]), then the status
 //! report (`unpack ok` or `unpack <reason>`, one `ok <ref>` or
 //! `ng <ref> <reason>` per command, a flush-pkt), itself inside side-band 1
-//! when negotiated. Without report-status the client gets no report.
+//! when negotiated, then what `post-receive` and `post-update` print, and
+//! the flush-pkt that ends the side-band stream. Without report-status the
+//! client gets no report.
 
 use super::commands::{Capabilities, Command};
+use super::relay::Relay;
 use super::ReceivePackError;
 use crate::pkt_line::sideband::{SidebandMode, SidebandWriter};
 use crate::pkt_line::PacketWriter;
@@ -18,44 +21,43 @@ pub(crate) struct Report<'a> {
     pub commands: &'a [Command],
     /// For each command: `None` if applied, else git's reason.
     pub results: &'a [Option<String>],
-    /// Messages for the user (`error: ...`, `warning: ...`).
-    pub messages: &'a [String],
 }
 
-/// Writes `report` as `capabilities` ask.
+/// Sends the messages still pending and the status report as
+/// `capabilities` ask, at once: hooks that run after the report
+/// (`post-receive`) may print more before [`finish`] ends the answer.
 pub(crate) fn write<W: Write>(
-    out: &mut PacketWriter<W>,
+    relay: &mut Relay<'_, W>,
     capabilities: &Capabilities,
     report: &Report<'_>,
+    messages: &mut Vec<String>,
 ) -> Result<(), ReceivePackError> {
-    let wants_status = capabilities.report_status || capabilities.report_status_v2;
-    if !capabilities.side_band_64k {
-        // No channel to the user but the server's standard error, as with
-        // git's receive-pack.
-        for message in report.messages {
-            eprintln!("{message}");
+    relay.messages(messages)?;
+    if capabilities.report_status || capabilities.report_status_v2 {
+        if relay.side_band() {
+            let mut packets = PacketWriter::new(Vec::new());
+            write_status(&mut packets, report)?;
+            let status = packets.into_inner()?;
+            let mut band = SidebandWriter::new(relay.packets(), SidebandMode::SideBand64k);
+            band.write_data(&status)?;
+        } else {
+            write_status(relay.packets(), report)?;
         }
-        if wants_status {
-            write_status(out, report)?;
-        }
-        return Ok(out.flush_buffered()?);
     }
-    let status = if wants_status {
-        let mut packets = PacketWriter::new(Vec::new());
-        write_status(&mut packets, report)?;
-        Some(packets.into_inner()?)
-    } else {
-        None
-    };
-    let mut band = SidebandWriter::new(out, SidebandMode::SideBand64k);
-    for message in report.messages {
-        band.write_progress(format!("{message}\n").as_bytes())?;
+    Ok(relay.packets().flush_buffered()?)
+}
+
+/// Ends the answer: sends the last messages, and ends the side-band
+/// stream with its flush-pkt.
+pub(crate) fn finish<W: Write>(
+    relay: &mut Relay<'_, W>,
+    messages: &mut Vec<String>,
+) -> Result<(), ReceivePackError> {
+    relay.messages(messages)?;
+    if relay.side_band() {
+        relay.packets().write_flush()?;
     }
-    if let Some(status) = status {
-        band.write_data(&status)?;
-    }
-    band.finish()?;
-    Ok(())
+    Ok(relay.packets().flush_buffered()?)
 }
 
 /// Writes the status report as pkt-lines, ended by a flush-pkt.

@@ -15,6 +15,9 @@
 
 use super::commands::Command;
 use super::fast_forward::{relation, Relation};
+use super::hooks::{self, Hooks};
+use super::ref_transaction;
+use super::relay::Relay;
 use super::ReceivePackError;
 use crate::Repository;
 use refstore_fs::config::Component;
@@ -23,6 +26,9 @@ use refstore_refs::name::{check, CheckOptions};
 use refstore_refs::transaction::{Change, Expected, Transaction, Update};
 use refstore_refs::value::Target;
 use refstore_refs::RefName;
+use std::ffi::OsString;
+use std::io::Write;
+use std::os::unix::ffi::OsStringExt;
 
 /// The reflog message of pushed updates, as git writes it.
 const REFLOG_MESSAGE: &str = "push";
@@ -183,19 +189,60 @@ fn commit_options(repo: &Repository, bare: bool) -> Result<CommitOptions, Receiv
     })
 }
 
+/// What applying the commands needs besides them.
+pub(crate) struct Context<'a, 'r, W: Write> {
+    pub repo: &'a Repository,
+    pub hooks: &'a Hooks,
+    pub relay: &'a mut Relay<'r, W>,
+    pub messages: &'a mut Vec<String>,
+}
+
 /// Applies `commands` whose `results` are still `None` (not refused by an
-/// earlier stage), recording each outcome in `results`.
-pub(crate) fn apply(
-    repo: &Repository,
+/// earlier stage), recording each outcome in `results`: git's policies,
+/// then the `update` hook, then one transaction (with the
+/// `reference-transaction` hook around it).
+pub(crate) fn apply<W: Write>(
+    cx: &mut Context<'_, '_, W>,
     commands: &[Command],
     atomic: bool,
     results: &mut [Option<String>],
-    messages: &mut Vec<String>,
 ) -> Result<(), ReceivePackError> {
+    let repo = cx.repo;
     let policy = Policy::of(repo)?;
     for (command, result) in commands.iter().zip(results.iter_mut()) {
         if result.is_none() {
-            *result = policy.refusal(repo, command, messages).map(str::to_owned);
+            *result = policy
+                .refusal(repo, command, cx.messages)
+                .map(str::to_owned);
+        }
+    }
+    if cx.hooks.exists("update") {
+        for (index, command) in commands.iter().enumerate() {
+            // An atomic push stops at its first refusal, as git's does.
+            if results[index].is_some() || (atomic && results.iter().any(Option::is_some)) {
+                continue;
+            }
+            let hex = |id: &refstore_refs::ObjectId| {
+                let mut buf = Vec::new();
+                id.write_hex(&mut buf);
+                OsString::from_vec(buf)
+            };
+            let args = [
+                OsString::from_vec(command.name.clone()),
+                hex(&command.old),
+                hex(&command.new),
+            ];
+            let call = hooks::Call {
+                args: &args,
+                ..hooks::Call::default()
+            };
+            if !cx.hooks.run("update", &call, cx.relay, cx.messages)? {
+                cx.messages.push(format!(
+                    "error: hook declined to update {}",
+                    String::from_utf8_lossy(&command.name)
+                ));
+                results[index] = Some("hook declined".to_owned());
+            }
         }
     }
     let fail_rest = |results: &mut [Option<String>], reason: &str| {
@@ -225,10 +272,11 @@ pub(crate) fn apply(
         return Ok(());
     }
     let options = commit_options(repo, policy.bare)?;
-    match repo.refs.commit(&tx, &options) {
+    let updated: Vec<&Command> = applied.iter().map(|&i| &commands[i]).collect();
+    match ref_transaction::commit(cx, &tx, &options, &updated)? {
         Ok(outcome) => {
             for rejected in outcome.rejected {
-                messages.push(format!("error: {rejected}"));
+                cx.messages.push(format!("error: {rejected}"));
                 for &index in &applied {
                     if commands[index].name == rejected.name.as_bytes() {
                         results[index] = Some("failed to update ref".to_owned());
@@ -237,7 +285,7 @@ pub(crate) fn apply(
             }
         }
         Err(err) => {
-            messages.push(format!("error: {err}"));
+            cx.messages.push(format!("error: {err}"));
             let reason = if atomic {
                 "atomic transaction failed"
             } else {
