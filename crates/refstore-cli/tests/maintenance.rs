@@ -144,7 +144,8 @@ fn geometric_repack_leaves_a_progression_git_verifies() {
         "not geometric: {sizes:?}"
     );
     assert!(counts.len() < 24);
-    // The new pack comes with a reverse index.
+    // The new pack comes with a reverse index: index positions in pack
+    // order, as git's show-index gives them.
     let new_pack = out
         .split("into ")
         .nth(1)
@@ -152,10 +153,24 @@ fn geometric_repack_leaves_a_progression_git_verifies() {
         .split(' ')
         .next()
         .unwrap();
-    assert!(srv
-        .join("objects/pack")
-        .join(format!("{new_pack}.rev"))
-        .exists());
+    let pack_dir = srv.join("objects/pack");
+    let rev = std::fs::read(pack_dir.join(format!("{new_pack}.rev"))).unwrap();
+    assert_eq!(&rev[..12], b"RIDX\0\0\0\x01\0\0\0\x01");
+    let index = std::fs::File::open(pack_dir.join(format!("{new_pack}.idx"))).unwrap();
+    let shown = isolate(&mut Command::new("git"), home)
+        .arg("show-index")
+        .stdin(index)
+        .output()
+        .unwrap();
+    let mut offsets: Vec<(u64, u32)> = stdout(&shown)
+        .lines()
+        .enumerate()
+        .map(|(n, line)| (line.split(' ').next().unwrap().parse().unwrap(), n as u32))
+        .collect();
+    offsets.sort();
+    let positions: Vec<u8> = offsets.iter().flat_map(|o| o.1.to_be_bytes()).collect();
+    assert_eq!(&rev[12..12 + positions.len()], &positions[..]);
+    assert_eq!(rev.len(), 12 + positions.len() + 40);
     assert!(counts.iter().any(|c| c.1 == format!("{new_pack}.idx")));
     assert_git_accepts(home, &srv);
     assert_eq!(all_objects(home, &srv), before);
@@ -551,4 +566,72 @@ fn clones_during_repacks_succeed() {
     }
     cloner.join().unwrap();
     assert_git_accepts(&home, &srv);
+}
+
+fn write_object(home: &Path, repo: &Path, args: &[&str], input: &str) -> String {
+    use std::io::Write;
+    let mut child = isolate(&mut Command::new("git"), home)
+        .args(args)
+        .current_dir(repo)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert!(o.status.success());
+    stdout(&o).trim().to_owned()
+}
+
+fn loose_path(repo: &Path, id: &str) -> PathBuf {
+    repo.join("objects").join(&id[..2]).join(&id[2..])
+}
+
+#[test]
+fn old_unreachable_loose_objects_are_pruned_and_nothing_else() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path();
+    let (srv, _) = pushed_repo(home, 2);
+    let three_weeks = Duration::from_secs(21 * 86_400);
+    let hash = ["hash-object", "-w", "--stdin"];
+    // Old but reachable: a blob in a tree in a commit a ref points to.
+    let blob = write_object(home, &srv, &hash, "reachable\n");
+    let tree = write_object(
+        home,
+        &srv,
+        &["mktree"],
+        &format!("100644 blob {blob}\tfile\n"),
+    );
+    let commit = write_object(home, &srv, &["commit-tree", &tree, "-m", "extra"], "");
+    git_ok(home, &srv, &["update-ref", "refs/heads/extra", &commit]);
+    // Old and unreachable; fresh and unreachable.
+    let garbage = write_object(home, &srv, &hash, "garbage\n");
+    let fresh = write_object(home, &srv, &hash, "fresh\n");
+    for id in [&blob, &tree, &commit, &garbage] {
+        age(&loose_path(&srv, id), three_weeks);
+    }
+    let out = maintenance(home, &srv, &[], &["--task=loose-objects"]);
+    assert!(out.contains("pruned 1 unreachable"), "{out}");
+    let exists = |id: &str| git(home, &srv, &["cat-file", "-e", id]).status.success();
+    assert!(!exists(&garbage));
+    for id in [&blob, &tree, &commit, &fresh] {
+        assert!(exists(id), "{id} lost");
+        assert!(!loose_path(&srv, id).exists(), "{id} still loose");
+    }
+    git_ok(home, &srv, &["fsck", "--strict", "--no-dangling"]);
+    // gc.pruneExpire=never keeps everything.
+    let kept = write_object(home, &srv, &hash, "kept\n");
+    age(&loose_path(&srv, &kept), three_weeks);
+    maintenance(
+        home,
+        &srv,
+        &["gc.pruneExpire=never"],
+        &["--task=loose-objects"],
+    );
+    assert!(exists(&kept));
 }

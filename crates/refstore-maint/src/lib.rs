@@ -42,6 +42,7 @@ mod loose;
 pub mod midx;
 mod pack_out;
 pub mod process;
+mod prune;
 mod refs_task;
 mod repack;
 mod settings;

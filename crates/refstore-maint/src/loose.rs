@@ -9,8 +9,8 @@
 //! that does not hash to its name, or cannot be read, is left alone for
 //! `git fsck` to report.
 //!
-//! Not done yet: pruning unreachable loose objects older than
-//! `gc.pruneExpire`; they are packed like the others.
+//! Before packing, unreachable loose objects older than `gc.pruneExpire`
+//! are deleted ([`crate::prune`]).
 
 use crate::idx::IndexEntries;
 use crate::inventory::Inventory;
@@ -79,16 +79,18 @@ pub fn run(repo: &Repo) -> Result<String, MaintError> {
     let packed = packed_indexes(repo)?;
     let is_packed = |id: &[u8]| packed.iter().any(|index| contains(index, id));
     let mut pruned = 0;
-    let mut to_pack = Vec::new();
+    let mut unpacked = Vec::new();
     for object in loose {
         if is_packed(&object.id) {
             if remove(repo, &object)? {
                 pruned += 1;
             }
-        } else if to_pack.len() < BATCH {
-            to_pack.push(object);
+        } else {
+            unpacked.push(object);
         }
     }
+    let (mut to_pack, unreachable) = crate::prune::prune(repo, unpacked)?;
+    to_pack.truncate(BATCH);
     let mut objects = Vec::with_capacity(to_pack.len());
     for object in to_pack {
         match read_checked(repo, &object)? {
@@ -125,7 +127,8 @@ pub fn run(repo: &Repo) -> Result<String, MaintError> {
         }
     }
     Ok(format!(
-        "packed {packed_now} loose objects, removed {pruned} loose copies of packed objects"
+        "packed {packed_now} loose objects, removed {pruned} loose copies of packed objects, \
+         pruned {unreachable} unreachable old ones"
     ))
 }
 
