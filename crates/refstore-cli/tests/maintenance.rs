@@ -486,6 +486,22 @@ fn git_maintenance_lock_and_gc_pid_are_respected() {
     assert_eq!(pack_names(&srv, "pack"), packs);
     std::fs::remove_file(srv.join("gc.pid")).unwrap();
 
+    // git's maintenance skips while a live refstore holds the lock.
+    std::fs::write(
+        &lock,
+        format!(
+            "refstore maintenance {} on {}\n",
+            std::process::id(),
+            host.trim()
+        ),
+    )
+    .unwrap();
+    // (It says so only on a terminal; its gc would have repacked.)
+    git_ok(home, &srv, &["maintenance", "run", "--task=gc"]);
+    assert_eq!(pack_names(&srv, "pack"), packs);
+    let out = maintenance(home, &srv, &[], &[]);
+    assert!(out.contains("skipping maintenance"), "{out}");
+
     // A lock left by a refstore that is gone is taken over.
     std::fs::write(
         &lock,
