@@ -651,3 +651,40 @@ fn old_unreachable_loose_objects_are_pruned_and_nothing_else() {
     );
     assert!(exists(&kept));
 }
+
+#[test]
+fn cruft_packs_are_left_alone() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path();
+    let (srv, _) = pushed_repo(home, 3);
+    let hash = ["hash-object", "-w", "--stdin"];
+    let unreachable = write_object(home, &srv, &hash, "unreachable\n");
+    git_ok(home, &srv, &["repack", "--cruft", "-d", "-q"]);
+    let cruft = pack_names(&srv, "mtimes");
+    assert_eq!(cruft.len(), 1);
+    let work = home.join("work");
+    for i in 0..4 {
+        std::fs::write(work.join(format!("n{i}")), "n\n").unwrap();
+        git_ok(home, &work, &["add", "-A"]);
+        git_ok(home, &work, &["commit", "-qm", "n"]);
+        git_ok(
+            home,
+            &work,
+            &["push", "-q", srv.to_str().unwrap(), "HEAD:refs/heads/main"],
+        );
+    }
+    let out = maintenance(
+        home,
+        &srv,
+        &["refstore.redundantPackExpire=now"],
+        &["--task=incremental-repack"],
+    );
+    assert!(out.contains("rolled"), "{out}");
+    assert_eq!(pack_names(&srv, "mtimes"), cruft);
+    assert!(srv
+        .join("objects/pack")
+        .join(cruft[0].replace(".mtimes", ".pack"))
+        .exists());
+    git_ok(home, &srv, &["cat-file", "-e", &unreachable]);
+    assert_git_accepts(home, &srv);
+}

@@ -14,7 +14,8 @@ pub struct PackInfo {
     pub name: String,
     /// Objects in it (from its index).
     pub objects: u32,
-    /// A `.keep` file protects it.
+    /// A `.keep` file protects it (or it is a cruft or promisor pack):
+    /// never rolled up nor deleted.
     pub keep: bool,
 }
 
@@ -66,7 +67,12 @@ impl Inventory {
             packs.push(PackInfo {
                 name: name.to_owned(),
                 objects: crate::idx::object_count(&index)?,
-                keep: names.contains(&format!("{name}.keep")),
+                // Cruft packs (their `.mtimes` date unreachable objects for
+                // pruning) and promisor packs have meaning a plain pack
+                // would lose: left alone like kept ones.
+                keep: ["keep", "mtimes", "promisor"]
+                    .iter()
+                    .any(|ext| names.contains(&format!("{name}.{ext}"))),
             });
         }
         packs.sort_by(|a, b| a.name.cmp(&b.name));
