@@ -207,3 +207,52 @@ pub fn write(packs: &[MidxPack<'_>], hash: gix_hash::Kind) -> Result<(Vec<u8>, M
     };
     Ok((out, midx))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::idx::{self, Written};
+
+    fn entries(ids: &[u8], offsets: &[u64]) -> IndexEntries {
+        let mut written: Vec<Written> = ids
+            .iter()
+            .zip(offsets)
+            .map(|(&b, &offset)| Written {
+                id: vec![b; 20],
+                offset,
+                crc: 0,
+            })
+            .collect();
+        let bytes = idx::write(&mut written, &[0; 20], gix_hash::Kind::Sha1).unwrap();
+        idx::read(&bytes, 20).unwrap()
+    }
+
+    #[test]
+    fn written_multi_pack_index_parses_back() {
+        // The pack listed first wins a shared object; large offsets go to
+        // LOFF.
+        let a = entries(&[1, 7, 9], &[12, 40, 0x9000_0000]);
+        let b = entries(&[7, 3], &[12, 30]);
+        let packs = [
+            MidxPack {
+                index_name: "pack-b.idx".into(),
+                entries: &b,
+            },
+            MidxPack {
+                index_name: "pack-a.idx".into(),
+                entries: &a,
+            },
+        ];
+        let (bytes, midx) = write(&packs, gix_hash::Kind::Sha1).unwrap();
+        assert_eq!(midx.packs, ["pack-a.idx", "pack-b.idx"]);
+        let parsed = Midx::parse(&bytes, 20).unwrap();
+        assert_eq!(parsed.packs, midx.packs);
+        assert_eq!(parsed.ids.len(), 4 * 20);
+        for id in [1u8, 3, 7, 9] {
+            assert!(parsed.contains(&[id; 20]));
+        }
+        assert!(!parsed.contains(&[2; 20]));
+        // Five chunks: PNAM, OIDF, OIDL, OOFF, LOFF.
+        assert_eq!(bytes[6], 5);
+    }
+}
