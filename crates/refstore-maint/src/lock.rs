@@ -6,7 +6,7 @@
 //!   `refstore maintenance <pid> on <host>` into it, so that one left by a
 //!   crashed refstore is recognised and removed, while one of git's is
 //!   respected.
-//! - `gc.pid` in the git directory, as `git gc` keeps it: `<pid> <host>`,
+//! - `gc.pid` in the common directory, as `git gc` keeps it: `<pid> <host>`,
 //!   written under `gc.pid.lock`. `git gc` does not start while it names a
 //!   live process on this host (and is younger than 12 hours); refstore
 //!   does not start while a `git gc` holds it either.
@@ -97,8 +97,8 @@ fn abandoned_by_refstore(vfs: &dyn Vfs, path: &std::path::Path, host: &str) -> b
 /// Writes `gc.pid` as `git gc` does, unless a live gc holds it.
 fn take_gc_pid(repo: &Repo, host: &str) -> Result<Option<(PathBuf, Vec<u8>)>, MaintError> {
     let vfs = &repo.vfs;
-    let path = repo.git_dir.join("gc.pid");
-    let lock_path = repo.git_dir.join("gc.pid.lock");
+    let path = repo.common_dir.join("gc.pid");
+    let lock_path = repo.common_dir.join("gc.pid.lock");
     let mut file = match vfs.create_exclusive(&lock_path) {
         Ok(file) => file,
         Err(e) if e.is_already_exists() => {
