@@ -582,6 +582,29 @@ fn clones_during_repacks_succeed() {
     }
     cloner.join().unwrap();
     assert_git_accepts(&home, &srv);
+
+    // A pack pushed after the multi-pack-index was written is outside it;
+    // refstore's readers still see it.
+    std::fs::write(work.join("after"), "x\n").unwrap();
+    git_ok(&home, &work, &["add", "-A"]);
+    git_ok(&home, &work, &["commit", "-qm", "after"]);
+    git_ok(
+        &home,
+        &work,
+        &["push", "-q", srv.to_str().unwrap(), "HEAD:refs/heads/main"],
+    );
+    let tip = git_ok(&home, &work, &["rev-parse", "HEAD"]);
+    let dest = home.join("after.git");
+    let o = isolate(&mut Command::new("git"), &home)
+        .args(["clone", "-q", "--bare", "--no-local"])
+        .arg(format!("--upload-pack={refstore_bin} upload-pack"))
+        .arg(format!("file://{}", srv.display()))
+        .arg(&dest)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(git_ok(&home, &dest, &["rev-parse", "main"]), tip);
+    git_ok(&home, &dest, &["fsck", "--strict"]);
 }
 
 fn write_object(home: &Path, repo: &Path, args: &[&str], input: &str) -> String {
