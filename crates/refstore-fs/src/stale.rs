@@ -301,3 +301,12 @@ fn other_live_holder(vfs: &Arc<dyn Vfs>, holders: &Path) -> Result<bool> {
     }
     Ok(false)
 }
+
+/// Removes `lock_path` if it is stale (see the module docs) under the policy
+/// [`recover_stale_locks`] registered for its repository, and says whether
+/// it is gone. Housekeeping looks for abandoned locks with it instead of
+/// waiting for a writer to trip over them; without a policy nothing is
+/// removed.
+pub fn remove_if_stale(vfs: &Arc<dyn Vfs>, lock_path: &Path) -> Result<bool> {
+    recover(vfs, lock_path)
+}

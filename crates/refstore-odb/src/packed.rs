@@ -138,9 +138,16 @@ impl Packs {
                 _ => {}
             }
         }
+        Self::open_indexes(&index_paths, format)
+    }
+
+    /// Opens the packs whose `.idx` files are `index_paths`, numbered in
+    /// that order (for housekeeping, which rewrites chosen packs).
+    pub fn open_indexes(index_paths: &[PathBuf], format: ObjectFormat) -> Result<Packs, OdbError> {
+        let hash = hash_kind(format);
         let mut packs = Vec::with_capacity(index_paths.len());
         for index_path in index_paths {
-            let index = gix_pack::index::File::at(&index_path, hash).map_err(|e| {
+            let index = gix_pack::index::File::at(index_path, hash).map_err(|e| {
                 OdbError::Pack(format!("cannot read {}: {e}", index_path.display()))
             })?;
             let pack_path = index_path.with_extension("pack");

@@ -4,6 +4,7 @@
 
 pub mod auth;
 pub mod http;
+pub mod maintenance;
 pub mod shutdown;
 
 pub use auth::Credentials;

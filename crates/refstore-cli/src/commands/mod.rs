@@ -5,6 +5,7 @@ mod for_each_ref;
 mod hash_object;
 mod index_pack;
 mod init;
+mod maintenance;
 mod objects;
 mod pack_refs;
 mod receive_pack;
@@ -32,6 +33,8 @@ pub enum Command {
     IndexPack(index_pack::Args),
     /// Create an empty repository, or reinitialize an existing one (like `git init`).
     Init(init::Args),
+    /// Housekeeping: clean up after crashes, repack, write indexes (like `git maintenance`).
+    Maintenance(maintenance::Args),
     /// Move loose refs into packed-refs (like `git pack-refs`).
     PackRefs(pack_refs::Args),
     /// Serve a push over standard input and output (like `git receive-pack`).
@@ -142,6 +145,7 @@ pub fn run(command: Command, globals: &Globals) -> Result<u8, Fatal> {
         Command::HashObject(args) => hash_object::run(args, globals),
         Command::IndexPack(args) => index_pack::run(args, globals),
         Command::Init(args) => init::run(args, globals),
+        Command::Maintenance(args) => maintenance::run(args, globals),
         Command::PackRefs(args) => pack_refs::run(args, globals),
         Command::ReceivePack(args) => receive_pack::run(args, globals),
         Command::Refs(args) => refs::run(args, globals),

@@ -40,6 +40,10 @@ pub struct Args {
     /// bytes after decompression (answered 413 beyond).
     #[arg(long, value_name = "bytes", default_value_t = 8 << 30)]
     max_push_request: u64,
+    /// Threads that run `maintenance run --auto` for a repository in the
+    /// background after pushes to it (0: none).
+    #[arg(long, value_name = "n", default_value_t = 1)]
+    maintenance_workers: usize,
     /// Print the address the server listens on to standard output once it
     /// is ready (useful with port 0).
     #[arg(long)]
@@ -51,6 +55,7 @@ pub fn run(args: Args, globals: &Globals) -> Result<u8, Fatal> {
     init_logging();
     let mut options = ServeOptions::new(globals.cwd().join(&args.root));
     options.workers = args.workers;
+    options.maintenance_workers = args.maintenance_workers;
     options.max_connections = args.max_connections.max(1);
     if !(args.timeout.is_finite() && args.timeout > 0.0) {
         return Err(Fatal::new(format!(

@@ -19,6 +19,7 @@ pub(super) struct State {
     pub options: ServeOptions,
     pub vfs: Arc<dyn Vfs>,
     pub permits: Permits,
+    pub maintenance: crate::maintenance::Maintenance,
 }
 
 /// How much of an unread request body is skipped to keep a connection
@@ -236,14 +237,17 @@ fn answer<W: Write>(
                 refuse_body(exchange, failure, &message);
                 return;
             }
-            if let Err(message) = result {
+            if let Err(message) = &result {
                 tracing::warn!(repo = %route.repo, "push failed: {message}");
                 if output.is_empty() {
-                    let _ = exchange.text(500, &message, &[]);
+                    let _ = exchange.text(500, message, &[]);
                     return;
                 }
             }
             let _ = exchange.respond(200, &headers(&result_type), &output);
+            if result.is_ok() {
+                state.maintenance.after_push(&repo.location.git_dir);
+            }
         }
     }
 }

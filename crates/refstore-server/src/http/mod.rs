@@ -58,6 +58,8 @@ pub struct ServeOptions {
     /// Configuration given on the command line (`-c name=value`), applied
     /// to every served repository.
     pub config_overrides: Vec<refstore_fs::config::Override>,
+    /// Threads running `maintenance run --auto` after pushes (0: none).
+    pub maintenance_workers: usize,
 }
 
 impl ServeOptions {
@@ -75,6 +77,7 @@ impl ServeOptions {
             max_fetch_request: 10 << 20,
             max_push_request: 8 << 30,
             config_overrides: Vec::new(),
+            maintenance_workers: 1,
         }
     }
 }
@@ -125,6 +128,11 @@ impl Server {
         let listener = TcpListener::bind(addr).map_err(listen_error)?;
         let bound = listener.local_addr().map_err(listen_error)?;
         let permits = permits::Permits::new(options.workers);
+        let maintenance = crate::maintenance::Maintenance::start(
+            options.maintenance_workers,
+            vfs.clone(),
+            options.config_overrides.clone(),
+        );
         Ok(Server {
             listener,
             addr: bound,
@@ -132,6 +140,7 @@ impl Server {
                 options,
                 vfs,
                 permits,
+                maintenance,
             }),
         })
     }

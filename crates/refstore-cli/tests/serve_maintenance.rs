@@ -1,0 +1,86 @@
+//! `refstore serve` keeps a repository that takes many pushes in shape:
+//! after pushes it runs `maintenance run --auto` in the background, so the
+//! packs the pushes leave are rolled up into a geometric set under a
+//! multi-pack-index that git verifies.
+
+mod served;
+mod support;
+use served::*;
+use std::time::{Duration, Instant};
+use support::*;
+
+fn index_count(repo: &std::path::Path) -> usize {
+    std::fs::read_dir(repo.join("objects/pack"))
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .file_name()
+                .to_string_lossy()
+                .ends_with(".idx")
+        })
+        .count()
+}
+
+#[test]
+fn pushes_are_followed_by_background_maintenance() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path();
+    let root = home.join("root");
+    std::fs::create_dir_all(&root).unwrap();
+    let served = root.join("proj.git");
+    git_ok(
+        home,
+        home,
+        &["init", "-q", "--bare", served.to_str().unwrap()],
+    );
+    for setting in [
+        ["maintenance.incremental-repack.auto", "4"],
+        ["refstore.redundantPackExpire", "now"],
+    ] {
+        git_ok(home, &served, &["config", setting[0], setting[1]]);
+    }
+    let credentials = home.join("users");
+    std::fs::write(&credentials, "bob:pw\n").unwrap();
+    let server = Served::start(
+        home,
+        &root,
+        &[
+            "--allow-push",
+            "--credentials",
+            credentials.to_str().unwrap(),
+        ],
+    );
+    let url = server.url_as("bob", "pw", "proj.git");
+    let work = home.join("work");
+    git_ok(home, home, &["init", "-q", "work"]);
+    let pushes = 24;
+    for i in 0..pushes {
+        std::fs::write(work.join(format!("f{i}")), format!("{i}\n")).unwrap();
+        git_ok(home, &work, &["add", "-A"]);
+        git_ok(home, &work, &["commit", "-qm", &format!("c{i}")]);
+        let o = git_net(home, &work, &["push", "-q", &url, "HEAD:refs/heads/main"]);
+        assert!(o.status.success(), "push {i}: {}", stderr(&o));
+    }
+    // Maintenance runs after the pushes were answered; wait for it to
+    // have caught up (the deadline only bounds a hang, it measures
+    // nothing).
+    let deadline = Instant::now() + Duration::from_secs(300);
+    while !(served.join("objects/pack/multi-pack-index").exists()
+        && index_count(&served) < 10
+        && !served.join("objects/maintenance.lock").exists())
+    {
+        assert!(
+            Instant::now() < deadline,
+            "no maintenance after {pushes} pushes: {} packs",
+            index_count(&served)
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let (code, _) = server.stop();
+    assert_eq!(code, Some(0));
+    git_ok(home, &served, &["fsck", "--strict"]);
+    git_ok(home, &served, &["multi-pack-index", "verify"]);
+    let log = git_ok(home, &served, &["rev-list", "--count", "main"]);
+    assert_eq!(log.trim(), pushes.to_string());
+}

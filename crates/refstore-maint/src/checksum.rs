@@ -1,0 +1,15 @@
+//! The trailing checksum every git file format here ends with: the hash of
+//! all bytes before it.
+
+use crate::MaintError;
+
+/// Appends the hash of `out` to it.
+pub fn append(out: &mut Vec<u8>, hash: gix_hash::Kind) -> Result<(), MaintError> {
+    let mut hasher = gix_hash::hasher(hash);
+    hasher.update(out);
+    let sum = hasher
+        .try_finalize()
+        .map_err(|e| MaintError::Format(format!("hash collision detected: {e}")))?;
+    out.extend_from_slice(sum.as_slice());
+    Ok(())
+}

@@ -1,0 +1,161 @@
+//! Making a new pack visible: `.pack`, `.rev` and `.idx` flushed together
+//! at one data flush point while they still have temporary names, then
+//! named with `link(2)` — pack and reverse index first, their names made
+//! durable, and only then the index, which is what makes a pack visible
+//! to readers. So no reader, and no crash, ever shows an index whose pack
+//! is not complete and durable (with `core.fsync` covering packs).
+
+use crate::pack_out::FinishedPack;
+use crate::{MaintError, Repo};
+use refstore_fs::config::Component;
+use refstore_fs::flush::FlushBatch;
+use refstore_fs::Vfs;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// The files of a pack that was installed.
+#[derive(Debug, Clone)]
+pub struct Installed {
+    /// `pack-<hash>` (without extension).
+    pub name: String,
+    /// The `.idx` path.
+    pub index_path: PathBuf,
+    /// Objects in it.
+    pub objects: u32,
+}
+
+/// Indexes and installs a finished pack in `objects/pack`.
+pub fn install(repo: &Repo, pack: FinishedPack) -> Result<Installed, MaintError> {
+    let vfs = &repo.vfs;
+    let dir = repo.pack_dir();
+    let hash = repo.hash();
+    let FinishedPack {
+        file,
+        temp_path,
+        checksum,
+        mut entries,
+    } = pack;
+    let mut temps = Temps {
+        vfs: vfs.clone(),
+        paths: vec![temp_path.clone()],
+    };
+    let objects = entries.len() as u32;
+    let index = crate::idx::write(&mut entries, &checksum, hash)?;
+    let hex: String = checksum.iter().map(|b| format!("{b:02x}")).collect();
+    let name = format!("pack-{hex}");
+    let base = dir.join(&name);
+    let final_pack = base.with_extension("pack");
+    let final_index = base.with_extension("idx");
+    let final_rev = base.with_extension("rev");
+    let installed = Installed {
+        name,
+        index_path: final_index.clone(),
+        objects,
+    };
+    if vfs.exists(&final_index) {
+        // The very same pack is already there.
+        return Ok(installed);
+    }
+    let format = repo.format;
+    let pack_checksum = refstore_refs::ObjectId::from_raw(&checksum)
+        .ok_or_else(|| MaintError::Format("bad pack checksum length".into()))?;
+    let rev = refstore_odb::reverse_index(&index, format, &pack_checksum)?;
+
+    let method = repo.fsync().method_for(Component::Pack);
+    let mut batch = FlushBatch::new(vfs.clone(), method, dir.clone())
+        .with_mechanism(repo.fsync().batch_mechanism());
+    batch.stage(file)?;
+    let temp_index = temps.write(&dir, "tmp_idx_", &index, &mut batch)?;
+    let temp_rev = temps.write(&dir, "tmp_rev_", &rev, &mut batch)?;
+    batch.flush_files()?;
+    link(vfs, &temp_path, &final_pack)?;
+    link(vfs, &temp_rev, &final_rev)?;
+    batch.dir_changed(&dir);
+    batch.flush_dirs()?;
+    link(vfs, &temp_index, &final_index)?;
+    batch.dir_changed(&dir);
+    drop(temps);
+    batch.flush_dirs()?;
+    Ok(installed)
+}
+
+fn link(vfs: &Arc<dyn Vfs>, from: &Path, to: &Path) -> Result<(), MaintError> {
+    match vfs.link(from, to) {
+        Ok(()) => Ok(()),
+        Err(e) if e.is_already_exists() => Ok(()),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Temporary files, removed when dropped (after linking, or on failure).
+struct Temps {
+    vfs: Arc<dyn Vfs>,
+    paths: Vec<PathBuf>,
+}
+
+impl Temps {
+    fn write(
+        &mut self,
+        dir: &Path,
+        prefix: &str,
+        content: &[u8],
+        batch: &mut FlushBatch,
+    ) -> Result<PathBuf, MaintError> {
+        let (path, mut file) = crate::temp::create(self.vfs.as_ref(), dir, prefix)?;
+        self.paths.push(path.clone());
+        file.write_all(content)?;
+        batch.stage(file)?;
+        Ok(path)
+    }
+}
+
+impl Drop for Temps {
+    fn drop(&mut self) {
+        for path in &self.paths {
+            let _ = self.vfs.unlink(path);
+        }
+    }
+}
+
+/// Writes `content` as the new version of `target` (a file readers open by
+/// name, like `multi-pack-index` or `commit-graph`) with git's lock
+/// protocol: `<target>.lock` created exclusively (so a git writing the same
+/// file at the same time fails, or makes this fail), written, flushed,
+/// renamed over the target, the directory flushed.
+pub fn replace_file(
+    repo: &Repo,
+    target: &Path,
+    content: &[u8],
+    component: Component,
+) -> Result<(), MaintError> {
+    let vfs = &repo.vfs;
+    let dir = target.parent().expect("a file in a directory").to_owned();
+    let method = repo.fsync().method_for(component);
+    let mut batch = FlushBatch::new(vfs.clone(), method, dir.clone())
+        .with_mechanism(repo.fsync().batch_mechanism());
+    batch.create_dir_all(&dir)?;
+    let lock = refstore_fs::lock::lock_path_for(target);
+    let mut file = match vfs.create_exclusive(&lock) {
+        Ok(file) => file,
+        Err(e) if e.is_already_exists() => {
+            return Err(MaintError::Busy(format!(
+                "'{}' exists: another process is writing '{}'",
+                lock.display(),
+                target.display()
+            )))
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let mut temps = Temps {
+        vfs: vfs.clone(),
+        paths: vec![lock.clone()],
+    };
+    file.write_all(content)?;
+    batch.stage(file)?;
+    batch.flush_files()?;
+    vfs.rename(&lock, target)?;
+    temps.paths.clear();
+    batch.dir_changed(&dir);
+    batch.flush_dirs()?;
+    Ok(())
+}

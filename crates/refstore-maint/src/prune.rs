@@ -1,0 +1,190 @@
+//! Pruning unreachable loose objects older than `gc.pruneExpire` (two
+//! weeks by default; `never` keeps everything), as `git prune
+//! --expire=<date>` does, before the `loose-objects` task packs the rest.
+//!
+//! Reachable is: from every ref, `HEAD`, every reflog entry (old and new
+//! values), and every loose object younger than the expiry — an object
+//! something wrote recently may be part of an operation in flight (a
+//! push whose refs are not updated yet), so what it reaches is kept too,
+//! as git keeps it. The walk reads commits, trees and tags only (a tree
+//! entry's mode says it names a blob), and runs only when some loose
+//! object is old enough to go.
+//!
+//! Conservative where it cannot see everything: nothing is pruned in a
+//! repository with a work-tree index or linked worktrees (objects staged
+//! there are not walked), nor in a reftable repository (its reflogs are
+//! not read here).
+
+use crate::loose::LooseObject;
+use crate::{MaintError, Repo};
+use refstore_odb::{ObjectKind, Odb};
+use refstore_refs::{ObjectId, RefName};
+use std::collections::HashSet;
+use std::path::Path;
+use std::time::SystemTime;
+
+/// Removes the old, unreachable objects among `loose` (none of them is in
+/// a pack); returns those that remain and how many were pruned.
+pub fn prune(
+    repo: &Repo,
+    loose: Vec<LooseObject>,
+) -> Result<(Vec<LooseObject>, usize), MaintError> {
+    let Some(expiry) = repo.maint.prune_expire else {
+        return Ok((loose, 0));
+    };
+    let now = SystemTime::now();
+    let is_old = |object: &LooseObject| {
+        repo.vfs
+            .stat(&object.path)
+            .is_ok_and(|meta| now.duration_since(meta.modified).unwrap_or_default() >= expiry)
+    };
+    let old: Vec<bool> = loose.iter().map(is_old).collect();
+    if !old.iter().any(|&o| o) || !can_see_all_roots(repo) {
+        return Ok((loose, 0));
+    }
+    let Some(refs) = &repo.refs else {
+        return Ok((loose, 0));
+    };
+    let mut roots: Vec<ObjectId> = Vec::new();
+    let listing = refs
+        .list(b"")
+        .map_err(|e| MaintError::Refs(e.to_string()))?;
+    for r in &listing.refs {
+        if let refstore_refs::value::Target::Object(id) = &r.target {
+            roots.push(*id);
+        }
+    }
+    if let Ok(head) = RefName::new("HEAD") {
+        if let Some(id) = refs
+            .resolve(&head)
+            .map_err(|e| MaintError::Refs(e.to_string()))?
+            .and_then(|resolved| resolved.id)
+        {
+            roots.push(id);
+        }
+    }
+    reflog_ids(repo, &repo.git_dir.join("logs"), &mut roots)?;
+    for (object, &old) in loose.iter().zip(&old) {
+        if !old {
+            if let Some(id) = ObjectId::from_raw(&object.id) {
+                roots.push(id);
+            }
+        }
+    }
+    let reachable = walk(repo, roots)?;
+    let mut kept = Vec::with_capacity(loose.len());
+    let mut pruned = 0;
+    for (object, old) in loose.into_iter().zip(old) {
+        if old && !reachable.contains(&object.id) {
+            match repo.vfs.unlink(&object.path) {
+                Ok(()) => pruned += 1,
+                Err(e) if e.is_not_found() => {}
+                Err(e) => return Err(e.into()),
+            }
+            if let Some(dir) = object.path.parent() {
+                let _ = repo.vfs.rmdir(dir);
+            }
+        } else {
+            kept.push(object);
+        }
+    }
+    Ok((kept, pruned))
+}
+
+fn can_see_all_roots(repo: &Repo) -> bool {
+    let vfs = repo.vfs.as_ref();
+    let is_files = repo.refs.as_ref().is_some_and(|r| r.as_files().is_some());
+    is_files
+        && !vfs.exists(&repo.git_dir.join("index"))
+        && !vfs.exists(&repo.common_dir.join("worktrees"))
+}
+
+/// Old and new ids of every reflog line below `dir`.
+fn reflog_ids(repo: &Repo, dir: &Path, out: &mut Vec<ObjectId>) -> Result<(), MaintError> {
+    let entries = match repo.vfs.read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) if e.is_not_found() => return Ok(()),
+        Err(e) => return Err(e.into()),
+    };
+    for entry in entries {
+        let path = dir.join(&entry.name);
+        match entry.kind {
+            refstore_fs::FileKind::Dir => reflog_ids(repo, &path, out)?,
+            refstore_fs::FileKind::File => {
+                let content = match repo.vfs.read(&path) {
+                    Ok(content) => content,
+                    Err(e) if e.is_not_found() => continue,
+                    Err(e) => return Err(e.into()),
+                };
+                for line in content.split(|&b| b == b'\n') {
+                    let mut words = line.split(|&b| b == b' ');
+                    for word in [words.next(), words.next()].into_iter().flatten() {
+                        if let Ok(id) = ObjectId::from_hex_in(word, repo.format) {
+                            out.push(id);
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// Every object reachable from `roots` (missing ones are skipped).
+fn walk(repo: &Repo, roots: Vec<ObjectId>) -> Result<HashSet<Vec<u8>>, MaintError> {
+    let odb = Odb::open(&repo.objects_dir(), repo.format)?;
+    let hash_len = repo.hash().len_in_bytes();
+    let mut seen: HashSet<Vec<u8>> = HashSet::new();
+    let mut queue = roots;
+    while let Some(id) = queue.pop() {
+        if !seen.insert(id.as_bytes().to_vec()) {
+            continue;
+        }
+        let Some((kind, data)) = odb.read(&id)? else {
+            continue;
+        };
+        match kind {
+            ObjectKind::Blob => {}
+            ObjectKind::Commit | ObjectKind::Tag => {
+                for line in data.split(|&b| b == b'\n') {
+                    if line.is_empty() {
+                        break;
+                    }
+                    let named = line
+                        .strip_prefix(b"tree ")
+                        .or_else(|| line.strip_prefix(b"parent "))
+                        .or_else(|| line.strip_prefix(b"object "));
+                    if let Some(id) =
+                        named.and_then(|hex| ObjectId::from_hex_in(hex, repo.format).ok())
+                    {
+                        queue.push(id);
+                    }
+                }
+            }
+            ObjectKind::Tree => {
+                let mut rest = &data[..];
+                while let Some(nul) = rest.iter().position(|&b| b == 0) {
+                    let mode = rest.split(|&b| b == b' ').next().unwrap_or_default();
+                    let Some(raw) = rest.get(nul + 1..nul + 1 + hash_len) else {
+                        break;
+                    };
+                    rest = &rest[nul + 1 + hash_len..];
+                    // Submodule commits are in other repositories.
+                    if mode == b"160000" {
+                        continue;
+                    }
+                    let Some(id) = ObjectId::from_raw(raw) else {
+                        break;
+                    };
+                    if mode.starts_with(b"4") {
+                        queue.push(id);
+                    } else {
+                        seen.insert(raw.to_vec());
+                    }
+                }
+            }
+        }
+    }
+    Ok(seen)
+}

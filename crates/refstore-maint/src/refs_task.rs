@@ -1,0 +1,62 @@
+//! The `pack-refs` task: the ref store's own housekeeping, through the
+//! functions `refstore pack-refs` uses — loose refs moved into
+//! `packed-refs` (`git pack-refs --all --prune`, as git's maintenance
+//! task runs it) in the files format, the table stack compacted in the
+//! reftable format.
+
+use crate::{MaintError, Repo};
+use refstore_fs::config::Component;
+use refstore_odb::Odb;
+use refstore_refs::files::pack::PackOptions;
+
+/// Runs the task.
+pub fn run(repo: &Repo) -> Result<String, MaintError> {
+    let Some(refs) = &repo.refs else {
+        return Ok("no ref store given: skipped".into());
+    };
+    let flush = repo.settings.fsync.method_for(Component::Reference);
+    if let Some(files) = refs.as_files() {
+        let objects = Odb::open(&repo.objects_dir(), repo.format)?;
+        let options = PackOptions {
+            all: true,
+            prune: true,
+            flush,
+            lock_timeout: repo.settings.files_ref_lock_timeout,
+            packed_refs_timeout: repo.settings.packed_refs_timeout,
+        };
+        let outcome = files
+            .pack_refs(&options, &|id| objects.peel(id).ok().flatten())
+            .map_err(|e| MaintError::Refs(e.to_string()))?;
+        return Ok(format!(
+            "{} refs packed, {} loose files removed",
+            outcome.packed, outcome.pruned
+        ));
+    }
+    if let Some(reftable) = refs.as_reftable() {
+        reftable
+            .compact_all(flush)
+            .map_err(|e| MaintError::Refs(e.to_string()))?;
+        return Ok("reftable stack compacted".into());
+    }
+    Ok("unknown ref store: skipped".into())
+}
+
+/// Loose refs (files) or tables (reftable) now, for `--auto`.
+pub fn pending(repo: &Repo) -> Result<usize, MaintError> {
+    let Some(refs) = &repo.refs else {
+        return Ok(0);
+    };
+    if let Some(files) = refs.as_files() {
+        return files
+            .loose_names(b"refs/")
+            .map(|names| names.len())
+            .map_err(|e| MaintError::Refs(e.to_string()));
+    }
+    if let Some(reftable) = refs.as_reftable() {
+        return reftable
+            .stack()
+            .map(|stack| stack.tables().len().saturating_sub(1))
+            .map_err(|e| MaintError::Refs(e.to_string()));
+    }
+    Ok(0)
+}

@@ -1,0 +1,351 @@
+//! The `incremental-repack` task: a geometric repack (`git repack
+//! --geometric=2 -d`), a new `multi-pack-index`, and the deletion of packs
+//! made redundant once no reader can still need them.
+//!
+//! The packs to roll up are chosen by [`crate::geometric::split`] among
+//! the packs without `.keep`. Their objects go into one new pack, each
+//! object once, entries copied as stored where possible: whole objects
+//! byte for byte, offset deltas with their header rewritten for the new
+//! distance to their base (which is always written before them: entries
+//! are taken pack by pack in pack order, and a base is earlier in its
+//! pack than its deltas), reference deltas as they are when their base is
+//! in the new pack too. Every copied entry's CRC32 is checked against its
+//! index first; an entry that cannot be copied is written afresh from the
+//! inflated object.
+//!
+//! Then a `multi-pack-index` over every pack except the rolled-up ones
+//! replaces the old one. The rolled-up packs stay on disk for
+//! `refstore.redundantPackExpire` (one hour by default): a reader that
+//! listed the pack directory or read the old `multi-pack-index` just
+//! before may still open them, and refstore's pack reader (`Packs`) opens
+//! everything it listed at once, so deleting them at the same moment (as
+//! git does, relying on its readers to look again) could fail a clone in
+//! flight. The time each pack became redundant is kept in
+//! `objects/info/refstore-redundant-packs`; a pack is only deleted while
+//! every object of it is in the current `multi-pack-index`, its `.idx`
+//! first so that readers stop seeing it before its data goes.
+
+use crate::idx::IndexEntries;
+use crate::inventory::{Inventory, PackInfo};
+use crate::midx::MidxPack;
+use crate::pack_out::PackOut;
+use crate::{MaintError, Repo};
+use refstore_fs::config::Component;
+use refstore_odb::{DeltaBaseCache, Odb, PackedAt, Packs, StoredKind};
+use std::collections::{HashMap, HashSet};
+use std::path::PathBuf;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// The factor of the progression (`--geometric=2`).
+const FACTOR: u64 = 2;
+
+/// Extensions of a pack's files, the index first: deleting it makes the
+/// pack invisible before anything else goes.
+const PACK_FILES: [&str; 6] = ["idx", "pack", "rev", "bitmap", "mtimes", "promisor"];
+
+/// The list of redundant packs and when they became so.
+const REDUNDANT_LIST: &str = "refstore-redundant-packs";
+
+/// Runs the task; a summary of what it did.
+pub fn run(repo: &Repo) -> Result<String, MaintError> {
+    let inventory = Inventory::read(repo)?;
+    let redundant_before = read_redundant(repo)?;
+    // Packs already redundant are no candidates, nor named by the new
+    // multi-pack-index.
+    let live: Vec<&PackInfo> = inventory
+        .packs
+        .iter()
+        .filter(|p| p.keep || !redundant_before.contains_key(&p.name))
+        .collect();
+    let mut candidates: Vec<&PackInfo> = live.iter().copied().filter(|p| !p.keep).collect();
+    candidates.sort_by(|a, b| a.objects.cmp(&b.objects).then(a.name.cmp(&b.name)));
+    let counts: Vec<u64> = candidates.iter().map(|p| u64::from(p.objects)).collect();
+    let split = crate::geometric::split(&counts, FACTOR);
+    let rolled: Vec<&PackInfo> = candidates[..split].to_vec();
+
+    let mut summary = String::new();
+    let new_pack = if rolled.len() >= 2 {
+        let installed = roll_up(repo, &rolled)?;
+        summary.push_str(&format!(
+            "rolled {} packs into {} ({} objects); ",
+            rolled.len(),
+            installed.name,
+            installed.objects
+        ));
+        Some(installed)
+    } else {
+        None
+    };
+    let rolled_names: HashSet<&str> = rolled.iter().map(|p| p.name.as_str()).collect();
+    let mut covered: Vec<(String, PathBuf)> = live
+        .iter()
+        .filter(|p| !rolled_names.contains(p.name.as_str()))
+        .map(|p| (p.name.clone(), Inventory::index_path(repo, p)))
+        .collect();
+    if let Some(new) = &new_pack {
+        if !covered.iter().any(|(name, _)| *name == new.name) {
+            covered.push((new.name.clone(), new.index_path.clone()));
+        }
+    }
+    covered.sort();
+
+    // The multi-pack-index, rewritten when its set of packs changes.
+    let wanted: Vec<String> = covered.iter().map(|(n, _)| format!("{n}.idx")).collect();
+    let current = inventory.midx.as_ref().map(|m| m.packs.clone());
+    let hash_len = repo.hash().len_in_bytes();
+    let midx = if current.as_ref() != Some(&wanted) && !covered.is_empty() {
+        let mut entries: Vec<IndexEntries> = Vec::with_capacity(covered.len());
+        for (_, path) in &covered {
+            let index = repo.vfs.read_mapped(path)?;
+            entries.push(crate::idx::read(&index, hash_len)?);
+        }
+        let packs: Vec<MidxPack<'_>> = covered
+            .iter()
+            .zip(&entries)
+            .map(|((name, _), entries)| MidxPack {
+                index_name: format!("{name}.idx"),
+                entries,
+            })
+            .collect();
+        let (bytes, midx) = crate::midx::write(&packs, repo.hash())?;
+        let target = repo.pack_dir().join("multi-pack-index");
+        crate::install::replace_file(repo, &target, &bytes, Component::PackMetadata)?;
+        summary.push_str(&format!("multi-pack-index over {} packs; ", covered.len()));
+        Some(midx)
+    } else {
+        inventory.midx.clone()
+    };
+
+    // Redundant packs: outside the multi-pack-index, every object in it.
+    let named: HashSet<&str> = midx
+        .iter()
+        .flat_map(|m| m.packs.iter().map(String::as_str))
+        .collect();
+    let now = SystemTime::now();
+    let mut redundant: HashMap<String, SystemTime> = HashMap::new();
+    for pack in inventory.packs.iter().filter(|p| !p.keep) {
+        if named.contains(pack.index_name().as_str()) {
+            continue;
+        }
+        let Some(midx) = &midx else { continue };
+        let index = match repo.vfs.read_mapped(&Inventory::index_path(repo, pack)) {
+            Ok(index) => index,
+            Err(e) if e.is_not_found() => continue,
+            Err(e) => return Err(e.into()),
+        };
+        let entries = crate::idx::read(&index, hash_len)?;
+        if (0..entries.len()).all(|n| midx.contains(entries.id(n))) {
+            let since = redundant_before.get(&pack.name).copied().unwrap_or(now);
+            redundant.insert(pack.name.clone(), since);
+        }
+    }
+    let mut deleted = 0;
+    if let Some(expiry) = repo.maint.redundant_pack_expire {
+        let expired: Vec<String> = redundant
+            .iter()
+            .filter(|(_, since)| now.duration_since(**since).unwrap_or(Duration::ZERO) >= expiry)
+            .map(|(name, _)| name.clone())
+            .collect();
+        for name in expired {
+            delete_pack(repo, &name)?;
+            redundant.remove(&name);
+            deleted += 1;
+        }
+    }
+    write_redundant(repo, &redundant, &redundant_before)?;
+    summary.push_str(&format!(
+        "{deleted} redundant packs deleted, {} kept for readers",
+        redundant.len()
+    ));
+    Ok(summary)
+}
+
+/// Writes one pack holding every object of `rolled`, once.
+fn roll_up(repo: &Repo, rolled: &[&PackInfo]) -> Result<crate::install::Installed, MaintError> {
+    let hash_len = repo.hash().len_in_bytes();
+    let paths: Vec<PathBuf> = rolled
+        .iter()
+        .map(|p| Inventory::index_path(repo, p))
+        .collect();
+    let packs = Packs::open_indexes(&paths, repo.format)?;
+    let mut indexes = Vec::with_capacity(paths.len());
+    for path in &paths {
+        let index = repo.vfs.read_mapped(path)?;
+        indexes.push(crate::idx::read(&index, hash_len)?);
+    }
+    let unique: HashSet<&[u8]> = indexes
+        .iter()
+        .flat_map(|index| (0..index.len()).map(move |n| index.id(n)))
+        .collect();
+    let total = unique.len() as u32;
+    let mut out = PackOut::start(&repo.vfs, &repo.pack_dir(), repo.hash(), total)?;
+    let temp = out.temp_path().to_owned();
+    let result = copy_all(repo, &packs, &indexes, &unique, &mut out)
+        .and_then(|_| out.finish())
+        .and_then(|finished| crate::install::install(repo, finished));
+    if result.is_err() {
+        let _ = repo.vfs.unlink(&temp);
+    }
+    result
+}
+
+fn copy_all(
+    repo: &Repo,
+    packs: &Packs,
+    indexes: &[IndexEntries],
+    unique: &HashSet<&[u8]>,
+    out: &mut PackOut,
+) -> Result<(), MaintError> {
+    // New offsets of the objects written so far.
+    let mut written: HashMap<Vec<u8>, u64> = HashMap::with_capacity(unique.len());
+    let mut cache = DeltaBaseCache::default();
+    let mut buf = Vec::new();
+    let mut odb: Option<Odb> = None;
+    for (pack, index) in indexes.iter().enumerate() {
+        let mut order: Vec<u32> = (0..index.len() as u32).collect();
+        order.sort_unstable_by_key(|&n| index.offsets[n as usize]);
+        for position in order {
+            let id = index.id(position as usize);
+            if written.contains_key(id) {
+                continue;
+            }
+            let at = PackedAt {
+                pack: pack as u32,
+                position,
+            };
+            let offset = out.offset();
+            if !copy_entry(packs, at, id, &written, unique, out)? {
+                // Written afresh: from its pack, or from wherever the
+                // repository has it.
+                let kind = match packs.read(at, &mut cache, &mut buf)? {
+                    Some(kind) => kind,
+                    None => {
+                        let odb = match &mut odb {
+                            Some(odb) => odb,
+                            None => odb.insert(Odb::open(&repo.objects_dir(), repo.format)?),
+                        };
+                        let oid = refstore_refs::ObjectId::from_raw(id)
+                            .ok_or_else(|| MaintError::Format("bad object id".into()))?;
+                        let (kind, data) = odb.read(&oid)?.ok_or_else(|| {
+                            MaintError::Format(format!("object {oid} cannot be read"))
+                        })?;
+                        buf = data;
+                        kind
+                    }
+                };
+                out.whole(id, kind, &buf)?;
+            }
+            written.insert(id.to_vec(), offset);
+        }
+    }
+    Ok(())
+}
+
+/// Copies the stored entry at `at` if it can be; false if it must be
+/// written afresh.
+fn copy_entry(
+    packs: &Packs,
+    at: PackedAt,
+    id: &[u8],
+    written: &HashMap<Vec<u8>, u64>,
+    unique: &HashSet<&[u8]>,
+    out: &mut PackOut,
+) -> Result<bool, MaintError> {
+    let entry = match packs.entry(at) {
+        Ok(entry) => entry,
+        Err(_) => return Ok(false),
+    };
+    if !packs.crc_matches(at, &entry) {
+        tracing::warn!(
+            "entry of {} does not match its CRC32: rewritten",
+            packs.id(at)
+        );
+        return Ok(false);
+    }
+    match entry.kind {
+        StoredKind::Whole(_) => out.copy_entry(id, entry.raw)?,
+        StoredKind::OfsDelta { base_offset } => {
+            let Some(base) = packs.at_offset(at.pack, base_offset) else {
+                return Ok(false);
+            };
+            let Some(&new_base) = written.get(packs.id(base).as_bytes()) else {
+                return Ok(false);
+            };
+            out.ofs_delta(id, entry.size, new_base, entry.compressed())?;
+        }
+        StoredKind::RefDelta { base } => match written.get(base.as_bytes()) {
+            Some(&new_base) => out.ofs_delta(id, entry.size, new_base, entry.compressed())?,
+            None if unique.contains(base.as_bytes()) => out.copy_entry(id, entry.raw)?,
+            None => return Ok(false),
+        },
+    }
+    Ok(true)
+}
+
+/// Deletes a pack's files, its index first.
+fn delete_pack(repo: &Repo, name: &str) -> Result<(), MaintError> {
+    let dir = repo.pack_dir();
+    for ext in PACK_FILES {
+        match repo.vfs.unlink(&dir.join(format!("{name}.{ext}"))) {
+            Ok(()) => {}
+            Err(e) if e.is_not_found() => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(())
+}
+
+fn redundant_path(repo: &Repo) -> PathBuf {
+    repo.objects_dir().join("info").join(REDUNDANT_LIST)
+}
+
+/// `pack-<hash> <unix seconds>` lines.
+fn read_redundant(repo: &Repo) -> Result<HashMap<String, SystemTime>, MaintError> {
+    let bytes = match repo.vfs.read(&redundant_path(repo)) {
+        Ok(bytes) => bytes,
+        Err(e) if e.is_not_found() => return Ok(HashMap::new()),
+        Err(e) => return Err(e.into()),
+    };
+    Ok(String::from_utf8_lossy(&bytes)
+        .lines()
+        .filter_map(|line| {
+            let (name, seconds) = line.split_once(' ')?;
+            let seconds: u64 = seconds.trim().parse().ok()?;
+            Some((name.to_owned(), UNIX_EPOCH + Duration::from_secs(seconds)))
+        })
+        .collect())
+}
+
+fn write_redundant(
+    repo: &Repo,
+    redundant: &HashMap<String, SystemTime>,
+    before: &HashMap<String, SystemTime>,
+) -> Result<(), MaintError> {
+    if redundant == before {
+        return Ok(());
+    }
+    let path = redundant_path(repo);
+    if redundant.is_empty() {
+        return match repo.vfs.unlink(&path) {
+            Err(e) if !e.is_not_found() => Err(e.into()),
+            _ => Ok(()),
+        };
+    }
+    let mut lines: Vec<String> = redundant
+        .iter()
+        .map(|(name, since)| {
+            let seconds = since
+                .duration_since(UNIX_EPOCH)
+                .unwrap_or_default()
+                .as_secs();
+            format!("{name} {seconds}\n")
+        })
+        .collect();
+    lines.sort();
+    crate::install::replace_file(
+        repo,
+        &path,
+        lines.concat().as_bytes(),
+        Component::PackMetadata,
+    )
+}

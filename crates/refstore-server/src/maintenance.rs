@@ -1,0 +1,148 @@
+//! Housekeeping after pushes: `refstore serve` runs `maintenance run
+//! --auto` ([`refstore_maint`]) for a repository in the background once a
+//! push to it succeeded, on a few worker threads of its own
+//! (`--maintenance-workers`, default 1; 0 turns it off), so a push is
+//! answered without waiting and the packs it leaves are rolled up as they
+//! accumulate.
+//!
+//! At most one run per repository is queued or running at a time: a push
+//! that arrives while one is queued adds nothing, one that arrives while
+//! it runs makes it run once more afterwards (its pack may have come too
+//! late to be seen). Runs of different repositories proceed in parallel up
+//! to the number of workers. The run itself takes git's maintenance lock,
+//! so it also never overlaps a `git maintenance`, `git gc` or
+//! `refstore maintenance` on the same repository.
+
+use refstore_fs::config::Override;
+use refstore_fs::Vfs;
+use refstore_protocol::Repository;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::{channel, Receiver, Sender};
+use std::sync::{Arc, Mutex};
+
+/// Where a repository is in the queue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    Queued,
+    Running,
+    /// Running, and pushed to since it started.
+    RunningAgain,
+}
+
+/// The background maintenance of a server.
+#[derive(Debug)]
+pub struct Maintenance {
+    inner: Option<Arc<Inner>>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    phases: Mutex<HashMap<PathBuf, Phase>>,
+    queue: Mutex<Sender<PathBuf>>,
+    vfs: Arc<dyn Vfs>,
+    overrides: Vec<Override>,
+}
+
+impl Maintenance {
+    /// Starts `workers` threads (none: maintenance is off).
+    pub fn start(workers: usize, vfs: Arc<dyn Vfs>, overrides: Vec<Override>) -> Maintenance {
+        if workers == 0 {
+            return Maintenance { inner: None };
+        }
+        let (sender, receiver) = channel();
+        let inner = Arc::new(Inner {
+            phases: Mutex::new(HashMap::new()),
+            queue: Mutex::new(sender),
+            vfs,
+            overrides,
+        });
+        let receiver = Arc::new(Mutex::new(receiver));
+        for n in 0..workers {
+            let inner = inner.clone();
+            let receiver = receiver.clone();
+            let spawned = std::thread::Builder::new()
+                .name(format!("maintenance-{n}"))
+                .spawn(move || work(&inner, &receiver));
+            if let Err(e) = spawned {
+                tracing::warn!("cannot start a maintenance worker: {e}");
+            }
+        }
+        Maintenance { inner: Some(inner) }
+    }
+
+    /// Asks for `maintenance run --auto` of the repository at `git_dir`.
+    pub fn after_push(&self, git_dir: &Path) {
+        let Some(inner) = &self.inner else { return };
+        let mut phases = lock(&inner.phases);
+        match phases.get(git_dir).copied() {
+            Some(Phase::Queued) | Some(Phase::RunningAgain) => {}
+            Some(Phase::Running) => {
+                phases.insert(git_dir.to_owned(), Phase::RunningAgain);
+            }
+            None => {
+                phases.insert(git_dir.to_owned(), Phase::Queued);
+                let _ = lock(&inner.queue).send(git_dir.to_owned());
+            }
+        }
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn work(inner: &Inner, receiver: &Mutex<Receiver<PathBuf>>) {
+    loop {
+        let Ok(git_dir) = lock(receiver).recv() else {
+            return;
+        };
+        lock(&inner.phases).insert(git_dir.clone(), Phase::Running);
+        run_once(inner, &git_dir);
+        let mut phases = lock(&inner.phases);
+        if phases.get(&git_dir) == Some(&Phase::RunningAgain) {
+            phases.insert(git_dir.clone(), Phase::Queued);
+            let _ = lock(&inner.queue).send(git_dir);
+        } else {
+            phases.remove(&git_dir);
+        }
+    }
+}
+
+fn run_once(inner: &Inner, git_dir: &Path) {
+    let result = Repository::open(inner.vfs.clone(), git_dir, &inner.overrides)
+        .map_err(|e| e.to_string())
+        .and_then(|repo| {
+            refstore_maint::Repo::new(
+                repo.vfs.clone(),
+                &repo.location,
+                &repo.config,
+                repo.settings.clone(),
+                Some(repo.refs.clone()),
+            )
+            .map_err(|e| e.to_string())
+        })
+        .and_then(|repo| {
+            let options = refstore_maint::Options {
+                auto: true,
+                tasks: Vec::new(),
+            };
+            refstore_maint::run(&repo, &options).map_err(|e| e.to_string())
+        });
+    match result {
+        Ok(Some(reports)) => {
+            for report in reports.iter().filter(|r| r.ran) {
+                tracing::info!(
+                    repo = %git_dir.display(),
+                    task = report.task.name(),
+                    "maintenance: {}",
+                    report.summary
+                );
+            }
+        }
+        Ok(None) => {
+            tracing::info!(repo = %git_dir.display(), "maintenance skipped: repository busy")
+        }
+        Err(e) => tracing::warn!(repo = %git_dir.display(), "maintenance failed: {e}"),
+    }
+}
