@@ -170,6 +170,25 @@ impl Packs {
         self.packs[pack as usize].index.num_objects()
     }
 
+    /// The path of pack `pack`'s data file.
+    pub fn pack_path(&self, pack: u32) -> &Path {
+        self.packs[pack as usize].data.path()
+    }
+
+    /// The checksum that ends pack `pack` (its name), as its index records it.
+    pub fn pack_checksum(&self, pack: u32) -> ObjectId {
+        self.packs[pack as usize].index.pack_checksum()
+    }
+
+    /// The index positions of pack `pack`'s objects in the order they are
+    /// stored (by offset): the order git's bitmaps number them in.
+    pub fn pack_order(&self, pack: u32) -> impl ExactSizeIterator<Item = u32> + '_ {
+        let by_offset = self.packs[pack as usize].by_offset();
+        by_offset[..by_offset.len() - 1]
+            .iter()
+            .map(|&(_, position)| position)
+    }
+
     /// The first stored entry of `id`, or `None` if no pack has it.
     pub fn locate(&self, id: &oid) -> Option<PackedAt> {
         self.locate_all(id).next()
