@@ -29,6 +29,7 @@
 //! error for the transport to log and exit non-zero.
 
 mod advertisement;
+mod bitmap_walk;
 mod delta;
 mod delta_search;
 mod error;

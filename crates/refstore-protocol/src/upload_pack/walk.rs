@@ -8,6 +8,9 @@
 //! certainly has: their trees and blobs are left out. Objects the client has
 //! only through older history may still be sent, which costs bytes but
 //! never correctness: this is the trade git makes too.
+//!
+//! Where the repository has a reachability bitmap, `bitmap_walk.rs` counts
+//! instead, and this walk is what remains without one.
 
 use super::graph::{Graph, IdHasher};
 use super::UploadPackError;
@@ -66,6 +69,11 @@ pub(crate) fn pack_contents(
     common: &[ObjectId],
     tags_to_include: &[ObjectId],
 ) -> Result<PackContents, UploadPackError> {
+    if let Some(contents) =
+        super::bitmap_walk::pack_contents(graph, wants, common, tags_to_include)?
+    {
+        return Ok(contents);
+    }
     let mut tags = Vec::new();
     let mut want_commits = Vec::new();
     let mut want_others = Vec::new();
@@ -257,10 +265,10 @@ fn add_tree(
 }
 
 /// The hash of the root's path.
-const ROOT: u64 = 0xcbf2_9ce4_8422_2325;
+pub(crate) const ROOT: u64 = 0xcbf2_9ce4_8422_2325;
 
 /// FNV-1a of the path `name` below the path whose hash is `parent`.
-fn path_hash(parent: u64, name: &[u8]) -> u64 {
+pub(crate) fn path_hash(parent: u64, name: &[u8]) -> u64 {
     std::iter::once(&b'/').chain(name).fold(parent, |hash, &b| {
         (hash ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
     })
@@ -268,7 +276,7 @@ fn path_hash(parent: u64, name: &[u8]) -> u64 {
 
 /// Adds each tag of `tags` (with the tags its chain passes) whose final
 /// target is sent.
-fn include_tags(
+pub(crate) fn include_tags(
     graph: &mut Graph,
     tags: &[ObjectId],
     contents: &mut PackContents,
