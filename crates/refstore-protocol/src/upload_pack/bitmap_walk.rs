@@ -61,9 +61,11 @@ pub(crate) fn pack_contents(
     contents.ids.reserve(count);
     contents.paths.reserve(count);
     contents.slots.reserve(count);
+    contents.located.reserve(count);
     for bit in send.ones() {
         let (id, path) = if bit < objects {
             let at = index.at_bit(bit);
+            contents.located.push(Some(at));
             let id = packs.id(at).to_owned();
             let path = if file.of_kind(ObjectKind::Commit).get(bit)
                 || file.of_kind(ObjectKind::Tag).get(bit)
@@ -75,8 +77,8 @@ pub(crate) fn pack_contents(
             };
             (id, path)
         } else {
-            let (id, path) = counter.extra[bit - objects];
-            (id, path)
+            contents.located.push(None);
+            counter.extra[bit - objects]
         };
         contents.slots.insert(id, contents.ids.len() as u32);
         contents.ids.push(id);

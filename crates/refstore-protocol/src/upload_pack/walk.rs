@@ -37,6 +37,9 @@ pub(crate) struct PackContents {
     pub paths: Vec<u64>,
     /// The slot of each object.
     pub slots: HashMap<ObjectId, u32, IdHasher>,
+    /// By slot, where known (a count with bitmaps knows it): where the
+    /// object is stored, so the pack writer need not look it up.
+    pub located: Vec<Option<refstore_odb::PackedAt>>,
 }
 
 impl PackContents {
