@@ -2,7 +2,7 @@
 //! through the commit-graph) when the repository has them: the pack holds
 //! exactly what is reachable from the wants and not from the common
 //! commits, over random histories with objects both inside and outside
-//! the bitmapped pack; a clone is what git's own clone receives and passes
+//! the bitmapped pack, with pack and multi-pack index bitmaps; a clone is what git's own clone receives and passes
 //! `git fsck --strict`; a damaged bitmap or commit-graph is left aside and
 //! the objects are walked, so the pack is still right.
 
@@ -151,20 +151,41 @@ fn damage(file: &Path, at: usize) {
 }
 
 /// A bare repository of the random history `first`, repacked with a
-/// bitmap, then `second` in a pack of its own; with a commit-graph if
-/// `graph`.
-fn repository(first: &[history::Op], second: &[history::Op], graph: bool) -> tempfile::TempDir {
+/// bitmap, then `second` (loose objects, or a pack of its own if `midx`);
+/// with a commit-graph if
+/// `graph`, and a multi-pack index with its bitmap over both packs if
+/// `midx`.
+fn repository(
+    first: &[history::Op],
+    second: &[history::Op],
+    graph: bool,
+    midx: bool,
+) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path();
     git(path, &["init", "-q", "--bare"]);
     let mut writer = history::Writer::default();
     git_in(path, &["fast-import", "--quiet"], &writer.stream(first));
     git(path, &["repack", "-adbq"]);
-    git_in(path, &["fast-import", "--quiet"], &writer.stream(second));
+    // fast-import leaves small imports loose: a second pack only for the
+    // multi-pack index.
+    let limit = if midx {
+        "fastimport.unpackLimit=1"
+    } else {
+        "fastimport.unpackLimit=100"
+    };
+    git_in(
+        path,
+        &["-c", limit, "fast-import", "--quiet"],
+        &writer.stream(second),
+    );
     if graph {
         git(path, &["commit-graph", "write", "--reachable"]);
     }
-    assert_eq!(bitmap_files(path).len(), 1);
+    if midx {
+        git(path, &["multi-pack-index", "write", "--bitmap"]);
+    }
+    assert_eq!(bitmap_files(path).len(), 1 + usize::from(midx));
     dir
 }
 
@@ -183,10 +204,11 @@ proptest! {
         first in prop::collection::vec(history::op(), 1..30),
         second in prop::collection::vec(history::op(), 0..12),
         graph in any::<bool>(),
+        midx in any::<bool>(),
         wants in prop::collection::vec(any::<prop::sample::Index>(), 1..4),
         haves in prop::collection::vec(any::<prop::sample::Index>(), 0..4),
     ) {
-        let dir = repository(&first, &second, graph);
+        let dir = repository(&first, &second, graph, midx);
         let path = dir.path();
         let tips: Vec<String> = refs(path).into_iter().map(|(_, id)| id).collect();
         let commits: Vec<String> =
@@ -239,7 +261,7 @@ fn a_clone_from_a_bitmapped_repository_is_what_git_sends() {
         },
         history::Op::Tag { branch: 1 },
     ];
-    let dir = repository(&first, &second, true);
+    let dir = repository(&first, &second, true, false);
     let path = dir.path();
     let refs = refs(path);
     let wants: Vec<String> = refs.iter().map(|(_, id)| id.clone()).collect();
@@ -303,7 +325,7 @@ fn a_damaged_bitmap_or_commit_graph_is_left_aside_and_objects_walked() {
             lines: 2 + n,
         })
         .collect();
-    let dir = repository(&first, &[], true);
+    let dir = repository(&first, &[], true, false);
     let path = dir.path();
     let refs = refs(path);
     let wants: Vec<String> = refs.iter().map(|(_, id)| id.clone()).collect();

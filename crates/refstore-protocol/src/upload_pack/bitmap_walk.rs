@@ -6,7 +6,8 @@
 //! pack. A commit with a stored bitmap contributes it whole; from any
 //! other, commits are walked (newest first) back to commits with one, then
 //! the trees of the walked commits, stopping at objects already in the
-//! set; objects outside the bitmap's pack get bits after its own. Unlike
+//! set; objects the bitmap does not number (newer packs, loose objects)
+//! get bits after its own. Unlike
 //! the plain walk, which leaves out only the trees of the boundary commits,
 //! this leaves out everything the client has through the common commits.
 //!
@@ -92,7 +93,7 @@ pub(crate) fn pack_contents(
 /// Bit numbers for one count.
 struct Counter {
     index: Arc<BitmapIndex>,
-    /// The bits of objects outside the bitmap's pack.
+    /// The bits of objects the bitmap does not number.
     extended: HashMap<ObjectId, usize, IdHasher>,
     /// By extended bit (less the pack's objects): the object and the path
     /// hash it was met at ([`NO_PATH`] for commits and tags).
@@ -100,14 +101,14 @@ struct Counter {
 }
 
 impl Counter {
-    /// The bit of `id`, given one if it is outside the bitmap's pack.
+    /// The bit of `id`, given one if the bitmap does not number it.
     fn bit(&mut self, graph: &Graph, id: &ObjectId, path: u64) -> usize {
-        let pack = self.index.pack();
-        if let Some(at) = graph.packs().locate_all(id).find(|at| at.pack == pack) {
-            return self
-                .index
-                .bit_of(at)
-                .expect("an object of the bitmap's pack");
+        if let Some(bit) = graph
+            .packs()
+            .locate_all(id)
+            .find_map(|at| self.index.bit_of(at))
+        {
+            return bit;
         }
         let next = self.index.objects() + self.extra.len();
         *self.extended.entry(*id).or_insert_with(|| {
@@ -165,7 +166,7 @@ impl Counter {
                 continue;
             }
             if bit < self.index.objects() {
-                match self.index.reachable_from(self.index.at_bit(bit)) {
+                match self.index.reachable_from(bit) {
                     Ok(Some(stored)) => {
                         set.or_assign(&stored);
                         continue;

@@ -101,11 +101,12 @@ impl Graph {
     /// The reachability bitmap of the packs, if there is a usable one.
     pub fn bitmap(&mut self) -> Option<std::sync::Arc<refstore_odb::BitmapIndex>> {
         if self.bitmap.is_none() {
-            let opened = refstore_odb::BitmapIndex::open(self.vfs.as_ref(), &self.packs)
-                .unwrap_or_else(|e| {
-                    tracing::warn!("ignoring the reachability bitmap: {e}");
-                    None
-                });
+            let opened =
+                refstore_odb::BitmapIndex::open(self.vfs.as_ref(), &self.objects_dir, &self.packs)
+                    .unwrap_or_else(|e| {
+                        tracing::warn!("ignoring the reachability bitmap: {e}");
+                        None
+                    });
             self.bitmap = Some(opened.map(std::sync::Arc::new));
         }
         self.bitmap.clone().flatten()
