@@ -176,12 +176,14 @@ impl Graph {
         Ok(self.read(id)?.map(|(kind, _)| kind))
     }
 
-    /// Drops the parsed commits and cached delta bases: once the walk is
-    /// done, the pack writer needs neither, and a full clone's walk holds
-    /// a hundred megabytes in them.
+    /// Drops the parsed commits, cached delta bases and the bitmap (with
+    /// its decoded entries; it is read again if asked for): once the walk
+    /// is done, the pack writer needs none of them, and a full clone's
+    /// walk holds a hundred megabytes in them.
     pub fn forget_walk(&mut self) {
         self.commits = HashMap::default();
         self.cache = refstore_odb::DeltaBaseCache::new(1, 0);
+        self.bitmap = None;
     }
 
     /// The object's kind and content, or `None` if it is missing. The
