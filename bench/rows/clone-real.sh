@@ -5,6 +5,8 @@
 # the pack bytes it sent (GIT_TRACE_PACKFILE on the client).
 #
 #   (a) full clone, no bitmaps (the repository as given)
+#   (a2) full clone with a commit-graph (a copy with
+#       `git commit-graph write --reachable`; only with CLONE_GRAPH=1)
 #   (b) full clone with bitmaps (a copy repacked with `git repack -adb`;
 #       only with CLONE_BITMAPS=1, the repack takes minutes)
 #   (c) fetch of one new commit
@@ -116,9 +118,25 @@ if [[ ${CLONE_FULL:-1} == 1 ]]; then
     full_clone "(a) full clone" "$repo"
 fi
 
+# Only what a clone asks for: other refs (a mirror's refs/pull/*) may
+# name objects the repository lacks, on which a repack fails.
+clone_refs_only() {
+    "$GIT" -C "$1" for-each-ref --format='delete %(refname)' |
+        grep -v -E ' refs/(heads|tags)/' | "$GIT" -C "$1" update-ref --stdin
+}
+
+if [[ ${CLONE_FULL:-1} == 1 && ${CLONE_GRAPH:-0} == 1 ]]; then
+    graphed=$work/graph.git
+    shallow_copy "$graphed"
+    clone_refs_only "$graphed"
+    "$GIT" -C "$graphed" commit-graph write --reachable
+    full_clone "(a2) full clone, commit-graph" "$graphed"
+fi
+
 if [[ ${CLONE_FULL:-1} == 1 && ${CLONE_BITMAPS:-0} == 1 ]]; then
     bitmapped=$work/bitmap.git
     shallow_copy "$bitmapped"
+    clone_refs_only "$bitmapped"
     "$GIT" -C "$bitmapped" repack -adbq
     rm "$bitmapped/objects/info/alternates"
     full_clone "(b) full clone, bitmaps" "$bitmapped"
@@ -172,4 +190,4 @@ fetch() {
 fetch "(c) fetch 1 commit" 1
 fetch "(d) fetch 100 commits" 100
 extra ""
-extra "Server CPU includes pack-objects for git. refstore reads no bitmaps yet."
+extra "Server CPU includes pack-objects for git."

@@ -14,6 +14,10 @@
 //! - [`DeltaBaseCache`] keeps inflated delta bases for gix-pack's decoder.
 //! - [`Packs`] gives stored pack entries as they are, CRC-checked, for
 //!   a pack writer that copies them without inflating.
+//! - [`BitmapIndex`] reads git's reachability bitmaps ([`PackBitmap`],
+//!   compressed with [`ewah`]), and [`CommitGraph`] git's commit-graph, so
+//!   counting the objects of a fetch needs no commit or tree inflated
+//!   where they cover the history.
 //! - [`check_connectivity`] verifies that new ref tips reach only
 //!   objects the database holds, walking only what is new.
 //! - [`fsck`] applies git's object checks (`receive.fsckObjects`).
@@ -43,10 +47,14 @@
 #![deny(missing_docs, unsafe_code)]
 
 mod base_cache;
+mod bitmap;
+mod bitmap_index;
 mod check;
+mod commit_graph;
 mod connectivity;
 mod delta;
 mod error;
+pub mod ewah;
 pub mod fsck;
 mod hash;
 mod kind;
@@ -60,7 +68,10 @@ mod tag_peeler;
 mod unpack;
 
 pub use base_cache::DeltaBaseCache;
+pub use bitmap::PackBitmap;
+pub use bitmap_index::BitmapIndex;
 pub use check::{check_format, FormatError};
+pub use commit_graph::{CommitGraph, GraphCommit};
 pub use connectivity::{check_connectivity, Checked, ConnectivityError};
 pub use error::OdbError;
 pub use hash::{object_header, object_id};

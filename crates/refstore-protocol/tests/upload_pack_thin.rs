@@ -242,6 +242,9 @@ enum Stored {
     /// A thin pack completed by `index-pack --fix-thin`, as a push stores
     /// it: reference deltas against the client's objects.
     Pushed,
+    /// Everything repacked into one pack with a reachability bitmap
+    /// (`git repack -adb`), so objects are counted from the bitmap.
+    Bitmapped,
 }
 
 fn setup(stored: Stored, new_commits: usize) -> Setup {
@@ -264,6 +267,15 @@ fn setup(stored: Stored, new_commits: usize) -> Setup {
         Stored::Loose => {}
         Stored::Pack => {
             git(&server, &["repack", "-dq"]);
+        }
+        Stored::Bitmapped => {
+            git(&server, &["repack", "-adbq"]);
+            let pack_dir = server.join(".git/objects/pack");
+            let bitmaps = std::fs::read_dir(&pack_dir)
+                .unwrap()
+                .filter(|e| e.as_ref().unwrap().path().extension() == Some("bitmap".as_ref()))
+                .count();
+            assert_eq!(bitmaps, 1, "git repack -adb wrote no bitmap");
         }
         Stored::Pushed => {
             let pack = git_with(
@@ -371,7 +383,12 @@ fn check_whole(s: &Setup, pack: &[u8]) {
 
 #[test]
 fn thin_packs_only_for_clients_that_ask() {
-    for stored in [Stored::Loose, Stored::Pack, Stored::Pushed] {
+    for stored in [
+        Stored::Loose,
+        Stored::Pack,
+        Stored::Pushed,
+        Stored::Bitmapped,
+    ] {
         for version in [ProtocolVersion::V0, ProtocolVersion::V2] {
             let s = setup(stored, 3);
             let fetch = match version {

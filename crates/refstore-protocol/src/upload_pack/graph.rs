@@ -6,6 +6,12 @@
 //! which the pack writer clones to read objects it compresses afresh, and
 //! the repository's packs as stored ([`refstore_odb::Packs`]), whose
 //! entries the pack writer copies.
+//!
+//! Where git's commit-graph covers a commit, its tree, parents and time come
+//! from there and the commit is not inflated. The reachability bitmap is
+//! opened on first use (only counting needs it). A commit-graph or bitmap
+//! that cannot be used is left aside with a warning, as git does: commits
+//! are then read and objects walked.
 
 use super::UploadPackError;
 use gix_hash::ObjectId;
@@ -41,6 +47,10 @@ pub(crate) struct Graph {
     /// What annotated tags peel to, as the refs say (`include-tag` need
     /// not read a tag whose target is not sent).
     peeled: HashMap<ObjectId, ObjectId, IdHasher>,
+    /// git's commit-graph, if the repository has a usable one.
+    commit_graph: Option<refstore_odb::CommitGraph>,
+    /// The reachability bitmap: `None` until first asked for.
+    bitmap: Option<Option<std::sync::Arc<refstore_odb::BitmapIndex>>>,
 }
 
 impl Graph {
@@ -72,6 +82,12 @@ impl Graph {
         handle.set_pack_cache(|| Box::new(refstore_odb::DeltaBaseCache::default()));
         let packs = refstore_odb::Packs::open(objects_dir, format)
             .map_err(|e| UploadPackError::objects("cannot open the packs", e))?;
+        packs.read_reverse_indexes(vfs.as_ref());
+        let commit_graph = refstore_odb::CommitGraph::open(vfs.as_ref(), objects_dir, format)
+            .unwrap_or_else(|e| {
+                tracing::warn!("ignoring the commit-graph: {e}");
+                None
+            });
         Ok(Graph {
             handle,
             vfs,
@@ -82,6 +98,8 @@ impl Graph {
             cache: refstore_odb::DeltaBaseCache::default(),
             buf: Vec::new(),
             peeled: HashMap::default(),
+            commit_graph,
+            bitmap: None,
         })
     }
 
@@ -93,6 +111,42 @@ impl Graph {
     /// What the tag `tag` peels to, if its ref said.
     pub fn peeled_hint(&self, tag: &ObjectId) -> Option<&ObjectId> {
         self.peeled.get(tag)
+    }
+
+    /// The reachability bitmap of the packs, if there is a usable one.
+    pub fn bitmap(&mut self) -> Option<std::sync::Arc<refstore_odb::BitmapIndex>> {
+        if self.bitmap.is_none() {
+            let opened =
+                refstore_odb::BitmapIndex::open(self.vfs.as_ref(), &self.objects_dir, &self.packs)
+                    .unwrap_or_else(|e| {
+                        tracing::warn!("ignoring the reachability bitmap: {e}");
+                        None
+                    });
+            self.bitmap = Some(opened.map(std::sync::Arc::new));
+        }
+        self.bitmap.clone().flatten()
+    }
+
+    /// The commit `id` as the commit-graph records it, if it does.
+    fn commit_from_graph(&mut self, id: &ObjectId) -> Option<Commit> {
+        let graph = self.commit_graph.as_ref()?;
+        let position = graph.lookup(id)?;
+        match graph.commit(position) {
+            Ok(commit) => Some(Commit {
+                tree: commit.tree,
+                parents: commit
+                    .parents
+                    .iter()
+                    .map(|&parent| graph.id(parent).to_owned())
+                    .collect(),
+                time: commit.time,
+            }),
+            Err(e) => {
+                tracing::warn!("ignoring the commit-graph: {e}");
+                self.commit_graph = None;
+                None
+            }
+        }
     }
 
     /// The object format's gix name.
@@ -137,12 +191,14 @@ impl Graph {
         Ok(self.read(id)?.map(|(kind, _)| kind))
     }
 
-    /// Drops the parsed commits and cached delta bases: once the walk is
-    /// done, the pack writer needs neither, and a full clone's walk holds
-    /// a hundred megabytes in them.
+    /// Drops the parsed commits, cached delta bases and the bitmap (with
+    /// its decoded entries; it is read again if asked for): once the walk
+    /// is done, the pack writer needs none of them, and a full clone's
+    /// walk holds a hundred megabytes in them.
     pub fn forget_walk(&mut self) {
         self.commits = HashMap::default();
         self.cache = refstore_odb::DeltaBaseCache::new(1, 0);
+        self.bitmap = None;
     }
 
     /// The object's kind and content, or `None` if it is missing. The
@@ -174,6 +230,11 @@ impl Graph {
     pub fn commit(&mut self, id: &ObjectId) -> Result<Option<Rc<Commit>>, UploadPackError> {
         if let Some(commit) = self.commits.get(id) {
             return Ok(Some(commit.clone()));
+        }
+        if let Some(commit) = self.commit_from_graph(id) {
+            let commit = Rc::new(commit);
+            self.commits.insert(*id, commit.clone());
+            return Ok(Some(commit));
         }
         let hash = self.hash;
         let Some((gix_object::Kind::Commit, data)) = self.read(id)? else {

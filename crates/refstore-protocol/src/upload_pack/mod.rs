@@ -9,7 +9,10 @@
 //!   commands (`v2/`).
 //!
 //! The pack holds what is reachable from the wants and not from the
-//! commits both sides have (`walk.rs`), written inside side-band packets
+//! commits both sides have: counted with git's reachability bitmaps where
+//! the repository has them (`bitmap_walk.rs`), walked otherwise
+//! (`walk.rs`, commits from the commit-graph where it covers them),
+//! written inside side-band packets
 //! (`pack_output.rs`, `pack_writer.rs`): stored entries are copied without
 //! being inflated wherever they are valid in the new pack (a whole object,
 //! or a delta whose base is sent too), checked against their pack index's
@@ -30,6 +33,7 @@
 //! error for the transport to log and exit non-zero.
 
 mod advertisement;
+mod bitmap_walk;
 mod delta;
 mod delta_search;
 mod error;

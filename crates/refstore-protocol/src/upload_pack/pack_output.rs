@@ -171,7 +171,8 @@ fn plan(graph: &Graph, contents: &mut PackContents, thin: bool) -> Result<Plan, 
     let mut slot_at: Vec<Vec<u32>> = vec![Vec::new(); packs.len()];
     let mut located = Vec::with_capacity(ids.len());
     for (slot, id) in ids.iter().enumerate() {
-        let at = packs.locate(id);
+        let known = contents.located.get(slot).copied().flatten();
+        let at = known.or_else(|| packs.locate(id));
         if let Some(at) = at {
             let table = &mut slot_at[at.pack as usize];
             if table.is_empty() {

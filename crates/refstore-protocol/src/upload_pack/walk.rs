@@ -9,6 +9,9 @@
 //! (`sparse.rs`), or, past a few edges, all of what they hold. Objects the
 //! client has only through older history may still be sent, which costs
 //! bytes but never correctness: this is the trade git makes too.
+//!
+//! Where the repository has a reachability bitmap, `bitmap_walk.rs` counts
+//! instead, and this walk is what remains without one.
 
 use super::graph::{Graph, IdHasher};
 use super::UploadPackError;
@@ -46,6 +49,9 @@ pub(crate) struct PackContents {
     /// boundary tree, when the enumeration compared them (`None`: not
     /// known, a thin pack finds them itself).
     pub client_versions: Option<HashMap<u32, ObjectId>>,
+    /// By slot, where known (a count with bitmaps knows it): where the
+    /// object is stored, so the pack writer need not look it up.
+    pub located: Vec<Option<refstore_odb::PackedAt>>,
 }
 
 impl PackContents {
@@ -79,6 +85,11 @@ pub(crate) fn pack_contents(
     common: &[ObjectId],
     tags_to_include: &[ObjectId],
 ) -> Result<PackContents, UploadPackError> {
+    if let Some(contents) =
+        super::bitmap_walk::pack_contents(graph, wants, common, tags_to_include)?
+    {
+        return Ok(contents);
+    }
     let mut tags = Vec::new();
     let mut want_commits = Vec::new();
     let mut want_others = Vec::new();
@@ -298,7 +309,7 @@ pub(crate) fn path_hash(parent: u64, name: &[u8]) -> u64 {
 
 /// Adds each tag of `tags` (with the tags its chain passes) whose final
 /// target is sent.
-fn include_tags(
+pub(crate) fn include_tags(
     graph: &mut Graph,
     tags: &[ObjectId],
     contents: &mut PackContents,
