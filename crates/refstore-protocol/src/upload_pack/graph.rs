@@ -41,6 +41,8 @@ pub(crate) struct Graph {
     /// What annotated tags peel to, as the refs say (`include-tag` need
     /// not read a tag whose target is not sent).
     peeled: HashMap<ObjectId, ObjectId, IdHasher>,
+    /// Commits seen without parents: the boundary of a shallow clone.
+    grafted: std::collections::HashSet<ObjectId, IdHasher>,
 }
 
 impl Graph {
@@ -82,6 +84,7 @@ impl Graph {
             cache: refstore_odb::DeltaBaseCache::default(),
             buf: Vec::new(),
             peeled: HashMap::default(),
+            grafted: Default::default(),
         })
     }
 
@@ -93,6 +96,15 @@ impl Graph {
     /// What the tag `tag` peels to, if its ref said.
     pub fn peeled_hint(&self, tag: &ObjectId) -> Option<&ObjectId> {
         self.peeled.get(tag)
+    }
+
+    /// From now on, the commits `ids` have no parents: they are the
+    /// boundary of a shallow client's history (git's shallow grafts).
+    pub fn graft_shallow(&mut self, ids: impl IntoIterator<Item = ObjectId>) {
+        for id in ids {
+            self.commits.remove(&id);
+            self.grafted.insert(id);
+        }
     }
 
     /// The object format's gix name.
@@ -176,6 +188,7 @@ impl Graph {
             return Ok(Some(commit.clone()));
         }
         let hash = self.hash;
+        let grafted = self.grafted.contains(id);
         let Some((gix_object::Kind::Commit, data)) = self.read(id)? else {
             return Ok(None);
         };
@@ -183,9 +196,12 @@ impl Graph {
         let tree = gix_object::CommitRefIter::from_bytes(data, hash)
             .tree_id()
             .map_err(corrupt)?;
-        let parents = gix_object::CommitRefIter::from_bytes(data, hash)
-            .parent_ids()
-            .collect();
+        let parents = match grafted {
+            true => Vec::new(),
+            false => gix_object::CommitRefIter::from_bytes(data, hash)
+                .parent_ids()
+                .collect(),
+        };
         let time = gix_object::CommitRefIter::from_bytes(data, hash)
             .committer()
             .map(|signature| signature.seconds())
