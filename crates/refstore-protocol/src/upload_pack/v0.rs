@@ -146,8 +146,16 @@ fn negotiate(
     let mut got_common = false;
     let mut got_other = false;
     let mut last_common: Option<ObjectId> = None;
+    let mut read_any = false;
     loop {
-        let line = match session.input.read_text()? {
+        let packet = session.input.read_text()?;
+        let first = !read_any;
+        read_any = true;
+        let line = match packet {
+            // Over HTTP, the first request of a shallow fetch ends after
+            // the wants: the client reads the shallow lines, then sends
+            // its haves in the next request.
+            None if first && session.options.stateless_rpc => return Ok(false),
             None => {
                 return Err(UploadPackError::request(
                     "upload-pack: the client hung up during the negotiation",
