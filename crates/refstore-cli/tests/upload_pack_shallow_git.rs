@@ -292,3 +292,57 @@ fn fetches_into_a_shallow_clone_keep_its_boundary() {
         f.assert_same(ours, theirs, &format!("--depth 1 again v{version}"), None);
     }
 }
+
+#[test]
+fn since_and_exclude_fetches_deepen_a_depth_clone_like_git() {
+    let f = Fixture::new();
+    let since = format!("--shallow-since=@{}", time_of(3));
+    for version in VERSIONS {
+        let (ours, theirs) = f.clone_both("refetch", version, &["--depth", "1"]);
+        f.both(&ours, &theirs, version, &["fetch", "-q", &since]);
+        f.assert_same(&ours, &theirs, &format!("fetch {since} v{version}"), None);
+        assert!(f.state(&ours).0.len() > 3, "fetch {since} v{version}");
+        f.both(
+            &ours,
+            &theirs,
+            version,
+            &["fetch", "-q", "--shallow-exclude=v1"],
+        );
+        f.assert_same(&ours, &theirs, &format!("fetch exclude v{version}"), None);
+    }
+}
+
+/// The number of packed objects of a repository, counted once per pack
+/// that holds them.
+fn packed_objects(f: &Fixture, repo: &Path) -> usize {
+    let counts = f.git(repo, &["count-objects", "-v"]);
+    counts
+        .lines()
+        .find_map(|line| line.strip_prefix("in-pack: "))
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+#[test]
+fn deepening_sends_only_what_the_shallow_commits_lack() {
+    let f = Fixture::new();
+    for version in VERSIONS {
+        let (ours, theirs) = f.clone_both("lean", version, &["--depth", "1"]);
+        // The fetch's pack is kept, to be counted (its objects that the
+        // client has already would not show as new loose objects).
+        for dir in [&ours, &theirs] {
+            f.git(dir, &["config", "fetch.unpackLimit", "1"]);
+        }
+        let cloned = packed_objects(&f, &ours);
+        assert_eq!(cloned, packed_objects(&f, &theirs), "v{version}");
+        f.both(&ours, &theirs, version, &["fetch", "-q", "--deepen", "1"]);
+        f.assert_same(&ours, &theirs, &format!("--deepen 1 v{version}"), None);
+        let sent = packed_objects(&f, &ours) - cloned;
+        let git_sent = packed_objects(&f, &theirs) - cloned;
+        assert!(
+            sent > 0 && sent <= git_sent,
+            "v{version}: {sent} objects sent, git sends {git_sent}"
+        );
+    }
+}

@@ -60,7 +60,12 @@ pub(super) fn serve(session: &mut Session<'_>) -> Result<(), UploadPackError> {
         wants.extend_from_slice(&plan.extra_wants);
         common.extend_from_slice(&plan.extra_haves);
     }
-    let contents = walk::pack_contents(&mut graph, &wants, &common, &tags)?;
+    // The commits that gain their parents are the client's: what their
+    // parents share with them is not sent again.
+    let edges = shallow
+        .as_ref()
+        .map_or(&[][..], |plan| &plan.extra_haves[..]);
+    let contents = walk::pack_contents(&mut graph, &wants, &common, &tags, edges)?;
     let request = PackRequest {
         progress: !client.no_progress,
         thin: client.thin_pack,

@@ -110,7 +110,12 @@ pub(super) fn serve(
     } else {
         Vec::new()
     };
-    let contents = walk::pack_contents(&mut graph, &wanted, &common, &tags)?;
+    // The commits that gain their parents are the client's: what their
+    // parents share with them is not sent again.
+    let edges = shallow
+        .as_ref()
+        .map_or(&[][..], |plan| &plan.extra_haves[..]);
+    let contents = walk::pack_contents(&mut graph, &wanted, &common, &tags, edges)?;
     let request = PackRequest {
         progress: !client.no_progress,
         thin: client.thin_pack,
