@@ -61,7 +61,7 @@ pub struct V0Request {
 pub fn upload_pack_v0(bytes: &[u8], format: ObjectFormat) -> Result<V0Request, String> {
     let mut input = PacketReader::new(bytes, Dialect::V0).fail_on_err_packets(false);
     let mut request = V0Request::default();
-    let Some((wants, _)) = v0::read_wants(&mut input, format).map_err(|e| e.to_string())? else {
+    let Some((wants, _, _)) = v0::read_wants(&mut input, format).map_err(|e| e.to_string())? else {
         return Ok(request);
     };
     request.wants = wants.iter().map(|id| id.to_string()).collect();

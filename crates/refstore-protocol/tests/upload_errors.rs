@@ -127,8 +127,24 @@ fn bad_wants_are_refused() {
             "expected to get object ID".to_owned(),
         ),
         (
-            format!("shallow {head}"),
-            "does not serve shallow clones".to_owned(),
+            format!("want {head}\ndeepen 0"),
+            "invalid deepen: 'deepen 0'".to_owned(),
+        ),
+        (
+            format!("want {head}\nshallow {head}x"),
+            "expected to get an object id".to_owned(),
+        ),
+        (
+            format!("want {head}\ndeepen 1\ndeepen-since 5"),
+            "deepen and deepen-since (or deepen-not) cannot be used together".to_owned(),
+        ),
+        (
+            format!("want {head}\ndeepen-not nosuchref"),
+            "deepen-not is not a ref: nosuchref".to_owned(),
+        ),
+        (
+            format!("want {head}\nshallow {blob}"),
+            format!("invalid shallow object {blob}"),
         ),
         (
             format!("want {head} object-format=sha256"),
@@ -136,7 +152,9 @@ fn bad_wants_are_refused() {
         ),
     ];
     for (line, message) in &v0_cases {
-        let input = packets(&[line, "0000", "done"]);
+        let mut lines: Vec<&str> = line.split('\n').collect();
+        lines.extend(["0000", "done"]);
+        let input = packets(&lines);
         let (err, sent) = refused(&repo, stateless(ProtocolVersion::V0), &input);
         assert!(
             matches!(err, UploadPackError::Request(_)),
@@ -185,8 +203,8 @@ fn bad_v2_requests_are_refused() {
             "expected an ls-refs argument, got 'sort'",
         ),
         (
-            &["command=fetch", "0001", "deepen 1", "0000"],
-            "does not serve shallow clones",
+            &["command=fetch", "0001", "deepen-since soon", "0000"],
+            "invalid deepen-since: 'deepen-since soon'",
         ),
         (
             &["command=fetch", "0001", "filter blob:none", "0000"],

@@ -147,9 +147,8 @@ fn v0_and_v1_advertisements_match_git() {
         let (theirs, their_capabilities) = split_capabilities(theirs);
         assert_eq!(ours, theirs);
         assert!(ours.iter().any(|l| l.ends_with("refs/tags/v1.0-nested^{}")));
-        // Everything offered is offered by git too (git offers shallow
-        // clones besides), except that reachable objects may be wanted
-        // without configuration.
+        // Everything offered is offered by git too, except that reachable
+        // objects may be wanted without configuration.
         let missing: Vec<_> = our_capabilities
             .difference(&their_capabilities)
             .filter(|c| !c.starts_with("allow-"))

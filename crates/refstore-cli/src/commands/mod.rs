@@ -97,6 +97,10 @@ pub fn subcommands() -> Vec<clap::Command> {
             "init",
             "Create an empty repository, or reinitialize an existing one (like `git init`)",
         ),
+        sub::<maintenance::Args>(
+            "maintenance",
+            "Housekeeping: clean up after crashes, repack, write indexes (like `git maintenance`)",
+        ),
         sub::<pack_refs::Args>(
             "pack-refs",
             "Move loose refs into packed-refs (like `git pack-refs`)",

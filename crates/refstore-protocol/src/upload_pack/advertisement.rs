@@ -14,8 +14,9 @@ use std::io::Write;
 
 /// The capabilities a v0 server offers, apart from `symref`,
 /// `object-format` and `agent`, which depend on the repository.
-const CAPABILITIES: &str = "multi_ack thin-pack side-band side-band-64k ofs-delta no-progress \
-     include-tag multi_ack_detailed allow-tip-sha1-in-want allow-reachable-sha1-in-want";
+const CAPABILITIES: &str = "multi_ack thin-pack side-band side-band-64k ofs-delta shallow \
+     deepen-since deepen-not deepen-relative no-progress include-tag multi_ack_detailed \
+     allow-tip-sha1-in-want allow-reachable-sha1-in-want";
 
 /// The `agent` value this server sends.
 pub(crate) fn agent() -> String {

@@ -51,6 +51,8 @@ pub(crate) struct Graph {
     commit_graph: Option<refstore_odb::CommitGraph>,
     /// The reachability bitmap: `None` until first asked for.
     bitmap: Option<Option<std::sync::Arc<refstore_odb::BitmapIndex>>>,
+    /// Commits seen without parents: the boundary of a shallow clone.
+    grafted: std::collections::HashSet<ObjectId, IdHasher>,
 }
 
 impl Graph {
@@ -100,6 +102,7 @@ impl Graph {
             peeled: HashMap::default(),
             commit_graph,
             bitmap: None,
+            grafted: Default::default(),
         })
     }
 
@@ -114,7 +117,12 @@ impl Graph {
     }
 
     /// The reachability bitmap of the packs, if there is a usable one.
+    /// None while shallow grafts cut the history short: a stored bitmap
+    /// holds whole histories (git, too, counts shallow requests by walking).
     pub fn bitmap(&mut self) -> Option<std::sync::Arc<refstore_odb::BitmapIndex>> {
+        if !self.grafted.is_empty() {
+            return None;
+        }
         if self.bitmap.is_none() {
             let opened =
                 refstore_odb::BitmapIndex::open(self.vfs.as_ref(), &self.objects_dir, &self.packs)
@@ -146,6 +154,15 @@ impl Graph {
                 self.commit_graph = None;
                 None
             }
+        }
+    }
+
+    /// From now on, the commits `ids` have no parents: they are the
+    /// boundary of a shallow client's history (git's shallow grafts).
+    pub fn graft_shallow(&mut self, ids: impl IntoIterator<Item = ObjectId>) {
+        for id in ids {
+            self.commits.remove(&id);
+            self.grafted.insert(id);
         }
     }
 
@@ -231,12 +248,16 @@ impl Graph {
         if let Some(commit) = self.commits.get(id) {
             return Ok(Some(commit.clone()));
         }
-        if let Some(commit) = self.commit_from_graph(id) {
+        if let Some(mut commit) = self.commit_from_graph(id) {
+            if self.grafted.contains(id) {
+                commit.parents.clear();
+            }
             let commit = Rc::new(commit);
             self.commits.insert(*id, commit.clone());
             return Ok(Some(commit));
         }
         let hash = self.hash;
+        let grafted = self.grafted.contains(id);
         let Some((gix_object::Kind::Commit, data)) = self.read(id)? else {
             return Ok(None);
         };
@@ -244,9 +265,12 @@ impl Graph {
         let tree = gix_object::CommitRefIter::from_bytes(data, hash)
             .tree_id()
             .map_err(corrupt)?;
-        let parents = gix_object::CommitRefIter::from_bytes(data, hash)
-            .parent_ids()
-            .collect();
+        let parents = match grafted {
+            true => Vec::new(),
+            false => gix_object::CommitRefIter::from_bytes(data, hash)
+                .parent_ids()
+                .collect(),
+        };
         let time = gix_object::CommitRefIter::from_bytes(data, hash)
             .committer()
             .map(|signature| signature.seconds())

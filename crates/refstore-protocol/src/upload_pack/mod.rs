@@ -24,9 +24,10 @@
 //!
 //! [`Options`] carries git's `--stateless-rpc` and `--advertise-refs`: over
 //! HTTP one request is answered per call, and the advertisement is its own
-//! call. Not supported: shallow clones (the `shallow` and `deepen`
-//! capabilities are not offered), partial clones (`filter`), hidden refs
-//! and namespaces.
+//! call. Shallow clones and fetches (`shallow`, `deepen`, `deepen-since`,
+//! `deepen-not`, `deepen-relative`) move the boundary of the client's
+//! history (`shallow.rs`). Not supported: partial clones (`filter`),
+//! hidden refs and namespaces.
 //!
 //! A client's invalid request gets an `ERR` packet (or a band-3 message
 //! once the pack has started) in git's wording, and the call returns the
@@ -43,6 +44,7 @@ mod pack_output;
 mod pack_writer;
 mod refs;
 pub(crate) mod request;
+mod shallow;
 mod sparse;
 mod thin;
 pub(crate) mod v0;

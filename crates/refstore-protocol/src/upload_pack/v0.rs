@@ -10,6 +10,7 @@ use super::negotiation::{Have, Negotiation};
 use super::pack_output::{self, PackRequest};
 use super::refs::{Offering, RefSnapshot};
 use super::request::{parse_id, ClientOptions, MultiAck};
+use super::shallow::{self, ShallowRequest};
 use super::{advertisement, walk, wants, Session, UploadPackError};
 use crate::pkt_line::{Packet, PacketReader};
 use crate::ProtocolVersion;
@@ -31,12 +32,20 @@ pub(super) fn serve(session: &mut Session<'_>) -> Result<(), UploadPackError> {
     if !session.options.stateless_rpc {
         advertisement::write(session.out(), &snapshot, format, version_line)?;
     }
-    let Some((wants, client)) = read_wants(&mut session.input, format)? else {
+    let Some((mut wants, client, shallow_request)) = read_wants(&mut session.input, format)? else {
         // `git ls-remote` reads the advertisement and leaves.
         return Ok(());
     };
     let mut graph = Graph::open(repo.vfs.clone(), repo.objects.objects_dir(), format)?;
     wants::check(&mut graph, &snapshot, &wants)?;
+    // The new boundary comes before the negotiation, which then sees the
+    // client's history as it is: without the parents of shallow commits.
+    let shallow = shallow::plan(&mut graph, &snapshot, &wants, &shallow_request)?;
+    if let Some(plan) = shallow.as_ref().filter(|plan| plan.deepens) {
+        plan.write_lines(session.out())?;
+        session.out().write_flush()?;
+        session.out().flush_buffered()?;
+    }
     let mut negotiation = Negotiation::new(&mut graph, &wants)?;
     if !negotiate(session, &mut graph, &mut negotiation, client.multi_ack)? {
         return Ok(());
@@ -46,7 +55,17 @@ pub(super) fn serve(session: &mut Session<'_>) -> Result<(), UploadPackError> {
     } else {
         Vec::new()
     };
-    let contents = walk::pack_contents(&mut graph, &wants, negotiation.common(), &tags)?;
+    let mut common = negotiation.common().to_vec();
+    if let Some(plan) = &shallow {
+        wants.extend_from_slice(&plan.extra_wants);
+        common.extend_from_slice(&plan.extra_haves);
+    }
+    // The commits that gain their parents are the client's: what their
+    // parents share with them is not sent again.
+    let edges = shallow
+        .as_ref()
+        .map_or(&[][..], |plan| &plan.extra_haves[..]);
+    let contents = walk::pack_contents(&mut graph, &wants, &common, &tags, edges)?;
     let request = PackRequest {
         progress: !client.no_progress,
         thin: client.thin_pack,
@@ -80,14 +99,16 @@ pub(super) fn annotated_tags(snapshot: &RefSnapshot, graph: &mut Graph) -> Vec<O
     tags
 }
 
-/// Reads the `want` lines up to their flush-pkt; `None` when the client
-/// wants nothing (it hung up or sent a flush-pkt at once).
+/// Reads the `want` lines, and the `shallow` and `deepen` lines after
+/// them, up to their flush-pkt; `None` when the client wants nothing (it
+/// hung up or sent a flush-pkt at once).
 pub(crate) fn read_wants<R: Read>(
     input: &mut PacketReader<R>,
     format: ObjectFormat,
-) -> Result<Option<(Vec<ObjectId>, ClientOptions)>, UploadPackError> {
+) -> Result<Option<(Vec<ObjectId>, ClientOptions, ShallowRequest)>, UploadPackError> {
     let mut wants = Vec::new();
     let mut client = ClientOptions::default();
+    let mut shallow = ShallowRequest::default();
     loop {
         let line = match input.read_text()? {
             None if wants.is_empty() => return Ok(None),
@@ -102,21 +123,20 @@ pub(crate) fn read_wants<R: Read>(
         if let Some(rest) = line.strip_prefix(b"want ") {
             let (id, capabilities) = parse_id(line, rest, format)?;
             for word in capabilities.split(|&b| b == b' ').filter(|w| !w.is_empty()) {
+                if word == b"deepen-relative" {
+                    shallow.relative = true;
+                }
                 client.apply_v0(word, format)?;
             }
             wants.push(to_gix(&id));
-        } else if line.starts_with(b"shallow ") || line.starts_with(b"deepen") {
-            return Err(UploadPackError::request(
-                "upload-pack: this server does not serve shallow clones; fetch the whole history",
-            ));
-        } else {
+        } else if !shallow.parse_line(line, format)? {
             return Err(UploadPackError::request(format!(
                 "upload-pack: protocol error, expected to get object ID, not '{}'",
                 String::from_utf8_lossy(line)
             )));
         }
     }
-    Ok((!wants.is_empty()).then_some((wants, client)))
+    Ok((!wants.is_empty()).then_some((wants, client, shallow)))
 }
 
 /// Answers `have` batches until `done` (true: send the pack) or, stateless,
@@ -131,8 +151,16 @@ fn negotiate(
     let mut got_common = false;
     let mut got_other = false;
     let mut last_common: Option<ObjectId> = None;
+    let mut read_any = false;
     loop {
-        let line = match session.input.read_text()? {
+        let packet = session.input.read_text()?;
+        let first = !read_any;
+        read_any = true;
+        let line = match packet {
+            // Over HTTP, the first request of a shallow fetch ends after
+            // the wants: the client reads the shallow lines, then sends
+            // its haves in the next request.
+            None if first && session.options.stateless_rpc => return Ok(false),
             None => {
                 return Err(UploadPackError::request(
                     "upload-pack: the client hung up during the negotiation",

@@ -79,11 +79,16 @@ pub(crate) type IdSet = HashSet<ObjectId, IdHasher>;
 /// Computes what to send for `wants` when the client has `common`;
 /// `tags_to_include` lists annotated tags to send when the objects they
 /// point to are sent (`include-tag`).
+///
+/// `extra_edges` are commits the client has whose trees are left out too,
+/// though no sent commit is their child (a shallow commit whose parents
+/// are sent).
 pub(crate) fn pack_contents(
     graph: &mut Graph,
     wants: &[ObjectId],
     common: &[ObjectId],
     tags_to_include: &[ObjectId],
+    extra_edges: &[ObjectId],
 ) -> Result<PackContents, UploadPackError> {
     if let Some(contents) =
         super::bitmap_walk::pack_contents(graph, wants, common, tags_to_include)?
@@ -112,7 +117,8 @@ pub(crate) fn pack_contents(
         }
     }
 
-    let (commits, edges) = walk_commits(graph, &want_commits, &have_commits)?;
+    let (commits, mut edges) = walk_commits(graph, &want_commits, &have_commits)?;
+    edges.extend(extra_edges.iter().copied());
     // A clone has no edges: nothing to compare with.
     let sparse = !edges.is_empty() && edges.len() <= super::sparse::MAX_BOUNDARY;
     let mut excluded = IdSet::default();

@@ -7,6 +7,7 @@ use super::super::negotiation::Negotiation;
 use super::super::pack_output::{self, PackRequest};
 use super::super::refs::RefSnapshot;
 use super::super::request::{parse_id, ClientOptions};
+use super::super::shallow::{self, ShallowRequest};
 use super::super::{v0, walk, wants, Session, UploadPackError};
 use super::unexpected;
 use crate::pkt_line::sideband::SidebandMode;
@@ -18,6 +19,7 @@ pub(crate) struct FetchArguments {
     pub haves: Vec<gix_hash::ObjectId>,
     pub done: bool,
     pub client: ClientOptions,
+    pub shallow: ShallowRequest,
 }
 
 /// Parses the arguments of a `fetch` request; a request that wants
@@ -30,6 +32,7 @@ pub(crate) fn parse_arguments(
     let mut haves = Vec::new();
     let mut done = false;
     let mut client = ClientOptions::default();
+    let mut shallow = ShallowRequest::default();
     for argument in arguments {
         let argument = argument.as_slice();
         if let Some(rest) = argument.strip_prefix(b"want ") {
@@ -43,10 +46,8 @@ pub(crate) fn parse_arguments(
             b"thin-pack" | b"ofs-delta" | b"no-progress" | b"include-tag"
         ) {
             client.apply_common(argument, format)?;
-        } else if argument.starts_with(b"shallow ") || argument.starts_with(b"deepen") {
-            return Err(UploadPackError::request(
-                "upload-pack: this server does not serve shallow clones; fetch the whole history",
-            ));
+        } else if shallow.parse_line(argument, format)? {
+            continue;
         } else {
             return Err(unexpected("a fetch argument", argument));
         }
@@ -61,6 +62,7 @@ pub(crate) fn parse_arguments(
         haves,
         done,
         client,
+        shallow,
     })
 }
 
@@ -72,15 +74,19 @@ pub(super) fn serve(
     let repo = session.repo;
     let format = repo.object_format();
     let FetchArguments {
-        wanted,
+        mut wanted,
         haves,
         done,
         client,
+        shallow,
     } = parse_arguments(arguments, format)?;
 
     let snapshot = RefSnapshot::read(repo.refs.as_ref(), &repo.objects)?;
     let mut graph = Graph::open(repo.vfs.clone(), repo.objects.objects_dir(), format)?;
     wants::check(&mut graph, &snapshot, &wanted)?;
+    // Worked out before the haves are weighed, which then see the client's
+    // history without the parents of its shallow commits.
+    let shallow = shallow::plan(&mut graph, &snapshot, &wanted, &shallow)?;
     let mut negotiation = Negotiation::new(&mut graph, &wanted)?;
     for have in haves {
         negotiation.have(&mut graph, have)?;
@@ -89,13 +95,27 @@ pub(super) fn serve(
         return Ok(());
     }
 
+    let mut common = negotiation.common().to_vec();
+    if let Some(plan) = &shallow {
+        let out = session.out();
+        out.write_text("shallow-info")?;
+        plan.write_lines(out)?;
+        out.write_delim()?;
+        wanted.extend_from_slice(&plan.extra_wants);
+        common.extend_from_slice(&plan.extra_haves);
+    }
     session.out().write_text("packfile")?;
     let tags = if client.include_tag {
         v0::annotated_tags(&snapshot, &mut graph)
     } else {
         Vec::new()
     };
-    let contents = walk::pack_contents(&mut graph, &wanted, negotiation.common(), &tags)?;
+    // The commits that gain their parents are the client's: what their
+    // parents share with them is not sent again.
+    let edges = shallow
+        .as_ref()
+        .map_or(&[][..], |plan| &plan.extra_haves[..]);
+    let contents = walk::pack_contents(&mut graph, &wanted, &common, &tags, edges)?;
     let request = PackRequest {
         progress: !client.no_progress,
         thin: client.thin_pack,

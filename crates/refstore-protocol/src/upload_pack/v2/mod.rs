@@ -47,7 +47,7 @@ fn advertise(session: &mut Session<'_>) -> Result<(), UploadPackError> {
     out.write_text("version 2")?;
     out.write_text(&format!("agent={}", agent()))?;
     out.write_text("ls-refs=unborn")?;
-    out.write_text("fetch")?;
+    out.write_text("fetch=shallow")?;
     out.write_text("server-option")?;
     out.write_text(&format!("object-format={format}"))?;
     out.write_flush()?;
