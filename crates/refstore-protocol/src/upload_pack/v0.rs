@@ -5,11 +5,13 @@
 //! repeats its wants and the haves found common so far, and the server
 //! answers one batch, then returns; the last request ends with `done`.
 
+use super::filter::{self, Filter, FilterPolicy};
 use super::graph::{to_gix, Graph};
 use super::negotiation::{Have, Negotiation};
 use super::pack_output::{self, PackRequest};
 use super::refs::{Offering, RefSnapshot};
 use super::request::{parse_id, ClientOptions, MultiAck};
+use super::wants::{Protocol, WantPolicy};
 use super::{advertisement, walk, wants, Session, UploadPackError};
 use crate::pkt_line::{Packet, PacketReader};
 use crate::ProtocolVersion;
@@ -22,21 +24,41 @@ pub(super) fn serve(session: &mut Session<'_>) -> Result<(), UploadPackError> {
     let repo = session.repo;
     let format = repo.object_format();
     let version_line = session.options.version == ProtocolVersion::V1;
+    let want_policy = WantPolicy::read(&repo.config)?;
+    let filters = FilterPolicy::read(&repo.config)?;
+    let offered = advertisement::Offered {
+        tip: want_policy.tip,
+        reachable: want_policy.reachable,
+        filter: filters.allow_filter,
+    };
     if session.options.advertise_refs {
         // Only the advertisement: stream it, keeping no refs.
         let mut offering = Offering::new(repo.refs.as_ref(), &repo.objects);
-        return advertisement::write_streaming(session.out(), &mut offering, format, version_line);
+        return advertisement::write_streaming(
+            session.out(),
+            &mut offering,
+            format,
+            version_line,
+            offered,
+        );
     }
     let snapshot = RefSnapshot::read(repo.refs.as_ref(), &repo.objects)?;
     if !session.options.stateless_rpc {
-        advertisement::write(session.out(), &snapshot, format, version_line)?;
+        advertisement::write(session.out(), &snapshot, format, version_line, offered)?;
     }
-    let Some((wants, client)) = read_wants(&mut session.input, format)? else {
+    let Some((wants, client, filter)) = read_wants(&mut session.input, format, &filters)? else {
         // `git ls-remote` reads the advertisement and leaves.
         return Ok(());
     };
     let mut graph = Graph::open(repo.vfs.clone(), repo.objects.objects_dir(), format)?;
-    wants::check(&mut graph, &snapshot, &wants)?;
+    let stateless = session.options.stateless_rpc;
+    wants::check(
+        &mut graph,
+        &snapshot,
+        &wants,
+        want_policy,
+        Protocol::V0 { stateless },
+    )?;
     let mut negotiation = Negotiation::new(&mut graph, &wants)?;
     if !negotiate(session, &mut graph, &mut negotiation, client.multi_ack)? {
         return Ok(());
@@ -46,10 +68,15 @@ pub(super) fn serve(session: &mut Session<'_>) -> Result<(), UploadPackError> {
     } else {
         Vec::new()
     };
-    let contents = walk::pack_contents(&mut graph, &wants, negotiation.common(), &tags)?;
+    let common = negotiation.common();
+    let contents = match &filter {
+        Some(filter) => filter::pack_contents(&mut graph, &wants, common, &tags, filter)?,
+        None => walk::pack_contents(&mut graph, &wants, common, &tags)?,
+    };
     let request = PackRequest {
         progress: !client.no_progress,
-        thin: client.thin_pack,
+        // The client may lack the bases a thin pack would use.
+        thin: client.thin_pack && filter.is_none(),
     };
     session.pack_started = true;
     match client.sideband {
@@ -80,14 +107,20 @@ pub(super) fn annotated_tags(snapshot: &RefSnapshot, graph: &mut Graph) -> Vec<O
     tags
 }
 
-/// Reads the `want` lines up to their flush-pkt; `None` when the client
-/// wants nothing (it hung up or sent a flush-pkt at once).
+/// The wants, the capabilities chosen and the filter of a v0 request.
+pub(crate) type Wants = (Vec<ObjectId>, ClientOptions, Option<Filter>);
+
+/// Reads the `want` lines (and a `filter` line, which `filters` judges)
+/// up to their flush-pkt; `None` when the client wants nothing (it hung up
+/// or sent a flush-pkt at once).
 pub(crate) fn read_wants<R: Read>(
     input: &mut PacketReader<R>,
     format: ObjectFormat,
-) -> Result<Option<(Vec<ObjectId>, ClientOptions)>, UploadPackError> {
+    filters: &FilterPolicy,
+) -> Result<Option<Wants>, UploadPackError> {
     let mut wants = Vec::new();
     let mut client = ClientOptions::default();
+    let mut filter = None;
     loop {
         let line = match input.read_text()? {
             None if wants.is_empty() => return Ok(None),
@@ -105,6 +138,18 @@ pub(crate) fn read_wants<R: Read>(
                 client.apply_v0(word, format)?;
             }
             wants.push(to_gix(&id));
+        } else if let Some(spec) = line.strip_prefix(b"filter ") {
+            if !(filters.allow_filter && client.filter) {
+                return Err(UploadPackError::request(
+                    "git upload-pack: filtering capability not negotiated",
+                ));
+            }
+            if filter.is_some() {
+                return Err(UploadPackError::request(
+                    "multiple filter-specs cannot be combined",
+                ));
+            }
+            filter = Some(filters.accept(spec)?);
         } else if line.starts_with(b"shallow ") || line.starts_with(b"deepen") {
             return Err(UploadPackError::request(
                 "upload-pack: this server does not serve shallow clones; fetch the whole history",
@@ -116,7 +161,7 @@ pub(crate) fn read_wants<R: Read>(
             )));
         }
     }
-    Ok((!wants.is_empty()).then_some((wants, client)))
+    Ok((!wants.is_empty()).then_some((wants, client, filter)))
 }
 
 /// Answers `have` batches until `done` (true: send the pack) or, stateless,

@@ -156,7 +156,7 @@ pub(crate) fn pack_contents(
 
 /// The interesting commits, newest first, and the uninteresting parents of
 /// those.
-fn walk_commits(
+pub(crate) fn walk_commits(
     graph: &mut Graph,
     wants: &[ObjectId],
     haves: &[ObjectId],
@@ -238,7 +238,7 @@ fn commit_time(graph: &mut Graph, id: &ObjectId) -> Result<i64, UploadPackError>
 }
 
 /// Adds `tree` and everything below it to `excluded`.
-fn exclude_tree(
+pub(crate) fn exclude_tree(
     graph: &mut Graph,
     tree: ObjectId,
     excluded: &mut IdSet,
@@ -298,7 +298,7 @@ pub(crate) fn path_hash(parent: u64, name: &[u8]) -> u64 {
 
 /// Adds each tag of `tags` (with the tags its chain passes) whose final
 /// target is sent.
-fn include_tags(
+pub(crate) fn include_tags(
     graph: &mut Graph,
     tags: &[ObjectId],
     contents: &mut PackContents,

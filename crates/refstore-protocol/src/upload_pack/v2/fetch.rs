@@ -2,11 +2,13 @@
 //! either the acknowledgments (the client sends more haves next time) or,
 //! once ready or told `done`, the pack in side-band-64k packets.
 
+use super::super::filter::{self, Filter, FilterPolicy};
 use super::super::graph::{to_gix, Graph};
 use super::super::negotiation::Negotiation;
 use super::super::pack_output::{self, PackRequest};
 use super::super::refs::RefSnapshot;
 use super::super::request::{parse_id, ClientOptions};
+use super::super::wants::{Protocol, WantPolicy};
 use super::super::{v0, walk, wants, Session, UploadPackError};
 use super::unexpected;
 use crate::pkt_line::sideband::SidebandMode;
@@ -18,14 +20,19 @@ pub(crate) struct FetchArguments {
     pub haves: Vec<gix_hash::ObjectId>,
     pub done: bool,
     pub client: ClientOptions,
+    /// `filter <spec>` (partial clone).
+    pub filter: Option<Filter>,
 }
 
 /// Parses the arguments of a `fetch` request; a request that wants
-/// nothing or asks for what this server does not offer is an error.
+/// nothing or asks for what this server does not offer is an error; a
+/// filter is judged by `filters`.
 pub(crate) fn parse_arguments(
     arguments: &[Vec<u8>],
     format: ObjectFormat,
+    filters: &FilterPolicy,
 ) -> Result<FetchArguments, UploadPackError> {
+    let mut filter = None;
     let mut wanted = Vec::new();
     let mut haves = Vec::new();
     let mut done = false;
@@ -43,6 +50,14 @@ pub(crate) fn parse_arguments(
             b"thin-pack" | b"ofs-delta" | b"no-progress" | b"include-tag"
         ) {
             client.apply_common(argument, format)?;
+        } else if let (true, Some(spec)) = (filters.allow_filter, argument.strip_prefix(b"filter "))
+        {
+            if filter.is_some() {
+                return Err(UploadPackError::request(
+                    "multiple filter-specs cannot be combined",
+                ));
+            }
+            filter = Some(filters.accept(spec)?);
         } else if argument.starts_with(b"shallow ") || argument.starts_with(b"deepen") {
             return Err(UploadPackError::request(
                 "upload-pack: this server does not serve shallow clones; fetch the whole history",
@@ -61,6 +76,7 @@ pub(crate) fn parse_arguments(
         haves,
         done,
         client,
+        filter,
     })
 }
 
@@ -76,11 +92,13 @@ pub(super) fn serve(
         haves,
         done,
         client,
-    } = parse_arguments(arguments, format)?;
+        filter,
+    } = parse_arguments(arguments, format, &FilterPolicy::read(&repo.config)?)?;
 
     let snapshot = RefSnapshot::read(repo.refs.as_ref(), &repo.objects)?;
     let mut graph = Graph::open(repo.vfs.clone(), repo.objects.objects_dir(), format)?;
-    wants::check(&mut graph, &snapshot, &wanted)?;
+    let policy = WantPolicy::read(&repo.config)?;
+    wants::check(&mut graph, &snapshot, &wanted, policy, Protocol::V2)?;
     let mut negotiation = Negotiation::new(&mut graph, &wanted)?;
     for have in haves {
         negotiation.have(&mut graph, have)?;
@@ -95,10 +113,15 @@ pub(super) fn serve(
     } else {
         Vec::new()
     };
-    let contents = walk::pack_contents(&mut graph, &wanted, negotiation.common(), &tags)?;
+    let common = negotiation.common();
+    let contents = match &filter {
+        Some(filter) => filter::pack_contents(&mut graph, &wanted, common, &tags, filter)?,
+        None => walk::pack_contents(&mut graph, &wanted, common, &tags)?,
+    };
     let request = PackRequest {
         progress: !client.no_progress,
-        thin: client.thin_pack,
+        // The client may lack the bases a thin pack would use.
+        thin: client.thin_pack && filter.is_none(),
     };
     session.pack_started = true;
     pack_output::send_pack(
