@@ -354,8 +354,9 @@ pub(crate) fn pack_contents(
 
     let mut contents = PackContents::default();
     let show_commits = filter.shows(Kind::Commit);
+    let wanted: walk::IdSet = want_commits.iter().copied().collect();
     for commit in &commits {
-        if show_commits || want_commits.contains(commit) {
+        if show_commits || wanted.contains(commit) {
             contents.add(*commit, NO_PATH);
         }
     }
