@@ -491,8 +491,8 @@ impl TreeWalk<'_> {
     }
 }
 
-/// The size of blob `id`: from its entry header when stored whole, else
-/// by reading it.
+/// The size of blob `id`: from its entry header when stored whole, from
+/// the start of its delta when stored as one, else by reading it.
 fn blob_size(graph: &mut Graph, id: &ObjectId) -> Result<u64, UploadPackError> {
     if let Some(at) = graph.packs().locate(id) {
         let entry = graph
@@ -502,6 +502,9 @@ fn blob_size(graph: &mut Graph, id: &ObjectId) -> Result<u64, UploadPackError> {
         if let refstore_odb::StoredKind::Whole(_) = entry.kind {
             return Ok(entry.size);
         }
+        if let Some(size) = delta_result_size(entry.compressed()) {
+            return Ok(size);
+        }
     }
     match graph.read(id)? {
         Some((_, data)) => Ok(data.len() as u64),
@@ -509,6 +512,36 @@ fn blob_size(graph: &mut Graph, id: &ObjectId) -> Result<u64, UploadPackError> {
             "missing blob {id}: the repository is incomplete"
         ))),
     }
+}
+
+/// The size of a delta's result, the second number of its header, from
+/// the first inflated bytes of the delta (`None` if they do not hold it).
+fn delta_result_size(compressed: &[u8]) -> Option<u64> {
+    let mut head = [0u8; 24];
+    let mut inflate = flate2::Decompress::new(true);
+    inflate
+        .decompress(compressed, &mut head, flate2::FlushDecompress::None)
+        .ok()?;
+    let head = &head[..inflate.total_out() as usize];
+    // Two little-endian base-128 numbers: the base's size, the result's.
+    let mut numbers = [0u64; 2];
+    let mut at = 0;
+    for number in &mut numbers {
+        let mut shift = 0;
+        loop {
+            let byte = *head.get(at)?;
+            at += 1;
+            *number |= u64::from(byte & 0x7f).checked_shl(shift)?;
+            shift += 7;
+            if byte & 0x80 == 0 {
+                break;
+            }
+            if shift > 63 {
+                return None;
+            }
+        }
+    }
+    Some(numbers[1])
 }
 
 #[cfg(test)]
@@ -545,6 +578,17 @@ mod tests {
             let err = Filter::parse(bad.as_bytes()).unwrap_err().to_string();
             assert!(err.contains(message), "{bad}: {err}");
         }
+    }
+
+    #[test]
+    fn delta_headers_give_the_result_size() {
+        use std::io::Write;
+        // Base of 300 bytes, result of 5 bytes, then instructions.
+        let delta = [0xac, 0x02, 0x05, 0x05, b'h', b'e', b'l', b'l', b'o'];
+        let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
+        z.write_all(&delta).unwrap();
+        assert_eq!(delta_result_size(&z.finish().unwrap()), Some(5));
+        assert_eq!(delta_result_size(b"not zlib"), None);
     }
 
     #[test]
