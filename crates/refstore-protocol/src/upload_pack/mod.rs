@@ -22,7 +22,7 @@
 //! [`Options`] carries git's `--stateless-rpc` and `--advertise-refs`: over
 //! HTTP one request is answered per call, and the advertisement is its own
 //! call. Partial clones (`filter`, when `uploadpack.allowFilter` is set) get
-//! a pack without what their filter leaves out (`filter.rs`). Not
+//! a pack without what their filter leaves out (`filter.rs`, `filtered_walk.rs`). Not
 //! supported: shallow clones (the `shallow` and `deepen` capabilities are
 //! not offered), hidden refs and namespaces.
 //!
@@ -35,6 +35,7 @@ mod delta;
 mod delta_search;
 mod error;
 pub(crate) mod filter;
+mod filtered_walk;
 mod graph;
 mod negotiation;
 mod pack_output;

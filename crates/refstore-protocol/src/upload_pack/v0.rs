@@ -5,7 +5,8 @@
 //! repeats its wants and the haves found common so far, and the server
 //! answers one batch, then returns; the last request ends with `done`.
 
-use super::filter::{self, Filter, FilterPolicy};
+use super::filter::{Filter, FilterPolicy};
+use super::filtered_walk;
 use super::graph::{to_gix, Graph};
 use super::negotiation::{Have, Negotiation};
 use super::pack_output::{self, PackRequest};
@@ -70,7 +71,7 @@ pub(super) fn serve(session: &mut Session<'_>) -> Result<(), UploadPackError> {
     };
     let common = negotiation.common();
     let contents = match &filter {
-        Some(filter) => filter::pack_contents(&mut graph, &wants, common, &tags, filter)?,
+        Some(filter) => filtered_walk::pack_contents(&mut graph, &wants, common, &tags, filter)?,
         None => walk::pack_contents(&mut graph, &wants, common, &tags)?,
     };
     let request = PackRequest {

@@ -2,7 +2,8 @@
 //! either the acknowledgments (the client sends more haves next time) or,
 //! once ready or told `done`, the pack in side-band-64k packets.
 
-use super::super::filter::{self, Filter, FilterPolicy};
+use super::super::filter::{Filter, FilterPolicy};
+use super::super::filtered_walk;
 use super::super::graph::{to_gix, Graph};
 use super::super::negotiation::Negotiation;
 use super::super::pack_output::{self, PackRequest};
@@ -115,7 +116,7 @@ pub(super) fn serve(
     };
     let common = negotiation.common();
     let contents = match &filter {
-        Some(filter) => filter::pack_contents(&mut graph, &wanted, common, &tags, filter)?,
+        Some(filter) => filtered_walk::pack_contents(&mut graph, &wanted, common, &tags, filter)?,
         None => walk::pack_contents(&mut graph, &wanted, common, &tags)?,
     };
     let request = PackRequest {
