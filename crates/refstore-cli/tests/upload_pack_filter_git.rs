@@ -346,3 +346,56 @@ fn refused_filters_get_git_errors() {
         f.fsck(&dir);
     }
 }
+
+#[test]
+fn wants_of_unadvertised_objects_follow_the_configuration() {
+    let f = Fixture::new();
+    let older = f.git(&f.source, &["rev-parse", "HEAD~2"]).trim().to_owned();
+    let blob = f
+        .git(&f.source, &["rev-parse", "HEAD~3:small0"])
+        .trim()
+        .to_owned();
+    let fetch = |version: &str, refstore: bool, id: &str| {
+        let dir = f.root.join(format!("want-{version}-{refstore}-{id}"));
+        f.git(&f.root, &["init", "-q", "--bare", dir.to_str().unwrap()]);
+        f.remote(&dir, version, refstore, &["fetch", &f.url(), id])
+    };
+    // By default, v0 offers nothing beyond the refs; v2 serves any object.
+    for id in [&older, &blob] {
+        for refstore in [true, false] {
+            let out = fetch("0", refstore, id);
+            assert!(!out.status.success(), "v0 {id} refstore {refstore}");
+            assert!(
+                stderr(&out).contains(&format!(
+                    "Server does not allow request for unadvertised object {id}"
+                )),
+                "{}",
+                stderr(&out)
+            );
+            let out = fetch("2", refstore, id);
+            assert!(out.status.success(), "v2 {id}: {}", stderr(&out));
+        }
+    }
+    // allowReachableSHA1InWant: a commit the refs reach is served in v0.
+    f.git(
+        &f.source,
+        &["config", "uploadpack.allowReachableSHA1InWant", "true"],
+    );
+    for refstore in [true, false] {
+        let out = fetch("0", refstore, &older);
+        assert!(
+            out.status.success(),
+            "refstore {refstore}: {}",
+            stderr(&out)
+        );
+    }
+    // allowAnySHA1InWant=false turns every allow-* off again.
+    f.git(
+        &f.source,
+        &["config", "uploadpack.allowAnySHA1InWant", "false"],
+    );
+    for refstore in [true, false] {
+        let out = fetch("0", refstore, &blob);
+        assert!(!out.status.success(), "refstore {refstore}");
+    }
+}
