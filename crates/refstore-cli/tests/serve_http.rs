@@ -315,3 +315,56 @@ fn pushes_need_allow_push_and_credentials() {
     assert!(log.contains("user=bob"), "{log}");
     assert!(log.contains("status=401"), "{log}");
 }
+
+#[test]
+fn partial_clones_over_http_fetch_missing_blobs_lazily() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path();
+    let root = home.join("root");
+    let (_work, served) = setup(home, &root);
+    git_ok(home, &served, &["config", "uploadpack.allowFilter", "true"]);
+    // Protocol v0 clients ask for unadvertised objects only when this is
+    // offered; v2 needs nothing.
+    git_ok(
+        home,
+        &served,
+        &["config", "uploadpack.allowAnySHA1InWant", "true"],
+    );
+    let server = Served::start(home, &root, &[]);
+    for version in ["0", "2"] {
+        let protocol = format!("protocol.version={version}");
+        let clone = home.join(format!("partial-v{version}"));
+        let o = git_net(
+            home,
+            home,
+            &[
+                "-c",
+                &protocol,
+                "clone",
+                "-q",
+                "--filter=blob:none",
+                "--no-checkout",
+                &server.url("team/proj.git"),
+                clone.to_str().unwrap(),
+            ],
+        );
+        assert!(o.status.success(), "clone v{version}: {}", stderr(&o));
+        git_ok(home, &clone, &["config", "protocol.version", version]);
+        let missing = || {
+            git_ok(
+                home,
+                &clone,
+                &["rev-list", "--objects", "--all", "--missing=print"],
+            )
+            .lines()
+            .filter(|line| line.starts_with('?'))
+            .count()
+        };
+        assert_eq!(missing(), 3, "v{version}: one blob per commit left out");
+        let o = git_net(home, &clone, &["log", "-p", "--format=%s"]);
+        assert!(o.status.success(), "log -p v{version}: {}", stderr(&o));
+        assert!(stdout(&o).contains("+2"), "{}", stdout(&o));
+        assert_eq!(missing(), 0, "v{version}");
+        git_ok(home, &clone, &["fsck", "--no-progress"]);
+    }
+}

@@ -7,6 +7,7 @@
 
 use crate::pkt_line::{Dialect, Packet, PacketReader};
 use crate::receive_pack::commands;
+use crate::upload_pack::filter::FilterPolicy;
 use crate::upload_pack::v0::{self, NegotiationLine};
 use crate::upload_pack::v2::{self, fetch, ls_refs};
 use refstore_refs::ObjectFormat;
@@ -32,7 +33,8 @@ pub fn upload_pack_v2(bytes: &[u8], format: ObjectFormat) -> Result<Vec<V2Comman
                 ls_refs::parse_arguments(&request.arguments).map_err(|e| e.to_string())?;
             }
             b"fetch" => {
-                fetch::parse_arguments(&request.arguments, format).map_err(|e| e.to_string())?;
+                fetch::parse_arguments(&request.arguments, format, &FilterPolicy::permissive())
+                    .map_err(|e| e.to_string())?;
             }
             _ => {}
         }
@@ -61,7 +63,10 @@ pub struct V0Request {
 pub fn upload_pack_v0(bytes: &[u8], format: ObjectFormat) -> Result<V0Request, String> {
     let mut input = PacketReader::new(bytes, Dialect::V0).fail_on_err_packets(false);
     let mut request = V0Request::default();
-    let Some((wants, _, _)) = v0::read_wants(&mut input, format).map_err(|e| e.to_string())? else {
+    let filters = FilterPolicy::permissive();
+    let Some((wants, _, _, _)) =
+        v0::read_wants(&mut input, format, &filters).map_err(|e| e.to_string())?
+    else {
         return Ok(request);
     };
     request.wants = wants.iter().map(|id| id.to_string()).collect();

@@ -113,7 +113,6 @@ fn bad_wants_are_refused() {
             format!("want {unknown} side-band-64k"),
             format!("not our ref {unknown}"),
         ),
-        (format!("want {blob}"), format!("not our ref {blob}")),
         (
             "want 0123".to_owned(),
             "expected to get an object id".to_owned(),
@@ -163,6 +162,24 @@ fn bad_wants_are_refused() {
         assert!(err.to_string().contains(message.as_str()), "{line}: {err}");
         assert_eq!(sent.get(4..8), Some("ERR "), "{sent:?}");
     }
+    // An object no ref names: over HTTP git lets any tree or blob through
+    // (its reachability check sees commits only); over a connection that
+    // advertised the refs it is refused, unless the configuration allows
+    // it (uploadpack.allowAnySHA1InWant is off by default).
+    let input = packets(&[&format!("want {blob}"), "0000", "done"]);
+    let options = Options {
+        stateless_rpc: false,
+        ..stateless(ProtocolVersion::V0)
+    };
+    let (err, sent) = refused(&repo, options, &input);
+    assert!(
+        err.to_string().contains(&format!("not our ref {blob}")),
+        "{err}"
+    );
+    assert!(
+        sent.contains(&format!("ERR upload-pack: not our ref {blob}")),
+        "{sent:?}"
+    );
     // After valid wants, only haves and done may come.
     let input = packets(&[&format!("want {head}"), "0000", "haev x"]);
     let (err, _) = refused(&repo, stateless(ProtocolVersion::V0), &input);

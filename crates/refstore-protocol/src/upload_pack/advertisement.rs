@@ -12,11 +12,21 @@ use crate::pkt_line::PacketWriter;
 use refstore_refs::ObjectFormat;
 use std::io::Write;
 
-/// The capabilities a v0 server offers, apart from `symref`,
-/// `object-format` and `agent`, which depend on the repository.
+/// The capabilities a v0 server always offers; the others depend on the
+/// repository and its configuration ([`Offered`]).
 const CAPABILITIES: &str = "multi_ack thin-pack side-band side-band-64k ofs-delta shallow \
-     deepen-since deepen-not deepen-relative no-progress include-tag multi_ack_detailed \
-     allow-tip-sha1-in-want allow-reachable-sha1-in-want";
+     deepen-since deepen-not deepen-relative no-progress include-tag multi_ack_detailed";
+
+/// The capabilities the configuration turns on.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Offered {
+    /// `allow-tip-sha1-in-want`.
+    pub tip: bool,
+    /// `allow-reachable-sha1-in-want`.
+    pub reachable: bool,
+    /// `filter` (partial clone).
+    pub filter: bool,
+}
 
 /// The `agent` value this server sends.
 pub(crate) fn agent() -> String {
@@ -30,8 +40,9 @@ pub(crate) fn write<W: Write>(
     snapshot: &RefSnapshot,
     format: ObjectFormat,
     version_line: bool,
+    offered: Offered,
 ) -> Result<(), UploadPackError> {
-    let mut lines = Lines::start(out, &snapshot.head, format, version_line)?;
+    let mut lines = Lines::start(out, &snapshot.head, format, version_line, offered)?;
     for offered in snapshot.offered() {
         lines.offer(out, offered.view())?;
     }
@@ -46,9 +57,10 @@ pub(crate) fn write_streaming<W: Write>(
     offering: &mut Offering<'_>,
     format: ObjectFormat,
     version_line: bool,
+    offered: Offered,
 ) -> Result<(), UploadPackError> {
     let head = offering.head()?;
-    let mut lines = Lines::start(out, &head, format, version_line)?;
+    let mut lines = Lines::start(out, &head, format, version_line, offered)?;
     if let Head::Present(head) = &head {
         lines.offer(out, head.view())?;
     }
@@ -70,14 +82,25 @@ impl Lines {
         head: &Head,
         format: ObjectFormat,
         version_line: bool,
+        offered: Offered,
     ) -> Result<Self, UploadPackError> {
         if version_line {
             out.write_text("version 1")?;
         }
+        // In git's order.
         let mut capabilities = CAPABILITIES.as_bytes().to_vec();
+        if offered.tip {
+            capabilities.extend_from_slice(b" allow-tip-sha1-in-want");
+        }
+        if offered.reachable {
+            capabilities.extend_from_slice(b" allow-reachable-sha1-in-want");
+        }
         if let (Head::Present(_), Some(target)) = (head, head.target()) {
             capabilities.extend_from_slice(b" symref=HEAD:");
             capabilities.extend_from_slice(target.as_bytes());
+        }
+        if offered.filter {
+            capabilities.extend_from_slice(b" filter");
         }
         capabilities.extend_from_slice(b" object-format=");
         capabilities.extend_from_slice(format.name().as_bytes());

@@ -26,8 +26,10 @@
 //! HTTP one request is answered per call, and the advertisement is its own
 //! call. Shallow clones and fetches (`shallow`, `deepen`, `deepen-since`,
 //! `deepen-not`, `deepen-relative`) move the boundary of the client's
-//! history (`shallow.rs`). Not supported: partial clones (`filter`),
-//! hidden refs and namespaces.
+//! history (`shallow.rs`). Partial clones (`filter`, when
+//! `uploadpack.allowFilter` is set) get a pack without what their filter
+//! leaves out (`filter.rs`, `filtered_walk.rs`). Not supported: hidden refs
+//! and namespaces.
 //!
 //! A client's invalid request gets an `ERR` packet (or a band-3 message
 //! once the pack has started) in git's wording, and the call returns the
@@ -38,6 +40,8 @@ mod bitmap_walk;
 mod delta;
 mod delta_search;
 mod error;
+pub(crate) mod filter;
+mod filtered_walk;
 mod graph;
 mod negotiation;
 mod pack_output;
@@ -98,6 +102,7 @@ pub fn upload_pack(
     };
     if let Err(err) = &result {
         session.report(err);
+        session.drain_after(err);
     }
     result
 }
@@ -134,6 +139,23 @@ impl<'a> Session<'a> {
             // The connection may be gone; the error is returned either way.
             let _ = out.write_text(&format!("ERR {}", err.client_message()));
             let _ = out.flush_buffered();
+        }
+    }
+
+    /// After refusing a request, reads what the client still sends of it
+    /// (a v0 client sends `done` right after its wants) before hanging up:
+    /// a client whose write fails on a closed pipe dies before it reads
+    /// the `ERR` packet that says why. The client hangs up once it has
+    /// read that packet; a bounded number of packets is read at most.
+    fn drain_after(&mut self, err: &UploadPackError) {
+        if !matches!(err, UploadPackError::Request(_)) || self.pack_started {
+            return;
+        }
+        for _ in 0..1024 {
+            match self.input.read() {
+                Ok(Some(_)) => {}
+                Ok(None) | Err(_) => break,
+            }
         }
     }
 }

@@ -31,6 +31,8 @@ pub(crate) struct ClientOptions {
     pub include_tag: bool,
     /// The pack may be thin: deltas against objects the client has.
     pub thin_pack: bool,
+    /// The client asked for `filter` (v0), so it may send a `filter` line.
+    pub filter: bool,
 }
 
 impl ClientOptions {
@@ -51,6 +53,7 @@ impl ClientOptions {
                 }
             }
             b"side-band-64k" => self.sideband = Some(SidebandMode::SideBand64k),
+            b"filter" => self.filter = true,
             _ => return self.apply_common(word, format),
         }
         Ok(())

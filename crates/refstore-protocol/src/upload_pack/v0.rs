@@ -5,12 +5,15 @@
 //! repeats its wants and the haves found common so far, and the server
 //! answers one batch, then returns; the last request ends with `done`.
 
+use super::filter::{Filter, FilterPolicy};
+use super::filtered_walk;
 use super::graph::{to_gix, Graph};
 use super::negotiation::{Have, Negotiation};
 use super::pack_output::{self, PackRequest};
 use super::refs::{Offering, RefSnapshot};
 use super::request::{parse_id, ClientOptions, MultiAck};
 use super::shallow::{self, ShallowRequest};
+use super::wants::{Protocol, WantPolicy};
 use super::{advertisement, walk, wants, Session, UploadPackError};
 use crate::pkt_line::{Packet, PacketReader};
 use crate::ProtocolVersion;
@@ -23,21 +26,43 @@ pub(super) fn serve(session: &mut Session<'_>) -> Result<(), UploadPackError> {
     let repo = session.repo;
     let format = repo.object_format();
     let version_line = session.options.version == ProtocolVersion::V1;
+    let want_policy = WantPolicy::read(&repo.config)?;
+    let filters = FilterPolicy::read(&repo.config)?;
+    let offered = advertisement::Offered {
+        tip: want_policy.tip,
+        reachable: want_policy.reachable,
+        filter: filters.allow_filter,
+    };
     if session.options.advertise_refs {
         // Only the advertisement: stream it, keeping no refs.
         let mut offering = Offering::new(repo.refs.as_ref(), &repo.objects);
-        return advertisement::write_streaming(session.out(), &mut offering, format, version_line);
+        return advertisement::write_streaming(
+            session.out(),
+            &mut offering,
+            format,
+            version_line,
+            offered,
+        );
     }
     let snapshot = RefSnapshot::read(repo.refs.as_ref(), &repo.objects)?;
     if !session.options.stateless_rpc {
-        advertisement::write(session.out(), &snapshot, format, version_line)?;
+        advertisement::write(session.out(), &snapshot, format, version_line, offered)?;
     }
-    let Some((mut wants, client, shallow_request)) = read_wants(&mut session.input, format)? else {
+    let Some((mut wants, client, shallow_request, filter)) =
+        read_wants(&mut session.input, format, &filters)?
+    else {
         // `git ls-remote` reads the advertisement and leaves.
         return Ok(());
     };
     let mut graph = Graph::open(repo.vfs.clone(), repo.objects.objects_dir(), format)?;
-    wants::check(&mut graph, &snapshot, &wants)?;
+    let stateless = session.options.stateless_rpc;
+    wants::check(
+        &mut graph,
+        &snapshot,
+        &wants,
+        want_policy,
+        Protocol::V0 { stateless },
+    )?;
     // The new boundary comes before the negotiation, which then sees the
     // client's history as it is: without the parents of shallow commits.
     let shallow = shallow::plan(&mut graph, &snapshot, &wants, &shallow_request)?;
@@ -65,10 +90,14 @@ pub(super) fn serve(session: &mut Session<'_>) -> Result<(), UploadPackError> {
     let edges = shallow
         .as_ref()
         .map_or(&[][..], |plan| &plan.extra_haves[..]);
-    let contents = walk::pack_contents(&mut graph, &wants, &common, &tags, edges)?;
+    let contents = match &filter {
+        Some(filter) => filtered_walk::pack_contents(&mut graph, &wants, &common, &tags, filter)?,
+        None => walk::pack_contents(&mut graph, &wants, &common, &tags, edges)?,
+    };
     let request = PackRequest {
         progress: !client.no_progress,
-        thin: client.thin_pack,
+        // The client may lack the bases a thin pack would use.
+        thin: client.thin_pack && filter.is_none(),
     };
     session.pack_started = true;
     match client.sideband {
@@ -99,16 +128,22 @@ pub(super) fn annotated_tags(snapshot: &RefSnapshot, graph: &mut Graph) -> Vec<O
     tags
 }
 
-/// Reads the `want` lines, and the `shallow` and `deepen` lines after
-/// them, up to their flush-pkt; `None` when the client wants nothing (it
-/// hung up or sent a flush-pkt at once).
+/// The wants, the capabilities chosen, the shallow and deepen lines and
+/// the filter of a v0 request.
+pub(crate) type Wants = (Vec<ObjectId>, ClientOptions, ShallowRequest, Option<Filter>);
+
+/// Reads the `want` lines, the `shallow` and `deepen` lines after them, and
+/// a `filter` line (which `filters` judges), up to their flush-pkt; `None`
+/// when the client wants nothing (it hung up or sent a flush-pkt at once).
 pub(crate) fn read_wants<R: Read>(
     input: &mut PacketReader<R>,
     format: ObjectFormat,
-) -> Result<Option<(Vec<ObjectId>, ClientOptions, ShallowRequest)>, UploadPackError> {
+    filters: &FilterPolicy,
+) -> Result<Option<Wants>, UploadPackError> {
     let mut wants = Vec::new();
     let mut client = ClientOptions::default();
     let mut shallow = ShallowRequest::default();
+    let mut filter = None;
     loop {
         let line = match input.read_text()? {
             None if wants.is_empty() => return Ok(None),
@@ -129,6 +164,18 @@ pub(crate) fn read_wants<R: Read>(
                 client.apply_v0(word, format)?;
             }
             wants.push(to_gix(&id));
+        } else if let Some(spec) = line.strip_prefix(b"filter ") {
+            if !(filters.allow_filter && client.filter) {
+                return Err(UploadPackError::request(
+                    "git upload-pack: filtering capability not negotiated",
+                ));
+            }
+            if filter.is_some() {
+                return Err(UploadPackError::request(
+                    "multiple filter-specs cannot be combined",
+                ));
+            }
+            filter = Some(filters.accept(spec)?);
         } else if !shallow.parse_line(line, format)? {
             return Err(UploadPackError::request(format!(
                 "upload-pack: protocol error, expected to get object ID, not '{}'",
@@ -136,7 +183,7 @@ pub(crate) fn read_wants<R: Read>(
             )));
         }
     }
-    Ok((!wants.is_empty()).then_some((wants, client, shallow)))
+    Ok((!wants.is_empty()).then_some((wants, client, shallow, filter)))
 }
 
 /// Answers `have` batches until `done` (true: send the pack) or, stateless,

@@ -173,7 +173,7 @@ pub(crate) fn pack_contents(
 
 /// The interesting commits, newest first, and the uninteresting parents of
 /// those.
-fn walk_commits(
+pub(crate) fn walk_commits(
     graph: &mut Graph,
     wants: &[ObjectId],
     haves: &[ObjectId],
@@ -255,7 +255,7 @@ fn commit_time(graph: &mut Graph, id: &ObjectId) -> Result<i64, UploadPackError>
 }
 
 /// Adds `tree` and everything below it to `excluded`.
-fn exclude_tree(
+pub(crate) fn exclude_tree(
     graph: &mut Graph,
     tree: ObjectId,
     excluded: &mut IdSet,

@@ -1,27 +1,89 @@
-//! Which wanted objects a client may have: the objects the refs name
-//! (`allow-tip-sha1-in-want`) and the commits reachable from them
-//! (`allow-reachable-sha1-in-want`). Anything else — a missing object, or
-//! one only unreachable history holds — is refused with git's
-//! `not our ref`.
+//! Which wanted objects a client may have, as git's upload-pack decides
+//! it from `uploadpack.allowTipSHA1InWant`, `allowReachableSHA1InWant` and
+//! `allowAnySHA1InWant`:
+//!
+//! - protocol v2 serves any object the repository has;
+//! - protocol v0 serves the objects the refs name; other objects only with
+//!   `allowAnySHA1InWant`, or, with `allowReachableSHA1InWant` or over a
+//!   stateless transport (HTTP, where the advertisement came from another
+//!   request), commits reachable from the refs and any tree or blob (git
+//!   checks them with `rev-list`, which lists commits only).
+//!
+//! Anything else — a missing object, or a commit only unreachable history
+//! holds — is refused with git's `not our ref`.
 
 use super::graph::{to_gix, Graph, IdHasher};
 use super::refs::RefSnapshot;
 use super::UploadPackError;
 use gix_hash::ObjectId;
+use refstore_fs::config::Config;
 use std::collections::{HashSet, VecDeque};
+
+/// The `uploadpack.allow*SHA1InWant` settings.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct WantPolicy {
+    /// `allowTipSHA1InWant` (advertised as `allow-tip-sha1-in-want`).
+    pub tip: bool,
+    /// `allowReachableSHA1InWant` (`allow-reachable-sha1-in-want`).
+    pub reachable: bool,
+    /// `allowAnySHA1InWant`, which implies both others.
+    pub any: bool,
+}
+
+impl WantPolicy {
+    /// Reads the settings; `allowAnySHA1InWant` set either way sets or
+    /// clears all three, as in git when it comes last.
+    pub(crate) fn read(config: &Config) -> Result<Self, UploadPackError> {
+        let get = |key: &str| {
+            config
+                .bool(key)
+                .map_err(|e| UploadPackError::Objects(e.to_string()))
+        };
+        let mut policy = WantPolicy {
+            tip: get("uploadpack.allowTipSHA1InWant")? == Some(true),
+            reachable: get("uploadpack.allowReachableSHA1InWant")? == Some(true),
+            any: false,
+        };
+        match get("uploadpack.allowAnySHA1InWant")? {
+            Some(true) => {
+                policy = WantPolicy {
+                    tip: true,
+                    reachable: true,
+                    any: true,
+                }
+            }
+            Some(false) => policy = WantPolicy::default(),
+            None => {}
+        }
+        Ok(policy)
+    }
+}
+
+/// How the wants came.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Protocol {
+    /// Protocol v0/v1; `stateless` over HTTP.
+    V0 { stateless: bool },
+    /// Protocol v2.
+    V2,
+}
 
 /// Checks `wants` against the offered refs.
 pub(crate) fn check(
     graph: &mut Graph,
     snapshot: &RefSnapshot,
     wants: &[ObjectId],
+    policy: WantPolicy,
+    protocol: Protocol,
 ) -> Result<(), UploadPackError> {
     // Thousands of tags: ids hash cheaply.
     let mut tips: HashSet<ObjectId, IdHasher> = HashSet::default();
-    for offered in snapshot.offered() {
-        tips.insert(to_gix(&offered.id));
-        if let Some(peeled) = &offered.peeled {
-            tips.insert(to_gix(peeled));
+    if protocol != Protocol::V2 && !policy.any {
+        for offered in snapshot.offered() {
+            tips.insert(to_gix(&offered.id));
+            if let Some(peeled) = &offered.peeled {
+                tips.insert(to_gix(peeled));
+            }
         }
     }
     let mut unreached: HashSet<ObjectId> = HashSet::new();
@@ -29,10 +91,29 @@ pub(crate) fn check(
         if tips.contains(want) {
             continue;
         }
-        if graph.commit(want)?.is_none() {
+        let Some(kind) = graph.kind(want)? else {
+            return Err(not_our_ref(want));
+        };
+        let stateless = match protocol {
+            Protocol::V2 => continue,
+            _ if policy.any => continue,
+            Protocol::V0 { stateless } => stateless,
+        };
+        if !stateless && !policy.reachable {
             return Err(not_our_ref(want));
         }
-        unreached.insert(*want);
+        let commit = match kind {
+            gix_object::Kind::Commit => *want,
+            gix_object::Kind::Tag => match graph.peel(want, |_| {})? {
+                Some((id, gix_object::Kind::Commit)) => id,
+                _ => continue,
+            },
+            // Not commits: git's reachability check does not see them.
+            _ => continue,
+        };
+        if !tips.contains(&commit) {
+            unreached.insert(commit);
+        }
     }
     if unreached.is_empty() {
         return Ok(());

@@ -2,12 +2,15 @@
 //! either the acknowledgments (the client sends more haves next time) or,
 //! once ready or told `done`, the pack in side-band-64k packets.
 
+use super::super::filter::{Filter, FilterPolicy};
+use super::super::filtered_walk;
 use super::super::graph::{to_gix, Graph};
 use super::super::negotiation::Negotiation;
 use super::super::pack_output::{self, PackRequest};
 use super::super::refs::RefSnapshot;
 use super::super::request::{parse_id, ClientOptions};
 use super::super::shallow::{self, ShallowRequest};
+use super::super::wants::{Protocol, WantPolicy};
 use super::super::{v0, walk, wants, Session, UploadPackError};
 use super::unexpected;
 use crate::pkt_line::sideband::SidebandMode;
@@ -20,14 +23,19 @@ pub(crate) struct FetchArguments {
     pub done: bool,
     pub client: ClientOptions,
     pub shallow: ShallowRequest,
+    /// `filter <spec>` (partial clone).
+    pub filter: Option<Filter>,
 }
 
 /// Parses the arguments of a `fetch` request; a request that wants
-/// nothing or asks for what this server does not offer is an error.
+/// nothing or asks for what this server does not offer is an error; a
+/// filter is judged by `filters`.
 pub(crate) fn parse_arguments(
     arguments: &[Vec<u8>],
     format: ObjectFormat,
+    filters: &FilterPolicy,
 ) -> Result<FetchArguments, UploadPackError> {
+    let mut filter = None;
     let mut wanted = Vec::new();
     let mut haves = Vec::new();
     let mut done = false;
@@ -46,6 +54,14 @@ pub(crate) fn parse_arguments(
             b"thin-pack" | b"ofs-delta" | b"no-progress" | b"include-tag"
         ) {
             client.apply_common(argument, format)?;
+        } else if let (true, Some(spec)) = (filters.allow_filter, argument.strip_prefix(b"filter "))
+        {
+            if filter.is_some() {
+                return Err(UploadPackError::request(
+                    "multiple filter-specs cannot be combined",
+                ));
+            }
+            filter = Some(filters.accept(spec)?);
         } else if shallow.parse_line(argument, format)? {
             continue;
         } else {
@@ -63,6 +79,7 @@ pub(crate) fn parse_arguments(
         done,
         client,
         shallow,
+        filter,
     })
 }
 
@@ -79,11 +96,13 @@ pub(super) fn serve(
         done,
         client,
         shallow,
-    } = parse_arguments(arguments, format)?;
+        filter,
+    } = parse_arguments(arguments, format, &FilterPolicy::read(&repo.config)?)?;
 
     let snapshot = RefSnapshot::read(repo.refs.as_ref(), &repo.objects)?;
     let mut graph = Graph::open(repo.vfs.clone(), repo.objects.objects_dir(), format)?;
-    wants::check(&mut graph, &snapshot, &wanted)?;
+    let policy = WantPolicy::read(&repo.config)?;
+    wants::check(&mut graph, &snapshot, &wanted, policy, Protocol::V2)?;
     // Worked out before the haves are weighed, which then see the client's
     // history without the parents of its shallow commits.
     let shallow = shallow::plan(&mut graph, &snapshot, &wanted, &shallow)?;
@@ -115,10 +134,14 @@ pub(super) fn serve(
     let edges = shallow
         .as_ref()
         .map_or(&[][..], |plan| &plan.extra_haves[..]);
-    let contents = walk::pack_contents(&mut graph, &wanted, &common, &tags, edges)?;
+    let contents = match &filter {
+        Some(filter) => filtered_walk::pack_contents(&mut graph, &wanted, &common, &tags, filter)?,
+        None => walk::pack_contents(&mut graph, &wanted, &common, &tags, edges)?,
+    };
     let request = PackRequest {
         progress: !client.no_progress,
-        thin: client.thin_pack,
+        // The client may lack the bases a thin pack would use.
+        thin: client.thin_pack && filter.is_none(),
     };
     session.pack_started = true;
     pack_output::send_pack(

@@ -6,6 +6,7 @@ pub(crate) mod fetch;
 pub(crate) mod ls_refs;
 
 use super::advertisement::agent;
+use super::filter::FilterPolicy;
 use super::request::check_format;
 use super::{Session, UploadPackError};
 use crate::pkt_line::{Packet, PacketReader};
@@ -43,11 +44,16 @@ pub(super) fn serve(session: &mut Session<'_>) -> Result<(), UploadPackError> {
 /// Writes the capability advertisement.
 fn advertise(session: &mut Session<'_>) -> Result<(), UploadPackError> {
     let format = session.repo.object_format().name();
+    let filter = FilterPolicy::read(&session.repo.config)?.allow_filter;
     let out = session.out();
     out.write_text("version 2")?;
     out.write_text(&format!("agent={}", agent()))?;
     out.write_text("ls-refs=unborn")?;
-    out.write_text("fetch=shallow")?;
+    out.write_text(if filter {
+        "fetch=shallow filter"
+    } else {
+        "fetch=shallow"
+    })?;
     out.write_text("server-option")?;
     out.write_text(&format!("object-format={format}"))?;
     out.write_flush()?;
