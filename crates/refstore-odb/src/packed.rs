@@ -78,42 +78,6 @@ struct Pack {
 }
 
 impl Pack {
-    /// The order of entries as the pack's `.rev` file gives it, if it is
-    /// a valid one for this pack: the index positions must lead to
-    /// strictly increasing offsets, which also makes them a permutation.
-    fn order_from_rev(&self, rev: &[u8], hash: gix_hash::Kind) -> Option<Vec<(u64, u32)>> {
-        let n = self.index.num_objects() as usize;
-        let hash_len = hash.len_in_bytes();
-        let hash_id: u32 = if hash == gix_hash::Kind::Sha1 { 1 } else { 2 };
-        if rev.len() != 12 + 4 * n + 2 * hash_len
-            || rev[..4] != *b"RIDX"
-            || rev[4..8] != 1u32.to_be_bytes()
-            || rev[8..12] != hash_id.to_be_bytes()
-            || rev[12 + 4 * n..12 + 4 * n + hash_len] != *self.index.pack_checksum().as_slice()
-        {
-            return None;
-        }
-        let mut order = Vec::with_capacity(n + 1);
-        let mut last = None;
-        for word in rev[12..12 + 4 * n].chunks_exact(4) {
-            let position = u32::from_be_bytes(word.try_into().expect("four bytes"));
-            if position as usize >= n {
-                return None;
-            }
-            let offset = self.index.pack_offset_at_index(position);
-            if last.is_some_and(|last| offset <= last) {
-                return None;
-            }
-            last = Some(offset);
-            order.push((offset, position));
-        }
-        if last.is_some_and(|last| last >= self.data.pack_end() as u64) {
-            return None;
-        }
-        order.push((self.data.pack_end() as u64, u32::MAX));
-        Some(order)
-    }
-
     fn by_offset(&self) -> &[(u64, u32)] {
         self.by_offset.get_or_init(|| {
             let mut offsets: Vec<(u64, u32)> = (0..self.index.num_objects())
@@ -200,26 +164,6 @@ impl Packs {
         // little; a miss in a large index costs page faults.
         packs.sort_by_key(|pack| pack.index.num_objects());
         Ok(Packs { packs, hash })
-    }
-
-    /// Takes each pack's order of entries from its `.rev` file (git writes
-    /// one next to each pack), read through `vfs`, so that it need not be
-    /// sorted on first use; a missing or invalid file is passed over. How
-    /// many packs' orders were taken.
-    pub fn read_reverse_indexes(&self, vfs: &dyn refstore_fs::Vfs) -> usize {
-        let mut taken = 0;
-        for pack in &self.packs {
-            if pack.by_offset.get().is_some() {
-                continue;
-            }
-            let Ok(rev) = vfs.read_mapped(&pack.data.path().with_extension("rev")) else {
-                continue;
-            };
-            if let Some(order) = pack.order_from_rev(&rev, self.hash) {
-                taken += usize::from(pack.by_offset.set(order).is_ok());
-            }
-        }
-        taken
     }
 
     /// How many packs there are.

@@ -308,37 +308,3 @@ fn damaged_commit_graphs_are_errors() {
     rewrite(&file, |bytes| bytes.clone_from(&original));
     assert!(CommitGraph::open(&RealFs::new(), &objects(path), ObjectFormat::Sha256).is_err());
 }
-
-#[test]
-fn pack_order_comes_from_a_valid_rev_file() {
-    let (dir, _) = small_history();
-    let path = dir.path();
-    run(
-        path,
-        &["-c", "pack.writeReverseIndex=true", "repack", "-adq"],
-    );
-    let sorted = Packs::open(&objects(path), ObjectFormat::Sha1).unwrap();
-    let expected: Vec<u32> = sorted.pack_order(0).collect();
-    let packs = Packs::open(&objects(path), ObjectFormat::Sha1).unwrap();
-    assert_eq!(packs.read_reverse_indexes(&RealFs::new()), 1);
-    assert_eq!(packs.pack_order(0).collect::<Vec<_>>(), expected);
-
-    // Two positions swapped: offsets out of order, the file is passed over.
-    let rev = std::fs::read_dir(path.join("objects/pack"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .find(|p| p.extension().is_some_and(|e| e == "rev"))
-        .unwrap();
-    rewrite(&rev, |bytes| {
-        let (a, b) = (12, 16);
-        for k in 0..4 {
-            bytes.swap(a + k, b + k);
-        }
-    });
-    let packs = Packs::open(&objects(path), ObjectFormat::Sha1).unwrap();
-    assert_eq!(packs.read_reverse_indexes(&RealFs::new()), 0);
-    assert_eq!(packs.pack_order(0).collect::<Vec<_>>(), expected);
-    rewrite(&rev, |bytes| bytes.truncate(bytes.len() - 1));
-    let packs = Packs::open(&objects(path), ObjectFormat::Sha1).unwrap();
-    assert_eq!(packs.read_reverse_indexes(&RealFs::new()), 0);
-}

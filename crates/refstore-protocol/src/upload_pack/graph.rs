@@ -84,7 +84,6 @@ impl Graph {
         handle.set_pack_cache(|| Box::new(refstore_odb::DeltaBaseCache::default()));
         let packs = refstore_odb::Packs::open(objects_dir, format)
             .map_err(|e| UploadPackError::objects("cannot open the packs", e))?;
-        packs.read_reverse_indexes(vfs.as_ref());
         let commit_graph = refstore_odb::CommitGraph::open(vfs.as_ref(), objects_dir, format)
             .unwrap_or_else(|e| {
                 tracing::warn!("ignoring the commit-graph: {e}");
