@@ -185,16 +185,49 @@ fn publish_record(vfs: &Arc<dyn Vfs>, holders: &Path) -> Result<HolderRecord> {
     let temporary = holders.join(format!("{name}.tmp"));
     let path = holders.join(&name);
     let mut file = vfs.create_exclusive(&temporary)?;
-    let published = file.try_flock().and_then(|_| vfs.rename(&temporary, &path));
-    if let Err(e) = published {
-        let _ = vfs.unlink(&temporary);
-        return Err(e);
+    // A recoverer may hold the new file's flock for a moment (it takes
+    // every unflocked record for a dead one's) and unlink it: then the
+    // rename fails and a record under the next name is published instead.
+    // The record must never be named while this process does not hold it.
+    let published = flock_within(&mut *file, RECOVERY_WAIT).and_then(|held| match held {
+        true => vfs.rename(&temporary, &path),
+        false => Err(crate::vfs::Error::new(
+            crate::vfs::Op::Flock,
+            &temporary,
+            std::io::Error::new(
+                std::io::ErrorKind::WouldBlock,
+                "another process kept the lock holder record locked",
+            ),
+        )),
+    });
+    match published {
+        Ok(()) => {}
+        Err(e) if e.is_not_found() => return publish_record(vfs, holders),
+        Err(e) => {
+            let _ = vfs.unlink(&temporary);
+            return Err(e);
+        }
     }
     Ok(HolderRecord {
         vfs: vfs.clone(),
         path,
         _file: Mutex::new(file),
     })
+}
+
+/// Takes `file`'s exclusive flock, waiting up to `wait` for another holder
+/// to let go; false if it did not.
+fn flock_within(file: &mut dyn VfsFile, wait: Duration) -> Result<bool> {
+    let deadline = Instant::now() + wait;
+    loop {
+        if file.try_flock()? {
+            return Ok(true);
+        }
+        if Instant::now() >= deadline {
+            return Ok(false);
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
 }
 
 /// Called when `lock_path` exists: removes it if it is stale (see the module
