@@ -37,6 +37,9 @@ fn pushes_are_followed_by_background_maintenance() {
     for setting in [
         ["maintenance.incremental-repack.auto", "4"],
         ["refstore.redundantPackExpire", "now"],
+        // Every push stored as a pack (below the default limit of 100
+        // objects a push is stored loose), so packs pile up.
+        ["receive.unpackLimit", "1"],
     ] {
         git_ok(home, &served, &["config", setting[0], setting[1]]);
     }
