@@ -135,7 +135,7 @@ impl PackOut {
     ) -> Result<(), MaintError> {
         let offset = self.offset;
         let mut header = std::mem::take(&mut self.header);
-        encode_header(&mut header, OFS_DELTA, size, Some(offset - base_offset));
+        refstore_odb::encode_entry_header(&mut header, OFS_DELTA, size, Some(offset - base_offset));
         let mut crc = crc32fast::Hasher::new();
         crc.update(&header);
         crc.update(compressed);
@@ -154,7 +154,7 @@ impl PackOut {
     pub fn whole(&mut self, id: &[u8], kind: ObjectKind, data: &[u8]) -> Result<(), MaintError> {
         let offset = self.offset;
         let mut header = std::mem::take(&mut self.header);
-        encode_header(&mut header, type_id(kind), data.len() as u64, None);
+        refstore_odb::encode_entry_header(&mut header, type_id(kind), data.len() as u64, None);
         let mut deflated = std::mem::take(&mut self.deflated);
         deflated.clear();
         let mut encoder =
@@ -199,31 +199,5 @@ impl PackOut {
             checksum: checksum.as_slice().to_vec(),
             entries: self.entries,
         })
-    }
-}
-
-/// Encodes an entry header into `out` (cleared first).
-fn encode_header(out: &mut Vec<u8>, type_id: u8, size: u64, base_distance: Option<u64>) {
-    out.clear();
-    let mut size_left = size >> 4;
-    let mut byte = (type_id << 4) | (size & 0x0f) as u8;
-    while size_left != 0 {
-        out.push(byte | 0x80);
-        byte = (size_left & 0x7f) as u8;
-        size_left >>= 7;
-    }
-    out.push(byte);
-    if let Some(mut distance) = base_distance {
-        let mut bytes = [0u8; 10];
-        let mut at = bytes.len() - 1;
-        bytes[at] = (distance & 0x7f) as u8;
-        distance >>= 7;
-        while distance != 0 {
-            distance -= 1;
-            at -= 1;
-            bytes[at] = 0x80 | (distance & 0x7f) as u8;
-            distance >>= 7;
-        }
-        out.extend_from_slice(&bytes[at..]);
     }
 }

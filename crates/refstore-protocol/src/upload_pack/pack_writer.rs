@@ -67,28 +67,7 @@ impl<'w> PackWriter<'w> {
         base_distance: Option<u64>,
     ) -> std::io::Result<()> {
         let mut header = std::mem::take(&mut self.header);
-        header.clear();
-        let mut size_left = size >> 4;
-        let mut byte = (type_id << 4) | (size & 0x0f) as u8;
-        while size_left != 0 {
-            header.push(byte | 0x80);
-            byte = (size_left & 0x7f) as u8;
-            size_left >>= 7;
-        }
-        header.push(byte);
-        if let Some(mut distance) = base_distance {
-            let mut bytes = [0u8; 10];
-            let mut at = bytes.len() - 1;
-            bytes[at] = (distance & 0x7f) as u8;
-            distance >>= 7;
-            while distance != 0 {
-                distance -= 1;
-                at -= 1;
-                bytes[at] = 0x80 | (distance & 0x7f) as u8;
-                distance >>= 7;
-            }
-            header.extend_from_slice(&bytes[at..]);
-        }
+        refstore_odb::encode_entry_header(&mut header, type_id, size, base_distance);
         let result = self.write(&header);
         self.header = header;
         result
