@@ -91,6 +91,7 @@ pub mod flush;
 pub mod hook;
 pub mod lock;
 mod mapped;
+pub mod observe;
 pub mod real;
 pub mod sim;
 pub mod stale;

@@ -2,9 +2,12 @@
 //! HTTP, with authentication, path confinement and access logging.
 #![deny(missing_docs, unsafe_code)]
 
+pub mod access;
 pub mod auth;
 pub mod http;
 pub mod maintenance;
+pub mod metrics;
+pub mod per_address;
 pub mod shutdown;
 
 pub use auth::Credentials;

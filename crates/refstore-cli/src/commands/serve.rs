@@ -1,8 +1,12 @@
 //! `refstore serve`: smart HTTP for every repository below a directory.
 
 use crate::context::{Fatal, Globals};
+use refstore_fs::Vfs;
+use refstore_server::access::{AccessRules, Reloadable};
 use refstore_server::{Credentials, ServeOptions, Server};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 /// Arguments of `serve`.
 #[derive(Debug, clap::Args)]
@@ -27,6 +31,10 @@ pub struct Args {
     /// Connections open at once; more are answered 503.
     #[arg(long, value_name = "n", default_value_t = 512)]
     max_connections: usize,
+    /// Connections open at once from one client address (IPv6: one /64);
+    /// more are answered 503.
+    #[arg(long, value_name = "n", default_value_t = 32)]
+    max_connections_per_ip: usize,
     /// Seconds a client may take to send a request or to start reading a
     /// response before it is dropped (slow clients get one more second
     /// per 64 KiB they moved).
@@ -44,6 +52,13 @@ pub struct Args {
     /// background after pushes to it (0: none).
     #[arg(long, value_name = "n", default_value_t = 1)]
     maintenance_workers: usize,
+    /// Who may read and push which repository: lines
+    /// `<user|*> <read|write> <repo-glob>` (write implies read; `*` as
+    /// the user is everyone, anonymous clients included). Read again on
+    /// SIGHUP. Without it everyone reads and --credentials users push
+    /// with --allow-push.
+    #[arg(long, value_name = "file")]
+    access: Option<PathBuf>,
     /// Print the address the server listens on to standard output once it
     /// is ready (useful with port 0).
     #[arg(long)]
@@ -57,6 +72,7 @@ pub fn run(args: Args, globals: &Globals) -> Result<u8, Fatal> {
     options.workers = args.workers;
     options.maintenance_workers = args.maintenance_workers;
     options.max_connections = args.max_connections.max(1);
+    options.max_connections_per_ip = args.max_connections_per_ip.max(1);
     if !(args.timeout.is_finite() && args.timeout > 0.0) {
         return Err(Fatal::new(format!(
             "--timeout {}: give a positive number of seconds",
@@ -76,6 +92,11 @@ pub fn run(args: Args, globals: &Globals) -> Result<u8, Fatal> {
         options.credentials = Credentials::parse(&text)
             .map_err(|e| Fatal::new(format!("credentials '{}': {e}", path.display())))?;
     }
+    let access_file = args.access.as_ref().map(|path| globals.cwd().join(path));
+    if let Some(path) = &access_file {
+        let rules = read_access(globals.vfs().as_ref(), path).map_err(Fatal::new)?;
+        options.access = Some(Arc::new(Reloadable::new(rules)));
+    }
     if args.allow_push && options.credentials.is_empty() {
         return Err(Fatal::new(
             "--allow-push needs --credentials <file> with at least one user: pushes are always authenticated",
@@ -83,12 +104,59 @@ pub fn run(args: Args, globals: &Globals) -> Result<u8, Fatal> {
     }
     let shutdown = refstore_server::shutdown::on_signals()
         .map_err(|e| Fatal::new(format!("cannot handle signals: {e}")))?;
+    let hangup = refstore_server::shutdown::on_hangup()
+        .map_err(|e| Fatal::new(format!("cannot handle signals: {e}")))?;
+    reload_on_hangup(
+        globals.vfs().clone(),
+        hangup,
+        access_file,
+        options.access.clone(),
+    );
     let server = Server::bind(&args.listen, options, globals.vfs().clone()).map_err(Fatal::new)?;
     if args.print_address {
         println!("{}", server.local_addr());
     }
     server.run(&shutdown);
     Ok(0)
+}
+
+/// Reads and parses an access file.
+fn read_access(vfs: &dyn Vfs, path: &Path) -> Result<AccessRules, String> {
+    let bytes = vfs.read(path).map_err(|e| e.to_string())?;
+    let text = String::from_utf8(bytes)
+        .map_err(|_| format!("access rules '{}' are not UTF-8", path.display()))?;
+    AccessRules::parse(&text).map_err(|e| format!("access rules '{}': {e}", path.display()))
+}
+
+/// How often the reloading thread looks at the SIGHUP flag.
+const HANGUP_POLL: std::time::Duration = std::time::Duration::from_millis(200);
+
+/// Re-reads the files named on the command line whenever SIGHUP arrives.
+/// A file that no longer parses is reported and the rules in force stay.
+fn reload_on_hangup(
+    vfs: Arc<dyn Vfs>,
+    hangup: Arc<AtomicBool>,
+    access_file: Option<PathBuf>,
+    access: Option<Arc<Reloadable<AccessRules>>>,
+) {
+    std::thread::Builder::new()
+        .name("refstore-reload".into())
+        .spawn(move || loop {
+            std::thread::sleep(HANGUP_POLL);
+            if !hangup.swap(false, Ordering::Relaxed) {
+                continue;
+            }
+            if let (Some(path), Some(access)) = (&access_file, &access) {
+                match read_access(vfs.as_ref(), path) {
+                    Ok(rules) => {
+                        access.set(rules);
+                        tracing::info!(file = %path.display(), "access rules reloaded");
+                    }
+                    Err(e) => tracing::error!("keeping the access rules in force: {e}"),
+                }
+            }
+        })
+        .expect("starting a thread at startup");
 }
 
 /// Access-log and diagnostic lines on standard error; `RUST_LOG` filters

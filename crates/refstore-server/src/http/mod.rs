@@ -25,7 +25,9 @@ mod respond;
 pub mod route;
 mod services;
 
+use crate::access::{AccessRules, Reloadable};
 use crate::auth::Credentials;
+use crate::metrics::Metrics;
 use refstore_fs::Vfs;
 use std::io::Write;
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -47,6 +49,9 @@ pub struct ServeOptions {
     pub workers: usize,
     /// Connections open at once; more are answered 503.
     pub max_connections: usize,
+    /// Connections open at once from one client address (IPv6: one /64);
+    /// more are answered 503, so that one client cannot take them all.
+    pub max_connections_per_ip: usize,
     /// How long a client may take to send a request, or to start reading
     /// a response, before it is dropped (plus one second per 64 KiB it
     /// moved, so large transfers at any usable speed are not cut off).
@@ -60,6 +65,11 @@ pub struct ServeOptions {
     pub config_overrides: Vec<refstore_fs::config::Override>,
     /// Threads running `maintenance run --auto` after pushes (0: none).
     pub maintenance_workers: usize,
+    /// Who may read and push what (`--access`); `None`: everyone reads,
+    /// `credentials` users push when `allow_push`. Replaced on SIGHUP.
+    pub access: Option<Arc<Reloadable<AccessRules>>>,
+    /// Where every transport counts what it does.
+    pub metrics: Arc<Metrics>,
 }
 
 impl ServeOptions {
@@ -71,6 +81,7 @@ impl ServeOptions {
             credentials: Credentials::default(),
             workers: 16,
             max_connections: 512,
+            max_connections_per_ip: 32,
             timeout: Duration::from_secs(60),
             // As git http-backend (GIT_HTTP_MAX_REQUEST_BUFFER): room for
             // some 200k "have" lines, and a fetch request is held in memory.
@@ -78,6 +89,8 @@ impl ServeOptions {
             max_push_request: 8 << 30,
             config_overrides: Vec::new(),
             maintenance_workers: 1,
+            access: None,
+            metrics: Arc::new(Metrics::new()),
         }
     }
 }

@@ -1,0 +1,37 @@
+//! Where a long-running process (the server) learns what the storage
+//! layers did, for its metrics: flush points, ref-transaction commits,
+//! packs sent, pushes. One observer per process, installed once; without
+//! one every report is a load of an unset `OnceLock` and nothing more.
+
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+/// Receives reports from the storage and protocol layers. Every method
+/// has an empty default, so an observer implements only what it counts.
+/// Reports arrive on whatever thread did the work: implementations must be
+/// quick and must not block.
+pub trait Observer: Send + Sync {
+    /// A flush point completed with `mechanism` (a name of
+    /// `FlushMethod`/`BatchMechanism`: `fsync`, `syncfs`, `fdatasync`, ...).
+    fn flushed(&self, _mechanism: &'static str, _took: Duration) {}
+    /// A ref transaction of `refs` updates committed (durably, as
+    /// configured), `took` from preparing to the last rename.
+    fn transaction_committed(&self, _refs: usize, _took: Duration) {}
+    /// A pack of `objects` objects and `bytes` bytes was sent to a client.
+    fn pack_sent(&self, _objects: u64, _bytes: u64) {}
+    /// A push ended; `refs_updated` refs were changed (0 if refused).
+    fn push_received(&self, _refs_updated: usize) {}
+}
+
+static OBSERVER: OnceLock<Arc<dyn Observer>> = OnceLock::new();
+
+/// Installs the process's observer; false if one is installed already
+/// (the first stays).
+pub fn install(observer: Arc<dyn Observer>) -> bool {
+    OBSERVER.set(observer).is_ok()
+}
+
+/// The installed observer, if any.
+pub fn observer() -> Option<&'static dyn Observer> {
+    OBSERVER.get().map(|o| o.as_ref())
+}
