@@ -407,3 +407,41 @@ fn json_logs_are_one_object_a_line() {
         "{log}"
     );
 }
+
+/// The reader the tests above rely on refuses what the format does not
+/// allow, and reads what it does.
+#[test]
+fn the_text_format_reader_is_strict() {
+    let good = "\
+# HELP a_total Things.\n# TYPE a_total counter\na_total{k=\"v\\\"q\\\\\"} 2\n\
+# TYPE h histogram\nh_bucket{le=\"1\"} 1\nh_bucket{le=\"+Inf\"} 2\nh_sum 3.5\nh_count 2\n\
+# a comment\nu 1e3 1700000000000\n";
+    let parsed = prometheus::parse(good).unwrap();
+    assert_eq!(parsed.value("a_total", &[("k", "v\"q\\")]), Some(2.0));
+    assert_eq!(parsed.family("h").unwrap().samples.len(), 4);
+    assert_eq!(parsed.family("u").unwrap().kind, "untyped");
+    assert_eq!(parsed.value("u", &[]), Some(1000.0));
+    for (bad, why) in [
+        ("a 1", "no final newline"),
+        ("a\n", "no value"),
+        ("a one\n", "not a number"),
+        ("1a 1\n", "bad metric name"),
+        ("a{k=v} 1\n", "label value not quoted"),
+        ("a{k=\"v\" j=\"w\"} 1\n", "no comma"),
+        ("a{__k=\"v\"} 1\n", "reserved label name"),
+        ("a{k=\"v\",k=\"w\"} 1\n", "label twice"),
+        ("a{k=\"v\\x\"} 1\n", "bad escape"),
+        ("a 1\na 2\n", "series twice"),
+        ("a 1\nb 1\na{k=\"v\"} 1\n", "family not together"),
+        ("a 1\n# TYPE a gauge\n", "TYPE after samples"),
+        ("# TYPE a gauge\n# TYPE a gauge\na 1\n", "TYPE twice"),
+        ("# TYPE a meter\na 1\n", "unknown type"),
+        ("# TYPE a counter\na -1\n", "counter below zero"),
+        ("a 1 2 3\n", "text after timestamp"),
+        ("# TYPE h histogram\nh_bucket{le=\"1\"} 1\nh_sum 1\nh_count 1\n", "no +Inf"),
+        ("# TYPE h histogram\nh_bucket{le=\"1\"} 2\nh_bucket{le=\"+Inf\"} 1\nh_sum 1\nh_count 1\n", "counts falling"),
+        ("# TYPE h histogram\nh_bucket{le=\"+Inf\"} 2\nh_sum 1\nh_count 1\n", "_count not the +Inf bucket"),
+    ] {
+        assert!(prometheus::parse(bad).is_err(), "accepted {why}: {bad:?}");
+    }
+}

@@ -125,7 +125,7 @@ pub fn parse(text: &str) -> Result<Exposition, String> {
             current(&mut out, &mut seen_families, &sample.name).map_err(fail)?;
         }
         let family = out.families.last_mut().expect("just ensured");
-        if family.kind == "counter" && !(sample.value >= 0.0) {
+        if family.kind == "counter" && (sample.value.is_nan() || sample.value < 0.0) {
             return Err(fail("a counter below zero".into()));
         }
         family.samples.push(sample);
