@@ -35,7 +35,9 @@ const MAX_CONNECTIONS: usize = 16;
 const HEAD_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// How long one connection may stay open, idle keep-alive included, so
-/// clients that never close cannot hold every slot.
+/// clients that never close cannot hold every slot. Then it is closed
+/// after the request in progress, if any, is answered (within
+/// [`HEAD_TIMEOUT`]).
 const CONNECTION_LIFETIME: Duration = Duration::from_secs(60);
 
 /// How often the accept loop looks at the shutdown flag.
@@ -155,8 +157,9 @@ async fn accept_loop(
     }
 }
 
-/// Answers the requests of one connection, for at most
-/// [`CONNECTION_LIFETIME`].
+/// Answers the requests of one connection, for about
+/// [`CONNECTION_LIFETIME`]. A client that goes away or is too slow is
+/// nothing to report.
 async fn serve_connection(stream: tokio::net::TcpStream, metrics: Arc<Metrics>) {
     let service = hyper::service::service_fn(move |request| {
         let metrics = metrics.clone();
@@ -166,8 +169,13 @@ async fn serve_connection(stream: tokio::net::TcpStream, metrics: Arc<Metrics>) 
         .timer(TokioTimer::new())
         .header_read_timeout(HEAD_TIMEOUT)
         .serve_connection(TokioIo::new(stream), service);
-    // A client that goes away or is too slow is nothing to report.
-    let _ = tokio::time::timeout(CONNECTION_LIFETIME, connection).await;
+    let mut connection = std::pin::pin!(connection);
+    tokio::select! {
+        _ = connection.as_mut() => return,
+        _ = tokio::time::sleep(CONNECTION_LIFETIME) => {}
+    }
+    connection.as_mut().graceful_shutdown();
+    let _ = tokio::time::timeout(HEAD_TIMEOUT, connection).await;
 }
 
 /// The response to one request.
@@ -304,6 +312,36 @@ mod tests {
         shutdown.store(true, Ordering::Relaxed);
         endpoint.join();
         assert!(std::net::TcpStream::connect(addr).is_err());
+    }
+
+    #[test]
+    fn connections_beyond_the_limit_are_closed_unanswered() {
+        let shutdown = Arc::new(AtomicBool::new(false));
+        let endpoint =
+            MetricsEndpoint::start("127.0.0.1:0", Arc::default(), shutdown.clone()).unwrap();
+        let addr = endpoint.local_addr();
+        let mut held: Vec<_> = (0..MAX_CONNECTIONS)
+            .map(|_| std::net::TcpStream::connect(addr).unwrap())
+            .collect();
+        // Closed with the request unread: an end or a reset, no answer.
+        let mut beyond = std::net::TcpStream::connect(addr).unwrap();
+        let _ = beyond.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n");
+        let mut answer = Vec::new();
+        let _ = beyond.read_to_end(&mut answer);
+        assert!(
+            answer.is_empty(),
+            "a connection beyond the limit was answered"
+        );
+        // The connections that hold the slots are served.
+        let mut first = held.remove(0);
+        first
+            .write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            .unwrap();
+        let mut answer = String::new();
+        first.read_to_string(&mut answer).unwrap();
+        assert!(answer.starts_with("HTTP/1.1 200 OK\r\n"), "{answer}");
+        shutdown.store(true, Ordering::Relaxed);
+        endpoint.join();
     }
 
     #[test]
