@@ -15,11 +15,18 @@
 //!
 //! The flush point of `batch` is a [`BatchMechanism`]; see the crate docs for
 //! the measurements behind the default.
+//!
+//! Every flush point that flushed something is reported to the process's
+//! [`observe`](crate::observe) observer with the mechanism that carried it
+//! out: `fsync` (a file or directory at a time), `fdatasync` (per-file
+//! flushes of a batch) or `syncfs`.
 
+use crate::observe;
 use crate::vfs::{FsType, Result, Vfs, VfsFile};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Instant;
 
 /// How files are made durable (git's `core.fsyncMethod`, plus `none`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -249,7 +256,7 @@ impl FlushBatch {
             self.method == FlushMethod::Batch && self.mechanism() == BatchMechanism::Syncfs;
         match self.method {
             FlushMethod::None => Ok(()),
-            FlushMethod::Fsync => file.fsync(),
+            FlushMethod::Fsync => reported(FSYNC, || file.fsync()),
             FlushMethod::WriteoutOnly => file.start_writeout(),
             // One syncfs covers the file without its handle, so none is kept
             // (a transaction of 10k refs must not hold 10k descriptors).
@@ -330,11 +337,13 @@ impl FlushBatch {
         }
         let overflowed = std::mem::take(&mut self.overflowed);
         match self.mechanism() {
-            BatchMechanism::Syncfs if self.auto && !overflowed => {
+            BatchMechanism::Syncfs if self.auto && !overflowed => reported(FDATASYNC, || {
                 staged.into_iter().try_for_each(|mut file| file.fdatasync())
-            }
-            BatchMechanism::Syncfs => self.vfs.syncfs(&self.filesystem),
-            _ => concurrently(staged, |mut file: Box<dyn VfsFile>| file.fdatasync()),
+            }),
+            BatchMechanism::Syncfs => reported(SYNCFS, || self.vfs.syncfs(&self.filesystem)),
+            _ => reported(FDATASYNC, || {
+                concurrently(staged, |mut file: Box<dyn VfsFile>| file.fdatasync())
+            }),
         }
     }
 
@@ -359,12 +368,14 @@ impl FlushBatch {
             BatchMechanism::Syncfs
                 if self.auto && !overflowed && staged.len() + dirs.len() <= SMALL_BATCH =>
             {
-                staged
-                    .into_iter()
-                    .try_for_each(|mut file| file.fdatasync())?;
-                dirs.iter().try_for_each(|d| self.vfs.fsync_dir(d))
+                reported(FDATASYNC, || {
+                    staged
+                        .into_iter()
+                        .try_for_each(|mut file| file.fdatasync())?;
+                    dirs.iter().try_for_each(|d| self.vfs.fsync_dir(d))
+                })
             }
-            BatchMechanism::Syncfs => self.vfs.syncfs(&self.filesystem),
+            BatchMechanism::Syncfs => reported(SYNCFS, || self.vfs.syncfs(&self.filesystem)),
             _ => {
                 let vfs = &self.vfs;
                 let items: Vec<Pending> = staged
@@ -372,9 +383,11 @@ impl FlushBatch {
                     .map(Pending::File)
                     .chain(dirs.into_iter().map(Pending::Dir))
                     .collect();
-                concurrently(items, |item| match item {
-                    Pending::File(mut file) => file.fdatasync(),
-                    Pending::Dir(dir) => vfs.fsync_dir(&dir),
+                reported(FDATASYNC, || {
+                    concurrently(items, |item| match item {
+                        Pending::File(mut file) => file.fdatasync(),
+                        Pending::Dir(dir) => vfs.fsync_dir(&dir),
+                    })
                 })
             }
         }
@@ -388,19 +401,45 @@ impl FlushBatch {
             return Ok(());
         }
         if self.method == FlushMethod::Fsync {
-            return dirs.iter().try_for_each(|d| self.vfs.fsync_dir(d));
+            return reported(FSYNC, || {
+                dirs.iter().try_for_each(|d| self.vfs.fsync_dir(d))
+            });
         }
         match self.mechanism() {
+            // Directories are flushed with fsync; under a batch they are
+            // counted with the file-by-file flushes they stand in for.
             BatchMechanism::Syncfs if self.auto && dirs.len() <= SMALL_BATCH => {
-                dirs.iter().try_for_each(|d| self.vfs.fsync_dir(d))
+                reported(FDATASYNC, || {
+                    dirs.iter().try_for_each(|d| self.vfs.fsync_dir(d))
+                })
             }
-            BatchMechanism::Syncfs => self.vfs.syncfs(&self.filesystem),
+            BatchMechanism::Syncfs => reported(SYNCFS, || self.vfs.syncfs(&self.filesystem)),
             _ => {
                 let vfs = &self.vfs;
-                concurrently(dirs.into_iter().collect(), |d: PathBuf| vfs.fsync_dir(&d))
+                reported(FDATASYNC, || {
+                    concurrently(dirs.into_iter().collect(), |d: PathBuf| vfs.fsync_dir(&d))
+                })
             }
         }
     }
+}
+
+/// The mechanism names flush points are reported with.
+const FSYNC: &str = "fsync";
+const FDATASYNC: &str = "fdatasync";
+const SYNCFS: &str = "syncfs";
+
+/// Runs one flush point and reports it, with its duration, to the
+/// process's observer if there is one and the flush succeeded (a failed
+/// flush fails its transaction, which reports the failure).
+fn reported(mechanism: &'static str, flush: impl FnOnce() -> Result<()>) -> Result<()> {
+    let Some(observer) = observe::observer() else {
+        return flush();
+    };
+    let start = Instant::now();
+    flush()?;
+    observer.flushed(mechanism, start.elapsed());
+    Ok(())
 }
 
 /// A file or a directory waiting for a combined flush point.

@@ -12,6 +12,7 @@ pub mod error;
 pub mod files;
 mod hex;
 pub mod name;
+mod observed;
 pub mod oid;
 pub mod peel;
 mod plan;

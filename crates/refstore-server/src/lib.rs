@@ -7,6 +7,7 @@ pub mod auth;
 pub mod http;
 pub mod maintenance;
 pub mod metrics;
+pub mod metrics_endpoint;
 pub mod per_address;
 pub mod shutdown;
 

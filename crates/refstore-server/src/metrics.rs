@@ -157,6 +157,13 @@ impl Metrics {
             bytes_received.clone(),
         );
         let connections = Family::<TransportLabels, Gauge>::default();
+        // At zero from the start, so a scrape shows the gauge before the
+        // first connection (a series that appears later breaks rate()).
+        for transport in [Transport::Http, Transport::Ssh] {
+            let _ = connections.get_or_create(&TransportLabels {
+                transport: transport.name(),
+            });
+        }
         registry.register(
             "active_connections",
             "Connections open now",

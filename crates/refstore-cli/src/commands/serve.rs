@@ -3,6 +3,8 @@
 use crate::context::{Fatal, Globals};
 use refstore_fs::Vfs;
 use refstore_server::access::{AccessRules, Reloadable};
+use refstore_server::metrics::Metrics;
+use refstore_server::metrics_endpoint::MetricsEndpoint;
 use refstore_server::{Credentials, ServeOptions, Server};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -59,15 +61,37 @@ pub struct Args {
     /// with --allow-push.
     #[arg(long, value_name = "file")]
     access: Option<PathBuf>,
+    /// Serve Prometheus metrics (`GET /metrics`, every series named
+    /// `refstore_…`) and a health check (`GET /healthz`) on this address
+    /// (`host:port`; port 0 picks a free port), apart from the Git
+    /// transports. Meant for a monitoring network: it asks for no
+    /// credentials.
+    #[arg(long, value_name = "addr")]
+    metrics_listen: Option<String>,
+    /// How diagnostic and access-log lines on standard error are written:
+    /// `text` for people, `json` (one object per line) for log collectors.
+    #[arg(long, value_name = "format", value_enum, default_value_t = LogFormat::Text)]
+    log_format: LogFormat,
     /// Print the address the server listens on to standard output once it
-    /// is ready (useful with port 0).
+    /// is ready (useful with port 0); with --metrics-listen, the metrics
+    /// address follows on a second line.
     #[arg(long)]
     print_address: bool,
 }
 
+/// How log lines are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum LogFormat {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object per line (`timestamp`, `level`, `fields` with the
+    /// `message`, `target`).
+    Json,
+}
+
 /// Runs `serve` until SIGTERM or SIGINT.
 pub fn run(args: Args, globals: &Globals) -> Result<u8, Fatal> {
-    init_logging();
+    init_logging(args.log_format);
     let mut options = ServeOptions::new(globals.cwd().join(&args.root));
     options.workers = args.workers;
     options.maintenance_workers = args.maintenance_workers;
@@ -112,12 +136,37 @@ pub fn run(args: Args, globals: &Globals) -> Result<u8, Fatal> {
         access_file,
         options.access.clone(),
     );
+    let metrics = options.metrics.clone();
     let server = Server::bind(&args.listen, options, globals.vfs().clone()).map_err(Fatal::new)?;
+    let endpoint = match &args.metrics_listen {
+        Some(addr) => Some(start_metrics(addr, &metrics, &shutdown)?),
+        None => None,
+    };
     if args.print_address {
         println!("{}", server.local_addr());
+        if let Some(endpoint) = &endpoint {
+            println!("{}", endpoint.local_addr());
+        }
     }
     server.run(&shutdown);
+    if let Some(endpoint) = endpoint {
+        endpoint.join();
+    }
     Ok(0)
+}
+
+/// Starts the metrics listener and makes `metrics` the observer of the
+/// storage and protocol layers, whose reports only a listener can show.
+fn start_metrics(
+    addr: &str,
+    metrics: &Arc<Metrics>,
+    shutdown: &Arc<AtomicBool>,
+) -> Result<MetricsEndpoint, Fatal> {
+    let endpoint =
+        MetricsEndpoint::start(addr, metrics.clone(), shutdown.clone()).map_err(Fatal::new)?;
+    Metrics::install(metrics);
+    tracing::info!(addr = %endpoint.local_addr(), "serving metrics");
+    Ok(endpoint)
 }
 
 /// Reads and parses an access file.
@@ -159,14 +208,19 @@ fn reload_on_hangup(
         .expect("starting a thread at startup");
 }
 
-/// Access-log and diagnostic lines on standard error; `RUST_LOG` filters
-/// them (default: info).
-fn init_logging() {
+/// Access-log and diagnostic lines on standard error, in `format`;
+/// `RUST_LOG` filters them (default: info).
+fn init_logging(format: LogFormat) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let _ = tracing_subscriber::fmt()
+    let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .try_init();
+        .with_writer(std::io::stderr);
+    let _ = match format {
+        LogFormat::Text => builder
+            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+            .try_init(),
+        // Colour codes would corrupt the JSON strings.
+        LogFormat::Json => builder.json().with_ansi(false).try_init(),
+    };
 }

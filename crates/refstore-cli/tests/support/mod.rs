@@ -84,3 +84,6 @@ pub fn assert_agrees(home: &Path, cwd: &Path, args: &[&str], same_stderr: bool) 
         assert_eq!(stderr(&ours), stderr(&theirs), "{args:?}");
     }
 }
+
+/// Reading `/metrics`.
+pub mod prometheus;

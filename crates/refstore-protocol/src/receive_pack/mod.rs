@@ -127,6 +127,15 @@ pub fn receive_pack(
         }
     };
     let applied = unpack.is_ok();
+    if let Some(observer) = refstore_fs::observe::observer() {
+        // A command still without a reason for refusal was applied.
+        let updated = if applied {
+            push.results.iter().filter(|r| r.is_none()).count()
+        } else {
+            0
+        };
+        observer.push_received(updated);
+    }
     report::write(
         &mut push.relay,
         &request.capabilities,

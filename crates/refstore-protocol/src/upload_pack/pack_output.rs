@@ -332,8 +332,11 @@ fn write(
         writer.emit(slot as u32)?;
     }
     let summary = writer.summary;
-    writer.pack.finish().map_err(io)?;
+    let bytes = writer.pack.finish().map_err(io)?;
     buffered.flush().map_err(io)?;
+    if let Some(observer) = refstore_fs::observe::observer() {
+        observer.pack_sent(objects as u64, bytes);
+    }
     Ok(summary)
 }
 

@@ -87,14 +87,16 @@ impl<'w> PackWriter<'w> {
         self.out.write_all(bytes)
     }
 
-    /// Writes the checksum that ends the pack.
-    pub fn finish(self) -> std::io::Result<()> {
+    /// Writes the checksum that ends the pack; returns the pack's length
+    /// in bytes.
+    pub fn finish(self) -> std::io::Result<u64> {
         let checksum = self
             .hasher
             .try_finalize()
             .map_err(|e| std::io::Error::other(e.to_string()))?;
         self.out.write_all(checksum.as_slice())?;
-        self.out.flush()
+        self.out.flush()?;
+        Ok(self.offset + checksum.as_slice().len() as u64)
     }
 }
 

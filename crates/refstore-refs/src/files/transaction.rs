@@ -28,6 +28,7 @@ use super::packed::{self, PackedRefs, PackedSnapshot};
 use super::{loose, reflog, FilesBackend, ReadError};
 use crate::availability::{self, ExistingRefs};
 pub use crate::error::CommitError;
+use crate::observed::CommitClock;
 use crate::plan::{self, Planned, Reads};
 use crate::transaction::{Change, Expected, Outcome, Rejected, Rejection, Transaction};
 use crate::value::Target;
@@ -182,6 +183,7 @@ pub struct Prepared<'a> {
     locked: Vec<Locked>,
     packed_lock: Option<LockFile>,
     outcome: Outcome,
+    clock: CommitClock,
 }
 
 impl Prepared<'_> {
@@ -212,6 +214,7 @@ impl Prepared<'_> {
             locked,
             packed_lock,
             mut outcome,
+            clock,
         } = self;
         let vfs = backend.vfs.clone();
         let mut journal = Journal::default();
@@ -229,7 +232,10 @@ impl Prepared<'_> {
             &mut visible,
         );
         match result {
-            Ok(()) => Ok(outcome),
+            Ok(()) => {
+                clock.committed(&outcome);
+                Ok(outcome)
+            }
             Err(e) => {
                 journal.undo(vfs.as_ref(), &visible);
                 Err(e)
@@ -440,6 +446,7 @@ impl FilesBackend {
         tx: Cow<'a, Transaction>,
         options: &'a CommitOptions,
     ) -> Result<Prepared<'a>, CommitError> {
+        let clock = CommitClock::start();
         let mut outcome = Outcome::default();
         let reject = |outcome: &mut Outcome, name: &RefName, reason: Rejection| {
             plan::reject(&tx, outcome, name, reason)
@@ -641,6 +648,7 @@ impl FilesBackend {
             locked,
             packed_lock,
             outcome,
+            clock,
         })
     }
 

@@ -25,6 +25,7 @@ use crate::availability::{self, ExistingRefs};
 use crate::error::{CommitError, ReadError};
 use crate::files::reflog::autocreates;
 use crate::files::transaction::CommitOptions;
+use crate::observed::CommitClock;
 use crate::plan::{self, Planned, ReadRef, Reads};
 use crate::transaction::{Change, Expected, Outcome, Rejected, Rejection, Transaction};
 use crate::value::Target;
@@ -44,6 +45,7 @@ pub struct Prepared<'a> {
     records: Records,
     batch: FlushBatch,
     outcome: Outcome,
+    clock: CommitClock,
 }
 
 impl Prepared<'_> {
@@ -69,13 +71,17 @@ impl Prepared<'_> {
             records,
             mut batch,
             outcome,
+            clock,
         } = self;
         if records.refs.is_empty() && records.logs.is_empty() {
             lock.rollback()?;
+            clock.committed(&outcome);
             return Ok(outcome);
         }
         let options = &backend.options;
         stack.add_locked(lock, options.write, update_index, records, &mut batch)?;
+        // Compaction is upkeep after the commit, not part of it.
+        clock.committed(&outcome);
         if options.auto_compaction {
             // The transaction is durable already; a compaction that cannot
             // run now (another writer holds a lock) is left to the next one.
@@ -164,6 +170,7 @@ impl ReftableBackend {
         tx: Cow<'a, Transaction>,
         options: &'a CommitOptions,
     ) -> Result<Prepared<'a>, CommitError> {
+        let clock = CommitClock::start();
         let mut stack = self.stack()?;
         let lock = stack.lock(self.options.lock_timeout)?;
         let update_index = stack.next_update_index();
@@ -176,6 +183,7 @@ impl ReftableBackend {
             records,
             batch: self.flush_batch(options.flush),
             outcome,
+            clock,
         })
     }
 
