@@ -1,0 +1,617 @@
+//! `refstore serve --ssh-listen` with the machine's real git and OpenSSH
+//! client: clone, fetch, push and ls-remote over ssh:// with ed25519 and
+//! RSA keys made by ssh-keygen, protocol v0 and v2; unknown keys, pushes
+//! of read-only users and private repositories refused in git's words;
+//! and clients that misbehave (protocol garbage, too many channels, no
+//! authentication at all) dropped while others are served.
+
+mod support;
+use russh::keys::PrivateKeyWithHashAlg;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::Arc;
+use std::time::Duration;
+use support::*;
+
+/// Makes a key pair `home/<name>` with ssh-keygen; returns the private
+/// key's path and the public key's line with `user` as its comment.
+fn keygen(home: &Path, name: &str, kind: &str, user: &str) -> (PathBuf, String) {
+    let path = home.join(name);
+    let o = Command::new("ssh-keygen")
+        .args(["-q", "-t", kind, "-N", "", "-C", user, "-f"])
+        .arg(&path)
+        .output()
+        .expect("cannot run ssh-keygen: install openssh-client (scripts/install-deps does)");
+    assert!(o.status.success(), "ssh-keygen: {}", stderr(&o));
+    let public = std::fs::read_to_string(path.with_extension("pub")).unwrap();
+    (path, public)
+}
+
+/// A running `refstore serve` with SSH, killed when dropped.
+struct SshServed {
+    child: Child,
+    port: u16,
+    log: Option<std::thread::JoinHandle<String>>,
+}
+
+impl SshServed {
+    /// Serves `root` over HTTP and SSH (both on free ports) to the keys in
+    /// `authorized`, with `extra` arguments.
+    fn start(home: &Path, root: &Path, authorized: &str, extra: &[&str]) -> SshServed {
+        let host_key = home.join("host_key");
+        if !host_key.exists() {
+            keygen(home, "host_key", "ed25519", "host");
+        }
+        let keys = home.join("authorized_keys");
+        std::fs::write(&keys, authorized).unwrap();
+        let mut child = isolate(&mut Command::new(env!("CARGO_BIN_EXE_refstore")), home)
+            .args(["serve", "--listen", "127.0.0.1:0", "--print-address"])
+            .args(["--ssh-listen", "127.0.0.1:0", "--workers", "4"])
+            .arg("--ssh-host-key")
+            .arg(&host_key)
+            .arg("--ssh-authorized-keys")
+            .arg(&keys)
+            .arg("--root")
+            .arg(root)
+            .args(extra)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut err = child.stderr.take().unwrap();
+        let log = std::thread::spawn(move || {
+            let mut log = String::new();
+            let _ = err.read_to_string(&mut log);
+            log
+        });
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let http = lines.next();
+        let ssh = lines.next();
+        let (Some(Ok(_http)), Some(Ok(ssh))) = (http, ssh) else {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("serve printed no addresses: {}", log.join().unwrap());
+        };
+        let port = ssh.rsplit(':').next().unwrap().parse().unwrap();
+        SshServed {
+            child,
+            port,
+            log: Some(log),
+        }
+    }
+
+    fn addr(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+
+    fn url(&self, repo: &str) -> String {
+        format!("ssh://git@127.0.0.1:{}/{repo}", self.port)
+    }
+
+    /// Stops the server with SIGTERM; returns its exit code and log.
+    fn stop(mut self) -> (Option<i32>, String) {
+        let pid = self.child.id().to_string();
+        assert!(Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap()
+            .success());
+        let status = self.child.wait().unwrap();
+        (status.code(), self.log.take().unwrap().join().unwrap())
+    }
+}
+
+impl Drop for SshServed {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The OpenSSH client as git runs it, with only `key` and no host checks.
+fn ssh_command(key: &Path) -> String {
+    format!(
+        "ssh -i {} -o IdentitiesOnly=yes -o IdentityAgent=none -o BatchMode=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR",
+        key.display()
+    )
+}
+
+/// git over ssh with `key`.
+fn git_ssh(home: &Path, cwd: &Path, key: &Path, args: &[&str]) -> Output {
+    git_ssh_env(home, cwd, key, args, &[])
+}
+
+fn git_ssh_env(home: &Path, cwd: &Path, key: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
+    isolate(&mut Command::new("git"), home)
+        .env("GIT_SSH_COMMAND", ssh_command(key))
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .envs(env.iter().copied())
+        .args(args)
+        .current_dir(cwd)
+        .output()
+        .unwrap()
+}
+
+/// Runs `remote` through the OpenSSH client itself.
+fn ssh(home: &Path, key: &Path, port: u16, remote: &str) -> Output {
+    let command = format!("{} -p {port} git@127.0.0.1", ssh_command(key));
+    let mut words: Vec<&str> = command.split(' ').collect();
+    words.push(remote);
+    isolate(&mut Command::new(words[0]), home)
+        .args(&words[1..])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
+/// A work repository with two branches and a tag, and bare copies of it
+/// at `repos` below `root`.
+fn setup(home: &Path, root: &Path, repos: &[&str]) -> PathBuf {
+    let work = home.join("work");
+    git_ok(home, home, &["init", "-q", "-b", "main", "work"]);
+    for (i, name) in ["a", "b", "c"].iter().enumerate() {
+        std::fs::write(work.join(name), format!("{i}\n")).unwrap();
+        git_ok(home, &work, &["add", name]);
+        git_ok(home, &work, &["commit", "-q", "-m", name]);
+    }
+    git_ok(home, &work, &["branch", "topic", "HEAD~1"]);
+    git_ok(home, &work, &["tag", "-a", "-m", "release", "v1", "HEAD~2"]);
+    for repo in repos {
+        let served = root.join(repo);
+        std::fs::create_dir_all(served.parent().unwrap()).unwrap();
+        git_ok(
+            home,
+            home,
+            &[
+                "clone",
+                "-q",
+                "--bare",
+                work.to_str().unwrap(),
+                served.to_str().unwrap(),
+            ],
+        );
+    }
+    work
+}
+
+fn refs_of(home: &Path, git_dir: &Path) -> String {
+    git_ok(
+        home,
+        git_dir,
+        &["for-each-ref", "--format=%(objectname) %(refname)"],
+    )
+}
+
+#[test]
+fn clone_fetch_push_and_ls_remote_over_ssh_in_protocol_v0_and_v2() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path();
+    let root = home.join("root");
+    let work = setup(home, &root, &["team/proj.git"]);
+    let served = root.join("team/proj.git");
+    let (alice, alice_pub) = keygen(home, "alice", "ed25519", "alice");
+    let server = SshServed::start(home, &root, &alice_pub, &["--allow-push"]);
+    let url = server.url("team/proj.git");
+
+    for version in ["0", "2"] {
+        let protocol = format!("protocol.version={version}");
+        let clone = home.join(format!("clone-v{version}"));
+        let o = git_ssh_env(
+            home,
+            home,
+            &alice,
+            &["-c", &protocol, "clone", "-q", &url, clone.to_str().unwrap()],
+            &[("GIT_TRACE_PACKET", "1")],
+        );
+        assert!(o.status.success(), "clone v{version}: {}", stderr(&o));
+        // The version the server answered in: v2 starts "version 2".
+        let trace = stderr(&o);
+        assert_eq!(
+            trace.contains("< version 2"),
+            version == "2",
+            "v{version}: {trace}"
+        );
+        git_ok(home, &clone, &["fsck", "--no-progress"]);
+        assert_eq!(
+            git_ok(home, &clone, &["rev-parse", "HEAD", "origin/topic", "v1^{}"]),
+            git_ok(home, &served, &["rev-parse", "HEAD", "topic", "v1^{}"])
+        );
+
+        let ours = git_ssh(home, home, &alice, &["-c", &protocol, "ls-remote", "--symref", &url]);
+        let theirs = git_ok(
+            home,
+            home,
+            &["-c", &protocol, "ls-remote", "--symref", served.to_str().unwrap()],
+        );
+        assert!(ours.status.success(), "{}", stderr(&ours));
+        assert_eq!(stdout(&ours), theirs, "ls-remote v{version}");
+
+        // A push from the clone, then a fetch of it into the work tree.
+        std::fs::write(clone.join("d"), format!("v{version}\n")).unwrap();
+        git_ok(home, &clone, &["add", "d"]);
+        git_ok(home, &clone, &["commit", "-q", "-m", "more"]);
+        let branch = format!("refs/heads/from-v{version}");
+        let o = git_ssh(
+            home,
+            &clone,
+            &alice,
+            &["-c", &protocol, "push", "origin", &format!("HEAD:{branch}")],
+        );
+        assert!(o.status.success(), "push v{version}: {}", stderr(&o));
+        assert_eq!(
+            git_ok(home, &served, &["rev-parse", &branch]),
+            git_ok(home, &clone, &["rev-parse", "HEAD"])
+        );
+        let o = git_ssh(
+            home,
+            &work,
+            &alice,
+            &["-c", &protocol, "fetch", "-q", &url, &format!("{branch}:{branch}")],
+        );
+        assert!(o.status.success(), "fetch v{version}: {}", stderr(&o));
+        assert_eq!(
+            git_ok(home, &work, &["rev-parse", &branch]),
+            git_ok(home, &clone, &["rev-parse", "HEAD"])
+        );
+    }
+    git_ok(home, &served, &["fsck", "--no-progress"]);
+    // Deleting a branch is a push too.
+    let o = git_ssh(home, &work, &alice, &["push", &url, ":refs/heads/from-v0"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(!refs_of(home, &served).contains("from-v0"));
+
+    let (code, log) = server.stop();
+    assert_eq!(code, Some(0), "{log}");
+    assert!(log.contains("user=alice"), "{log}");
+    assert!(log.contains("transport=\"ssh\"") || log.contains("transport=ssh"), "{log}");
+}
+
+#[test]
+fn rsa_keys_log_in_and_unknown_keys_are_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path();
+    let root = home.join("root");
+    setup(home, &root, &["proj.git"]);
+    let served = root.join("proj.git");
+    let (bob, bob_pub) = keygen(home, "bob", "rsa", "bob");
+    let (mallory, _) = keygen(home, "mallory", "ed25519", "mallory");
+    let server = SshServed::start(home, &root, &bob_pub, &[]);
+
+    let o = git_ssh(home, home, &bob, &["ls-remote", &server.url("proj.git")]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(
+        stdout(&o),
+        git_ok(home, home, &["ls-remote", served.to_str().unwrap()])
+    );
+
+    let before = refs_of(home, &served);
+    for args in [
+        vec!["ls-remote", "URL"],
+        vec!["push", "URL", "main:refs/heads/new"],
+    ] {
+        let url = server.url("proj.git");
+        let args: Vec<&str> = args
+            .iter()
+            .map(|a| if *a == "URL" { url.as_str() } else { a })
+            .collect();
+        let o = git_ssh(home, &home.join("work"), &mallory, &args);
+        assert!(!o.status.success());
+        assert!(
+            stderr(&o).contains("Permission denied (publickey)"),
+            "{}",
+            stderr(&o)
+        );
+    }
+    assert_eq!(refs_of(home, &served), before);
+
+    // Without --allow-push even a known key only reads.
+    let o = git_ssh(
+        home,
+        &home.join("work"),
+        &bob,
+        &["push", &server.url("proj.git"), "main:refs/heads/new"],
+    );
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("fatal: pushing is disabled on this server"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(refs_of(home, &served), before);
+}
+
+#[test]
+fn access_rules_decide_and_never_reveal_private_repositories() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path();
+    let root = home.join("root");
+    let work = setup(home, &root, &["pub/proj.git", "priv/secret.git"]);
+    let (alice, alice_pub) = keygen(home, "alice", "ed25519", "alice");
+    let (bob, bob_pub) = keygen(home, "bob", "ed25519", "bob");
+    let access = home.join("access");
+    std::fs::write(&access, "* read pub/*\nalice write *\n").unwrap();
+    let server = SshServed::start(
+        home,
+        &root,
+        &format!("{alice_pub}{bob_pub}"),
+        &["--access", access.to_str().unwrap()],
+    );
+    let public = root.join("pub/proj.git");
+    let before = refs_of(home, &public);
+
+    // A read-only user pushing: refused with the reason.
+    let o = git_ssh(
+        home,
+        &work,
+        &bob,
+        &["push", &server.url("pub/proj.git"), "main:refs/heads/new"],
+    );
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("fatal: user 'bob' may not push to 'pub/proj.git'"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(refs_of(home, &public), before);
+
+    // A private repository looks exactly like a missing one to bob.
+    let hidden = git_ssh(home, home, &bob, &["ls-remote", &server.url("priv/secret.git")]);
+    let missing = git_ssh(home, home, &bob, &["ls-remote", &server.url("priv/none.git")]);
+    assert!(!hidden.status.success() && !missing.status.success());
+    assert!(
+        stderr(&hidden)
+            .contains("fatal: '/priv/secret.git' does not appear to be a git repository"),
+        "{}",
+        stderr(&hidden)
+    );
+    assert_eq!(
+        stderr(&hidden).replace("secret", "none"),
+        stderr(&missing)
+    );
+    let o = ssh(home, &bob, server.port, "git-upload-pack '/priv/secret.git'");
+    assert_eq!(o.status.code(), Some(128), "{}", stderr(&o));
+
+    // Alice reads and writes everything.
+    let o = git_ssh(
+        home,
+        &work,
+        &alice,
+        &["push", &server.url("priv/secret.git"), "main:refs/heads/new"],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = git_ssh(home, home, &alice, &["ls-remote", &server.url("priv/secret.git")]);
+    assert!(stdout(&o).contains("refs/heads/new"), "{}", stderr(&o));
+}
+
+#[test]
+fn only_git_commands_on_repositories_below_the_root_are_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path();
+    let root = home.join("root");
+    setup(home, &root, &["proj.git", "../outside.git"]);
+    let (alice, alice_pub) = keygen(home, "alice", "ed25519", "alice");
+    let server = SshServed::start(home, &root, &alice_pub, &[]);
+
+    let o = ssh(home, &alice, server.port, "ls -la");
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("only git-upload-pack and git-receive-pack are served here"),
+        "{}",
+        stderr(&o)
+    );
+    for path in ["/nothing.git", "/../outside.git", "~/../outside.git"] {
+        let o = ssh(home, &alice, server.port, &format!("git-upload-pack '{path}'"));
+        assert_eq!(o.status.code(), Some(128), "{path}: {}", stderr(&o));
+        assert_eq!(
+            stderr(&o),
+            format!("fatal: '{path}' does not appear to be a git repository\n")
+        );
+    }
+    // The forms git's clients send: `git upload-pack`, scp-like paths
+    // without a slash, `~/`.
+    for command in [
+        "git upload-pack '/proj.git'",
+        "git-upload-pack 'proj.git'",
+        "git-upload-pack '~/proj.git'",
+    ] {
+        let o = ssh(home, &alice, server.port, command);
+        // The client sends nothing; the advertisement came first.
+        assert!(stdout(&o).contains("refs/heads/main"), "{command}: {}", stderr(&o));
+    }
+}
+
+/// A russh client that accepts any host key.
+struct Client;
+
+impl russh::client::Handler for Client {
+    type Error = russh::Error;
+
+    async fn check_server_key(
+        &mut self,
+        _key: &russh::keys::PublicKeyOrCertificate,
+    ) -> Result<bool, Self::Error> {
+        Ok(true)
+    }
+}
+
+#[test]
+fn a_connection_gets_a_few_channels_only() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path();
+    let root = home.join("root");
+    setup(home, &root, &["proj.git"]);
+    let (alice, alice_pub) = keygen(home, "alice", "ed25519", "alice");
+    let server = SshServed::start(home, &root, &alice_pub, &[]);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let config = Arc::new(russh::client::Config::default());
+        let mut session = russh::client::connect(config, server.addr(), Client)
+            .await
+            .unwrap();
+        let key = russh::keys::load_secret_key(&alice, None).unwrap();
+        let auth = session
+            .authenticate_publickey("git", PrivateKeyWithHashAlg::new(Arc::new(key), None))
+            .await
+            .unwrap();
+        assert!(auth.success());
+        let mut open = Vec::new();
+        for _ in 0..4 {
+            open.push(session.channel_open_session().await.unwrap());
+        }
+        for _ in 0..3 {
+            assert!(session.channel_open_session().await.is_err());
+        }
+        // The channels it has still work.
+        let mut channel = open.pop().unwrap();
+        channel.exec(true, "git-upload-pack '/proj.git'").await.unwrap();
+        let mut advertised = Vec::new();
+        while let Some(message) = channel.wait().await {
+            match message {
+                russh::ChannelMsg::Data { data } => {
+                    advertised.extend_from_slice(&data);
+                    if advertised.ends_with(b"0000") {
+                        break;
+                    }
+                }
+                russh::ChannelMsg::Eof | russh::ChannelMsg::Close => break,
+                _ => {}
+            }
+        }
+        assert!(
+            String::from_utf8_lossy(&advertised).contains("refs/heads/main"),
+            "{}",
+            String::from_utf8_lossy(&advertised)
+        );
+    });
+}
+
+#[test]
+fn garbage_and_silent_clients_are_dropped_while_others_are_served() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path();
+    let root = home.join("root");
+    setup(home, &root, &["proj.git"]);
+    let (alice, alice_pub) = keygen(home, "alice", "ed25519", "alice");
+    let server = SshServed::start(home, &root, &alice_pub, &["--timeout", "2"]);
+
+    // Garbage instead of an identification line, and garbage after one.
+    for garbage in [
+        &b"GET / HTTP/1.1\r\nHost: x\r\n\r\n"[..],
+        &b"SSH-2.0-junk\r\n\x00\x00\x01\x00\xffgarbage garbage garbage"[..],
+    ] {
+        let mut stream = TcpStream::connect(server.addr()).unwrap();
+        stream.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+        let _ = stream.write_all(garbage);
+        let mut answer = Vec::new();
+        let ended = stream.read_to_end(&mut answer);
+        assert!(
+            ended.is_ok() || ended.as_ref().is_err_and(|e| e.kind() == std::io::ErrorKind::ConnectionReset),
+            "the server kept a garbage connection: {ended:?}"
+        );
+    }
+
+    // A client that identifies itself and then says nothing is dropped
+    // (after --timeout): the server closes the connection.
+    let mut silent = TcpStream::connect(server.addr()).unwrap();
+    silent.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    silent.write_all(b"SSH-2.0-silent\r\n").unwrap();
+    let mut answer = Vec::new();
+    let ended = silent.read_to_end(&mut answer);
+    assert!(ended.is_ok(), "the silent client was not dropped: {ended:?}");
+    assert!(String::from_utf8_lossy(&answer).starts_with("SSH-2.0-refstore"));
+
+    // Someone who logs in in time is served.
+    let o = git_ssh(home, home, &alice, &["ls-remote", &server.url("proj.git")]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("refs/heads/main"));
+}
+
+#[test]
+fn connections_beyond_the_per_address_limit_are_closed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path();
+    let root = home.join("root");
+    setup(home, &root, &["proj.git"]);
+    let (alice, alice_pub) = keygen(home, "alice", "ed25519", "alice");
+    let server = SshServed::start(home, &root, &alice_pub, &["--max-connections-per-ip", "1"]);
+
+    let mut first = TcpStream::connect(server.addr()).unwrap();
+    let mut banner = [0u8; 8];
+    first.read_exact(&mut banner).unwrap();
+    assert_eq!(&banner, b"SSH-2.0-");
+    // The address holds its one connection: the next is closed unanswered.
+    let mut second = TcpStream::connect(server.addr()).unwrap();
+    second.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    let mut answer = Vec::new();
+    assert!(second.read_to_end(&mut answer).is_ok());
+    assert!(answer.is_empty(), "{}", String::from_utf8_lossy(&answer));
+    let o = git_ssh(home, home, &alice, &["ls-remote", &server.url("proj.git")]);
+    assert!(!o.status.success());
+    drop(first);
+    // Once it is gone, the address is served again. The server notices
+    // the closed connection when it reads from it, which takes a moment.
+    let mut served = false;
+    for _ in 0..100 {
+        let o = git_ssh(home, home, &alice, &["ls-remote", &server.url("proj.git")]);
+        if o.status.success() {
+            served = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(served, "the address was not served again");
+}
+
+#[test]
+fn bad_key_files_stop_the_server_at_startup() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path();
+    let root = home.join("root");
+    std::fs::create_dir_all(&root).unwrap();
+    let (_, alice_pub) = keygen(home, "alice", "ed25519", "alice");
+    let (host, _) = keygen(home, "host", "ed25519", "host");
+    let not_a_key = home.join("not-a-key");
+    std::fs::write(&not_a_key, "hello\n").unwrap();
+    let good_keys = home.join("keys");
+    std::fs::write(&good_keys, &alice_pub).unwrap();
+    let bad_keys = home.join("bad-keys");
+    std::fs::write(&bad_keys, format!("# team\nrestrict {alice_pub}")).unwrap();
+    for (host_key, keys, expected) in [
+        (&not_a_key, &good_keys, "not an OpenSSH private key"),
+        (&host, &bad_keys, "line 2: options before the key"),
+        (&home.join("missing"), &good_keys, "missing"),
+    ] {
+        let o = refstore(
+            home,
+            home,
+            &[
+                "serve",
+                "--listen",
+                "127.0.0.1:0",
+                "--root",
+                root.to_str().unwrap(),
+                "--ssh-listen",
+                "127.0.0.1:0",
+                "--ssh-host-key",
+                host_key.to_str().unwrap(),
+                "--ssh-authorized-keys",
+                keys.to_str().unwrap(),
+            ],
+        );
+        assert_eq!(o.status.code(), Some(128), "{}", stderr(&o));
+        assert!(stderr(&o).contains(expected), "{}", stderr(&o));
+    }
+    // The SSH flags go together.
+    let o = refstore(
+        home,
+        home,
+        &["serve", "--root", root.to_str().unwrap(), "--ssh-listen", "127.0.0.1:0"],
+    );
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("--ssh-host-key"), "{}", stderr(&o));
+}
