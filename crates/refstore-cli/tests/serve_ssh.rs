@@ -202,7 +202,14 @@ fn clone_fetch_push_and_ls_remote_over_ssh_in_protocol_v0_and_v2() {
             home,
             home,
             &alice,
-            &["-c", &protocol, "clone", "-q", &url, clone.to_str().unwrap()],
+            &[
+                "-c",
+                &protocol,
+                "clone",
+                "-q",
+                &url,
+                clone.to_str().unwrap(),
+            ],
             &[("GIT_TRACE_PACKET", "1")],
         );
         assert!(o.status.success(), "clone v{version}: {}", stderr(&o));
@@ -215,15 +222,30 @@ fn clone_fetch_push_and_ls_remote_over_ssh_in_protocol_v0_and_v2() {
         );
         git_ok(home, &clone, &["fsck", "--no-progress"]);
         assert_eq!(
-            git_ok(home, &clone, &["rev-parse", "HEAD", "origin/topic", "v1^{}"]),
+            git_ok(
+                home,
+                &clone,
+                &["rev-parse", "HEAD", "origin/topic", "v1^{}"]
+            ),
             git_ok(home, &served, &["rev-parse", "HEAD", "topic", "v1^{}"])
         );
 
-        let ours = git_ssh(home, home, &alice, &["-c", &protocol, "ls-remote", "--symref", &url]);
+        let ours = git_ssh(
+            home,
+            home,
+            &alice,
+            &["-c", &protocol, "ls-remote", "--symref", &url],
+        );
         let theirs = git_ok(
             home,
             home,
-            &["-c", &protocol, "ls-remote", "--symref", served.to_str().unwrap()],
+            &[
+                "-c",
+                &protocol,
+                "ls-remote",
+                "--symref",
+                served.to_str().unwrap(),
+            ],
         );
         assert!(ours.status.success(), "{}", stderr(&ours));
         assert_eq!(stdout(&ours), theirs, "ls-remote v{version}");
@@ -248,7 +270,14 @@ fn clone_fetch_push_and_ls_remote_over_ssh_in_protocol_v0_and_v2() {
             home,
             &work,
             &alice,
-            &["-c", &protocol, "fetch", "-q", &url, &format!("{branch}:{branch}")],
+            &[
+                "-c",
+                &protocol,
+                "fetch",
+                "-q",
+                &url,
+                &format!("{branch}:{branch}"),
+            ],
         );
         assert!(o.status.success(), "fetch v{version}: {}", stderr(&o));
         assert_eq!(
@@ -265,7 +294,10 @@ fn clone_fetch_push_and_ls_remote_over_ssh_in_protocol_v0_and_v2() {
     let (code, log) = server.stop();
     assert_eq!(code, Some(0), "{log}");
     assert!(log.contains("user=alice"), "{log}");
-    assert!(log.contains("transport=\"ssh\"") || log.contains("transport=ssh"), "{log}");
+    assert!(
+        log.contains("transport=\"ssh\"") || log.contains("transport=ssh"),
+        "{log}"
+    );
 }
 
 #[test]
@@ -357,8 +389,18 @@ fn access_rules_decide_and_never_reveal_private_repositories() {
     assert_eq!(refs_of(home, &public), before);
 
     // A private repository looks exactly like a missing one to bob.
-    let hidden = git_ssh(home, home, &bob, &["ls-remote", &server.url("priv/secret.git")]);
-    let missing = git_ssh(home, home, &bob, &["ls-remote", &server.url("priv/none.git")]);
+    let hidden = git_ssh(
+        home,
+        home,
+        &bob,
+        &["ls-remote", &server.url("priv/secret.git")],
+    );
+    let missing = git_ssh(
+        home,
+        home,
+        &bob,
+        &["ls-remote", &server.url("priv/none.git")],
+    );
     assert!(!hidden.status.success() && !missing.status.success());
     assert!(
         stderr(&hidden)
@@ -366,11 +408,13 @@ fn access_rules_decide_and_never_reveal_private_repositories() {
         "{}",
         stderr(&hidden)
     );
-    assert_eq!(
-        stderr(&hidden).replace("secret", "none"),
-        stderr(&missing)
+    assert_eq!(stderr(&hidden).replace("secret", "none"), stderr(&missing));
+    let o = ssh(
+        home,
+        &bob,
+        server.port,
+        "git-upload-pack '/priv/secret.git'",
     );
-    let o = ssh(home, &bob, server.port, "git-upload-pack '/priv/secret.git'");
     assert_eq!(o.status.code(), Some(128), "{}", stderr(&o));
 
     // Alice reads and writes everything.
@@ -378,10 +422,19 @@ fn access_rules_decide_and_never_reveal_private_repositories() {
         home,
         &work,
         &alice,
-        &["push", &server.url("priv/secret.git"), "main:refs/heads/new"],
+        &[
+            "push",
+            &server.url("priv/secret.git"),
+            "main:refs/heads/new",
+        ],
     );
     assert!(o.status.success(), "{}", stderr(&o));
-    let o = git_ssh(home, home, &alice, &["ls-remote", &server.url("priv/secret.git")]);
+    let o = git_ssh(
+        home,
+        home,
+        &alice,
+        &["ls-remote", &server.url("priv/secret.git")],
+    );
     assert!(stdout(&o).contains("refs/heads/new"), "{}", stderr(&o));
 }
 
@@ -402,7 +455,12 @@ fn only_git_commands_on_repositories_below_the_root_are_run() {
         stderr(&o)
     );
     for path in ["/nothing.git", "/../outside.git", "~/../outside.git"] {
-        let o = ssh(home, &alice, server.port, &format!("git-upload-pack '{path}'"));
+        let o = ssh(
+            home,
+            &alice,
+            server.port,
+            &format!("git-upload-pack '{path}'"),
+        );
         assert_eq!(o.status.code(), Some(128), "{path}: {}", stderr(&o));
         assert_eq!(
             stderr(&o),
@@ -418,7 +476,11 @@ fn only_git_commands_on_repositories_below_the_root_are_run() {
     ] {
         let o = ssh(home, &alice, server.port, command);
         // The client sends nothing; the advertisement came first.
-        assert!(stdout(&o).contains("refs/heads/main"), "{command}: {}", stderr(&o));
+        assert!(
+            stdout(&o).contains("refs/heads/main"),
+            "{command}: {}",
+            stderr(&o)
+        );
     }
 }
 
@@ -468,7 +530,10 @@ fn a_connection_gets_a_few_channels_only() {
         }
         // The channels it has still work.
         let mut channel = open.pop().unwrap();
-        channel.exec(true, "git-upload-pack '/proj.git'").await.unwrap();
+        channel
+            .exec(true, "git-upload-pack '/proj.git'")
+            .await
+            .unwrap();
         let mut advertised = Vec::new();
         while let Some(message) = channel.wait().await {
             match message {
@@ -505,12 +570,17 @@ fn garbage_and_silent_clients_are_dropped_while_others_are_served() {
         &b"SSH-2.0-junk\r\n\x00\x00\x01\x00\xffgarbage garbage garbage"[..],
     ] {
         let mut stream = TcpStream::connect(server.addr()).unwrap();
-        stream.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(60)))
+            .unwrap();
         let _ = stream.write_all(garbage);
         let mut answer = Vec::new();
         let ended = stream.read_to_end(&mut answer);
         assert!(
-            ended.is_ok() || ended.as_ref().is_err_and(|e| e.kind() == std::io::ErrorKind::ConnectionReset),
+            ended.is_ok()
+                || ended
+                    .as_ref()
+                    .is_err_and(|e| e.kind() == std::io::ErrorKind::ConnectionReset),
             "the server kept a garbage connection: {ended:?}"
         );
     }
@@ -518,11 +588,16 @@ fn garbage_and_silent_clients_are_dropped_while_others_are_served() {
     // A client that identifies itself and then says nothing is dropped
     // (after --timeout): the server closes the connection.
     let mut silent = TcpStream::connect(server.addr()).unwrap();
-    silent.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    silent
+        .set_read_timeout(Some(Duration::from_secs(60)))
+        .unwrap();
     silent.write_all(b"SSH-2.0-silent\r\n").unwrap();
     let mut answer = Vec::new();
     let ended = silent.read_to_end(&mut answer);
-    assert!(ended.is_ok(), "the silent client was not dropped: {ended:?}");
+    assert!(
+        ended.is_ok(),
+        "the silent client was not dropped: {ended:?}"
+    );
     assert!(String::from_utf8_lossy(&answer).starts_with("SSH-2.0-refstore"));
 
     // Someone who logs in in time is served.
@@ -546,7 +621,9 @@ fn connections_beyond_the_per_address_limit_are_closed() {
     assert_eq!(&banner, b"SSH-2.0-");
     // The address holds its one connection: the next is closed unanswered.
     let mut second = TcpStream::connect(server.addr()).unwrap();
-    second.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    second
+        .set_read_timeout(Some(Duration::from_secs(60)))
+        .unwrap();
     let mut answer = Vec::new();
     assert!(second.read_to_end(&mut answer).is_ok());
     assert!(answer.is_empty(), "{}", String::from_utf8_lossy(&answer));
@@ -610,7 +687,13 @@ fn bad_key_files_stop_the_server_at_startup() {
     let o = refstore(
         home,
         home,
-        &["serve", "--root", root.to_str().unwrap(), "--ssh-listen", "127.0.0.1:0"],
+        &[
+            "serve",
+            "--root",
+            root.to_str().unwrap(),
+            "--ssh-listen",
+            "127.0.0.1:0",
+        ],
     );
     assert!(!o.status.success());
     assert!(stderr(&o).contains("--ssh-host-key"), "{}", stderr(&o));

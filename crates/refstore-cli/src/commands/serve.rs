@@ -134,9 +134,8 @@ pub fn run(args: Args, globals: &Globals) -> Result<u8, Fatal> {
         (Some(addr), Some(host_key), Some(keys)) => {
             let path = globals.cwd().join(host_key);
             let bytes = globals.vfs().read(&path).map_err(Fatal::new)?;
-            let text = String::from_utf8(bytes).map_err(|_| {
-                Fatal::new(format!("host key '{}' is not UTF-8", path.display()))
-            })?;
+            let text = String::from_utf8(bytes)
+                .map_err(|_| Fatal::new(format!("host key '{}' is not UTF-8", path.display())))?;
             let host_key = refstore_server::ssh::keys::host_key(&text)
                 .map_err(|e| Fatal::new(format!("'{}': {e}", path.display())))?;
             let ssh_options = SshOptions {

@@ -59,8 +59,8 @@ pub struct Refused(pub String);
 
 /// Parses the command of an `exec` request.
 pub fn parse(command: &[u8]) -> Result<Command, Refused> {
-    let text = std::str::from_utf8(command)
-        .map_err(|_| Refused("the command is not UTF-8".to_owned()))?;
+    let text =
+        std::str::from_utf8(command).map_err(|_| Refused("the command is not UTF-8".to_owned()))?;
     let unknown = || {
         let shown: String = text.chars().take(80).collect();
         Refused(format!(
@@ -180,7 +180,9 @@ mod tests {
         ] {
             let refused = parse(command.as_bytes()).unwrap_err();
             assert!(
-                refused.0.contains("only git-upload-pack and git-receive-pack"),
+                refused
+                    .0
+                    .contains("only git-upload-pack and git-receive-pack"),
                 "{command}: {refused}"
             );
         }

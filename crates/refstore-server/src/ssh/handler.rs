@@ -9,9 +9,7 @@ use super::Shared;
 use crate::metrics::Rejection;
 use bytes::Bytes;
 use russh::keys::PublicKey;
-use russh::server::{
-    Auth, ChannelOpenHandle, Msg, PublicKeyOffer, Session, VerifiedPublicKey,
-};
+use russh::server::{Auth, ChannelOpenHandle, Msg, PublicKeyOffer, Session, VerifiedPublicKey};
 use russh::{Channel, ChannelId, ChannelOpenFailure, ChannelWriteHalf, MethodKind, MethodSet};
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -91,7 +89,10 @@ impl russh::server::Handler for Connection {
         if self.known(offer.public_key).is_some() {
             Ok(Auth::Accept)
         } else {
-            self.shared.options.metrics.rejected(Rejection::Unauthorized);
+            self.shared
+                .options
+                .metrics
+                .rejected(Rejection::Unauthorized);
             Ok(Self::publickey_only())
         }
     }
@@ -212,7 +213,10 @@ impl russh::server::Handler for Connection {
         data: &[u8],
         _session: &mut Session,
     ) -> Result<(), Self::Error> {
-        let input = self.channels.get(&channel).and_then(|open| open.input.clone());
+        let input = self
+            .channels
+            .get(&channel)
+            .and_then(|open| open.input.clone());
         if let Some(input) = input {
             // Waits while the service's queue is full: this is what slows
             // the client down to the service's pace. A service that ended

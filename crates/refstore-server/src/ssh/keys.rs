@@ -111,11 +111,13 @@ fn parse_line(line: &str) -> Result<(KeyData, String), String> {
     let mut fields = line.split_whitespace();
     let kind = fields.next().unwrap_or_default();
     if !known_type(kind) {
-        return Err(if kind.contains('=') || kind.contains(',') || fields.clone().any(known_type) {
-            format!("options before the key ('{kind}') are not supported; list the bare key")
-        } else {
-            format!("'{kind}' is not a supported key type (ssh-ed25519, ssh-rsa, ecdsa-sha2-*)")
-        });
+        return Err(
+            if kind.contains('=') || kind.contains(',') || fields.clone().any(known_type) {
+                format!("options before the key ('{kind}') are not supported; list the bare key")
+            } else {
+                format!("'{kind}' is not a supported key type (ssh-ed25519, ssh-rsa, ecdsa-sha2-*)")
+            },
+        );
     }
     let blob = fields
         .next()
@@ -147,8 +149,7 @@ mod tests {
     use super::*;
 
     // Keys made with ssh-keygen for these tests only.
-    const ED25519: &str =
-        "AAAAC3NzaC1lZDI1NTE5AAAAIHAaKV+6J25tkcyjPvDxDr/jzT0KH5s7hdCwKQWBiWlb";
+    const ED25519: &str = "AAAAC3NzaC1lZDI1NTE5AAAAIHAaKV+6J25tkcyjPvDxDr/jzT0KH5s7hdCwKQWBiWlb";
     const ED25519_OTHER: &str =
         "AAAAC3NzaC1lZDI1NTE5AAAAILv3d/Ki1erXDeK/PzuUZXOhpu7qcT6OBXPX04uYEoR4";
 

@@ -214,19 +214,19 @@ async fn connection(
     let handler = handler::Connection::new(shared.clone(), peer, idle.clone());
     let metrics = &shared.options.metrics;
     // russh reads the client's identification line before it returns.
-    let session = match tokio::time::timeout(limit, russh::server::run_stream(config, socket, handler))
-        .await
-    {
-        Ok(Ok(session)) => session,
-        Ok(Err(e)) => {
-            tracing::debug!(client = %peer, "ssh: connection failed: {e}");
-            return;
-        }
-        Err(_) => {
-            metrics.rejected(Rejection::Timeout);
-            return;
-        }
-    };
+    let session =
+        match tokio::time::timeout(limit, russh::server::run_stream(config, socket, handler)).await
+        {
+            Ok(Ok(session)) => session,
+            Ok(Err(e)) => {
+                tracing::debug!(client = %peer, "ssh: connection failed: {e}");
+                return;
+            }
+            Err(_) => {
+                metrics.rejected(Rejection::Timeout);
+                return;
+            }
+        };
     let handle = session.handle();
     tokio::pin!(session);
     tokio::select! {

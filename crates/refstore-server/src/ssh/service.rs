@@ -74,7 +74,10 @@ pub async fn serve(
     let _running = Running::new(&shared);
     let channel = Arc::new(channel);
     let (name, outcome) = match exec::parse(&request.command) {
-        Err(refused) => ("other", Outcome::failed(1, 400, format!("fatal: {refused}"))),
+        Err(refused) => (
+            "other",
+            Outcome::failed(1, 400, format!("fatal: {refused}")),
+        ),
         Ok(command) => {
             let name = command.service.name();
             (name, run(&shared, &request, command, input, &channel).await)
