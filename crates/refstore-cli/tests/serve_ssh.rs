@@ -11,7 +11,7 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use support::*;
 
@@ -33,7 +33,8 @@ fn keygen(home: &Path, name: &str, kind: &str, user: &str) -> (PathBuf, String) 
 struct SshServed {
     child: Child,
     port: u16,
-    log: Option<std::thread::JoinHandle<String>>,
+    log: Arc<Mutex<String>>,
+    reader: Option<std::thread::JoinHandle<()>>,
 }
 
 impl SshServed {
@@ -60,26 +61,56 @@ impl SshServed {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        let mut err = child.stderr.take().unwrap();
-        let log = std::thread::spawn(move || {
-            let mut log = String::new();
-            let _ = err.read_to_string(&mut log);
-            log
-        });
+        let err = child.stderr.take().unwrap();
+        let log = Arc::new(Mutex::new(String::new()));
+        let reader = {
+            let log = log.clone();
+            std::thread::spawn(move || {
+                for line in BufReader::new(err).lines().map_while(Result::ok) {
+                    let mut log = log.lock().unwrap();
+                    log.push_str(&line);
+                    log.push('\n');
+                }
+            })
+        };
         let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
         let http = lines.next();
         let ssh = lines.next();
         let (Some(Ok(_http)), Some(Ok(ssh))) = (http, ssh) else {
             let _ = child.kill();
             let _ = child.wait();
-            panic!("serve printed no addresses: {}", log.join().unwrap());
+            let _ = reader.join();
+            panic!("serve printed no addresses: {}", log.lock().unwrap());
         };
         let port = ssh.rsplit(':').next().unwrap().parse().unwrap();
         SshServed {
             child,
             port,
-            log: Some(log),
+            log,
+            reader: Some(reader),
         }
+    }
+
+    /// Sends SIGHUP: read the configuration files again.
+    fn hang_up(&self) {
+        let pid = self.child.id().to_string();
+        assert!(Command::new("kill")
+            .args(["-HUP", &pid])
+            .status()
+            .unwrap()
+            .success());
+    }
+
+    /// Waits until the log shows `text` (the server acts in the
+    /// background); fails after a minute.
+    fn wait_for_log(&self, text: &str) {
+        for _ in 0..1200 {
+            if self.log.lock().unwrap().contains(text) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        panic!("'{text}' never logged: {}", self.log.lock().unwrap());
     }
 
     fn addr(&self) -> String {
@@ -99,7 +130,9 @@ impl SshServed {
             .unwrap()
             .success());
         let status = self.child.wait().unwrap();
-        (status.code(), self.log.take().unwrap().join().unwrap())
+        let _ = self.reader.take().unwrap().join();
+        let log = self.log.lock().unwrap().clone();
+        (status.code(), log)
     }
 }
 
@@ -337,6 +370,12 @@ fn rsa_keys_log_in_and_unknown_keys_are_refused() {
         );
     }
     assert_eq!(refs_of(home, &served), before);
+
+    // The refusal is logged once the connection is over.
+    let (code, log) = server.stop();
+    assert_eq!(code, Some(0), "{log}");
+    assert!(log.contains("no authorized key offered"), "{log}");
+    let server = SshServed::start(home, &root, &bob_pub, &[]);
 
     // Without --allow-push even a known key only reads.
     let o = git_ssh(
@@ -697,4 +736,112 @@ fn bad_key_files_stop_the_server_at_startup() {
     );
     assert!(!o.status.success());
     assert!(stderr(&o).contains("--ssh-host-key"), "{}", stderr(&o));
+}
+
+#[test]
+fn authorized_keys_are_read_again_on_sighup() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path();
+    let root = home.join("root");
+    setup(home, &root, &["proj.git"]);
+    let (alice, alice_pub) = keygen(home, "alice", "ed25519", "alice");
+    let (carol, carol_pub) = keygen(home, "carol", "ed25519", "carol");
+    let server = SshServed::start(home, &root, &alice_pub, &[]);
+    let url = server.url("proj.git");
+    let o = git_ssh(home, home, &carol, &["ls-remote", &url]);
+    assert!(
+        stderr(&o).contains("Permission denied (publickey)"),
+        "{}",
+        stderr(&o)
+    );
+
+    // Carol in, alice out.
+    std::fs::write(home.join("authorized_keys"), &carol_pub).unwrap();
+    server.hang_up();
+    server.wait_for_log("authorized keys reloaded");
+    let o = git_ssh(home, home, &carol, &["ls-remote", &url]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = git_ssh(home, home, &alice, &["ls-remote", &url]);
+    assert!(
+        stderr(&o).contains("Permission denied (publickey)"),
+        "{}",
+        stderr(&o)
+    );
+
+    // A file that no longer parses leaves the keys in force.
+    std::fs::write(home.join("authorized_keys"), "garbage\n").unwrap();
+    server.hang_up();
+    server.wait_for_log("keeping the authorized keys in force");
+    let o = git_ssh(home, home, &carol, &["ls-remote", &url]);
+    assert!(o.status.success(), "{}", stderr(&o));
+}
+
+/// `len` bytes that do not compress.
+fn noise(len: usize, seed: u64) -> Vec<u8> {
+    let mut state = seed | 1;
+    (0..len)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state as u8
+        })
+        .collect()
+}
+
+#[test]
+fn packs_larger_than_the_channel_window_stream_both_ways() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path();
+    let root = home.join("root");
+    let work = setup(home, &root, &[]);
+    std::fs::write(work.join("big"), noise(6 << 20, 7)).unwrap();
+    git_ok(home, &work, &["add", "big"]);
+    git_ok(home, &work, &["commit", "-q", "-m", "big"]);
+    let served = root.join("big.git");
+    git_ok(
+        home,
+        home,
+        &[
+            "clone",
+            "-q",
+            "--bare",
+            work.to_str().unwrap(),
+            served.to_str().unwrap(),
+        ],
+    );
+    let (alice, alice_pub) = keygen(home, "alice", "ed25519", "alice");
+    let server = SshServed::start(home, &root, &alice_pub, &["--allow-push"]);
+
+    let clone = home.join("clone");
+    let o = git_ssh(
+        home,
+        home,
+        &alice,
+        &[
+            "clone",
+            "-q",
+            &server.url("big.git"),
+            clone.to_str().unwrap(),
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    git_ok(home, &clone, &["fsck", "--no-progress"]);
+    assert_eq!(std::fs::read(clone.join("big")).unwrap(), noise(6 << 20, 7));
+
+    std::fs::write(clone.join("big2"), noise(6 << 20, 11)).unwrap();
+    git_ok(home, &clone, &["add", "big2"]);
+    git_ok(home, &clone, &["commit", "-q", "-m", "big2"]);
+    let o = git_ssh(
+        home,
+        &clone,
+        &alice,
+        &["push", "-q", "origin", "HEAD:refs/heads/big2"],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(
+        git_ok(home, &served, &["rev-parse", "big2"]),
+        git_ok(home, &clone, &["rev-parse", "HEAD"])
+    );
+    git_ok(home, &served, &["fsck", "--no-progress"]);
 }

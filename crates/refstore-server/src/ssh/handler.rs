@@ -33,6 +33,8 @@ pub struct Connection {
     peer: SocketAddr,
     idle: Arc<Idle>,
     user: Option<String>,
+    /// A key nobody owns was offered.
+    refused_key: bool,
     channels: HashMap<ChannelId, Open>,
 }
 
@@ -57,6 +59,7 @@ impl Connection {
             peer,
             idle,
             user: None,
+            refused_key: false,
             channels: HashMap::new(),
         }
     }
@@ -69,6 +72,20 @@ impl Connection {
         Auth::Reject {
             proceed_with_methods: Some(MethodSet::from(&[MethodKind::PublicKey][..])),
             partial_success: false,
+        }
+    }
+}
+
+impl Drop for Connection {
+    fn drop(&mut self) {
+        // Counted once the connection is over: a client offers its keys
+        // in turn, and only one of them needs to be known.
+        if self.user.is_none() && self.refused_key {
+            tracing::info!(client = %self.peer, "ssh: refused: no authorized key offered");
+            self.shared
+                .options
+                .metrics
+                .rejected(Rejection::Unauthorized);
         }
     }
 }
@@ -89,10 +106,7 @@ impl russh::server::Handler for Connection {
         if self.known(offer.public_key).is_some() {
             Ok(Auth::Accept)
         } else {
-            self.shared
-                .options
-                .metrics
-                .rejected(Rejection::Unauthorized);
+            self.refused_key = true;
             Ok(Self::publickey_only())
         }
     }
