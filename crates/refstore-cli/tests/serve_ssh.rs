@@ -645,32 +645,81 @@ fn garbage_and_silent_clients_are_dropped_while_others_are_served() {
     assert!(stdout(&o).contains("refs/heads/main"));
 }
 
+/// Connects from `from` (a loopback address) and reads the server's
+/// identification line; `None` if the server closed the connection
+/// instead.
+fn connect_from(from: &str, to: &str) -> Option<TcpStream> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let stream = runtime.block_on(async {
+        let socket = tokio::net::TcpSocket::new_v4().unwrap();
+        socket.bind(format!("{from}:0").parse().unwrap()).unwrap();
+        socket.connect(to.parse().unwrap()).await.unwrap()
+    });
+    let mut stream = stream.into_std().unwrap();
+    stream.set_nonblocking(false).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(60)))
+        .unwrap();
+    let mut banner = [0u8; 8];
+    match stream.read_exact(&mut banner) {
+        Ok(()) => {
+            assert_eq!(&banner, b"SSH-2.0-");
+            Some(stream)
+        }
+        Err(e) => {
+            assert_eq!(e.kind(), std::io::ErrorKind::UnexpectedEof, "{e}");
+            None
+        }
+    }
+}
+
 #[test]
-fn connections_beyond_the_per_address_limit_are_closed() {
+fn one_address_cannot_take_every_connection() {
     let tmp = tempfile::tempdir().unwrap();
     let home = tmp.path();
     let root = home.join("root");
     setup(home, &root, &["proj.git"]);
     let (alice, alice_pub) = keygen(home, "alice", "ed25519", "alice");
-    let server = SshServed::start(home, &root, &alice_pub, &["--max-connections-per-ip", "1"]);
+    let server = SshServed::start(
+        home,
+        &root,
+        &alice_pub,
+        &["--max-connections", "8", "--max-connections-per-ip", "4"],
+    );
+    let addr = server.addr();
 
-    let mut first = TcpStream::connect(server.addr()).unwrap();
-    let mut banner = [0u8; 8];
-    first.read_exact(&mut banner).unwrap();
-    assert_eq!(&banner, b"SSH-2.0-");
-    // The address holds its one connection: the next is closed unanswered.
-    let mut second = TcpStream::connect(server.addr()).unwrap();
-    second
-        .set_read_timeout(Some(Duration::from_secs(60)))
-        .unwrap();
-    let mut answer = Vec::new();
-    assert!(second.read_to_end(&mut answer).is_ok());
-    assert!(answer.is_empty(), "{}", String::from_utf8_lossy(&answer));
-    let o = git_ssh(home, home, &alice, &["ls-remote", &server.url("proj.git")]);
-    assert!(!o.status.success());
-    drop(first);
-    // Once it is gone, the address is served again. The server notices
-    // the closed connection when it reads from it, which takes a moment.
+    // 127.0.0.2 gets its four connections and no more.
+    let held: Vec<TcpStream> = (0..10)
+        .filter_map(|_| connect_from("127.0.0.2", &addr))
+        .collect();
+    assert_eq!(held.len(), 4);
+    // Meanwhile 127.0.0.1 clones.
+    let clone = home.join("clone");
+    let o = git_ssh(
+        home,
+        home,
+        &alice,
+        &[
+            "clone",
+            "-q",
+            &server.url("proj.git"),
+            clone.to_str().unwrap(),
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+
+    // With 127.0.0.3 holding four more, the server holds all it may.
+    let more: Vec<TcpStream> = (0..4)
+        .filter_map(|_| connect_from("127.0.0.3", &addr))
+        .collect();
+    assert_eq!(more.len(), 4);
+    assert!(connect_from("127.0.0.1", &addr).is_none());
+    drop(more);
+    // The server notices the closed connections when it reads from
+    // them, which takes a moment.
     let mut served = false;
     for _ in 0..100 {
         let o = git_ssh(home, home, &alice, &["ls-remote", &server.url("proj.git")]);
@@ -680,7 +729,8 @@ fn connections_beyond_the_per_address_limit_are_closed() {
         }
         std::thread::sleep(Duration::from_millis(100));
     }
-    assert!(served, "the address was not served again");
+    assert!(served, "127.0.0.1 was not served again");
+    drop(held);
 }
 
 #[test]
