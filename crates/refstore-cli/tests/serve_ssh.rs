@@ -49,7 +49,7 @@ impl SshServed {
         std::fs::write(&keys, authorized).unwrap();
         let mut child = isolate(&mut Command::new(env!("CARGO_BIN_EXE_refstore")), home)
             .args(["serve", "--listen", "127.0.0.1:0", "--print-address"])
-            .args(["--ssh-listen", "127.0.0.1:0", "--workers", "4"])
+            .args(["--ssh-listen", "127.0.0.1:0"])
             .arg("--ssh-host-key")
             .arg(&host_key)
             .arg("--ssh-authorized-keys")
@@ -57,6 +57,11 @@ impl SshServed {
             .arg("--root")
             .arg(root)
             .args(extra)
+            .args(if extra.contains(&"--workers") {
+                &[][..]
+            } else {
+                &["--workers", "4"][..]
+            })
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
@@ -537,14 +542,44 @@ impl russh::client::Handler for Client {
     }
 }
 
+/// What a channel's command gave: its output (until the advertisement's
+/// flush-pkt if `until_flush`), its stderr and its exit status.
+#[derive(Debug, Default)]
+struct Ran {
+    out: Vec<u8>,
+    err: String,
+    exit: Option<u32>,
+}
+
+async fn run(channel: &mut russh::Channel<russh::client::Msg>, until_flush: bool) -> Ran {
+    let mut ran = Ran::default();
+    while let Some(message) = channel.wait().await {
+        match message {
+            russh::ChannelMsg::Data { data } => {
+                ran.out.extend_from_slice(&data);
+                if until_flush && ran.out.ends_with(b"0000") {
+                    break;
+                }
+            }
+            russh::ChannelMsg::ExtendedData { data, ext: 1 } => {
+                ran.err.push_str(&String::from_utf8_lossy(&data));
+            }
+            russh::ChannelMsg::ExitStatus { exit_status } => ran.exit = Some(exit_status),
+            russh::ChannelMsg::Close => break,
+            _ => {}
+        }
+    }
+    ran
+}
+
 #[test]
-fn a_connection_gets_a_few_channels_only() {
+fn a_connection_gets_a_few_channels_and_an_address_half_the_workers() {
     let tmp = tempfile::tempdir().unwrap();
     let home = tmp.path();
     let root = home.join("root");
     setup(home, &root, &["proj.git"]);
     let (alice, alice_pub) = keygen(home, "alice", "ed25519", "alice");
-    let server = SshServed::start(home, &root, &alice_pub, &[]);
+    let server = SshServed::start(home, &root, &alice_pub, &["--workers", "2"]);
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -567,29 +602,39 @@ fn a_connection_gets_a_few_channels_only() {
         for _ in 0..3 {
             assert!(session.channel_open_session().await.is_err());
         }
-        // The channels it has still work.
-        let mut channel = open.pop().unwrap();
-        channel
-            .exec(true, "git-upload-pack '/proj.git'")
-            .await
-            .unwrap();
-        let mut advertised = Vec::new();
-        while let Some(message) = channel.wait().await {
-            match message {
-                russh::ChannelMsg::Data { data } => {
-                    advertised.extend_from_slice(&data);
-                    if advertised.ends_with(b"0000") {
-                        break;
-                    }
-                }
-                russh::ChannelMsg::Eof | russh::ChannelMsg::Close => break,
-                _ => {}
-            }
-        }
+
+        // The channels it has work. The first fetch waits for the
+        // client's wants after its advertisement, holding a worker.
+        let fetch = "git-upload-pack '/proj.git'";
+        let (mut first, mut second, mut third) = (
+            open.pop().unwrap(),
+            open.pop().unwrap(),
+            open.pop().unwrap(),
+        );
+        first.exec(true, fetch).await.unwrap();
+        let ran = run(&mut first, true).await;
         assert!(
-            String::from_utf8_lossy(&advertised).contains("refs/heads/main"),
-            "{}",
-            String::from_utf8_lossy(&advertised)
+            String::from_utf8_lossy(&ran.out).contains("refs/heads/main"),
+            "{ran:?}"
+        );
+        // One of the two workers is all an address gets.
+        second.exec(true, fetch).await.unwrap();
+        let ran = run(&mut second, false).await;
+        assert_eq!(ran.exit, Some(128), "{ran:?}");
+        assert_eq!(
+            ran.err,
+            "fatal: too many requests from your address at once; try again later\n"
+        );
+        // The first fetch ends (no wants), and its worker is free again.
+        first.data_bytes(&b"0000"[..]).await.unwrap();
+        first.eof().await.unwrap();
+        let ran = run(&mut first, false).await;
+        assert_eq!(ran.exit, Some(0), "{ran:?}");
+        third.exec(true, fetch).await.unwrap();
+        let ran = run(&mut third, true).await;
+        assert!(
+            String::from_utf8_lossy(&ran.out).contains("refs/heads/main"),
+            "{ran:?}"
         );
     });
 }
