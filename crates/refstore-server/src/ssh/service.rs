@@ -124,10 +124,7 @@ async fn run(
     };
     let path = match checking.await {
         Ok(Ok(path)) => path,
-        Ok(Err(outcome)) => {
-            metrics.rejected(Rejection::Forbidden);
-            return outcome;
-        }
+        Ok(Err(outcome)) => return outcome,
         Err(e) => return internal(&e.to_string()),
     };
     let Some(_address_slot) = shared.services_per_address.try_take(request.peer.ip()) else {
@@ -146,47 +143,8 @@ async fn run(
     let running = tokio::task::spawn_blocking(move || {
         let mut outcome = match open(&shared, &path, &command) {
             Ok(repo) => {
-                let result = match command.service {
-                    Service::UploadPack => {
-                        let options = upload_pack::Options {
-                            stateless_rpc: false,
-                            advertise_refs: false,
-                            version: ProtocolVersion::from_git_protocol(protocol.as_deref()),
-                        };
-                        upload_pack::upload_pack(&repo, &options, &mut input, &mut output)
-                            .map_err(|e| e.to_string())
-                    }
-                    Service::ReceivePack => {
-                        let options = receive_pack::Options {
-                            stateless_rpc: false,
-                            advertise_refs: false,
-                        };
-                        receive_pack::receive_pack(&repo, &options, &mut input, &mut output)
-                            .map_err(|e| e.to_string())
-                    }
-                };
-                match result {
-                    Ok(()) => {
-                        if command.service == Service::ReceivePack {
-                            shared.maintenance.after_push(&repo.location.git_dir);
-                        }
-                        Outcome {
-                            exit: 0,
-                            status: 200,
-                            message: None,
-                            sent: 0,
-                            received: 0,
-                        }
-                    }
-                    Err(message) => {
-                        tracing::warn!(repo = %command.path, "ssh: {} failed: {message}",
-                            command.service.name());
-                        if input.timed_out || output.timed_out {
-                            shared.options.metrics.rejected(Rejection::Timeout);
-                        }
-                        Outcome::failed(128, 500, format!("fatal: {message}"))
-                    }
-                }
+                let result = service(&repo, command.service, protocol, &mut input, &mut output);
+                finish(&shared, &repo, &command, result, &input, &output)
             }
             Err(outcome) => outcome,
         };
@@ -197,6 +155,67 @@ async fn run(
     running
         .await
         .unwrap_or_else(|e| internal(&format!("the service failed: {e}")))
+}
+
+/// Runs `service` as over a pipe (not stateless): advertisement first,
+/// then as many rounds as the client asks for.
+fn service(
+    repo: &Repository,
+    service: Service,
+    protocol: Option<String>,
+    input: &mut ChannelInput,
+    output: &mut ChannelOutput,
+) -> Result<(), String> {
+    match service {
+        Service::UploadPack => {
+            let options = upload_pack::Options {
+                stateless_rpc: false,
+                advertise_refs: false,
+                version: ProtocolVersion::from_git_protocol(protocol.as_deref()),
+            };
+            upload_pack::upload_pack(repo, &options, input, output).map_err(|e| e.to_string())
+        }
+        Service::ReceivePack => {
+            let options = receive_pack::Options {
+                stateless_rpc: false,
+                advertise_refs: false,
+            };
+            receive_pack::receive_pack(repo, &options, input, output).map_err(|e| e.to_string())
+        }
+    }
+}
+
+/// What a service's result means for the client and the server.
+fn finish(
+    shared: &Shared,
+    repo: &Repository,
+    command: &Command,
+    result: Result<(), String>,
+    input: &ChannelInput,
+    output: &ChannelOutput,
+) -> Outcome {
+    match result {
+        Ok(()) => {
+            if command.service == Service::ReceivePack {
+                shared.maintenance.after_push(&repo.location.git_dir);
+            }
+            Outcome {
+                exit: 0,
+                status: 200,
+                message: None,
+                sent: 0,
+                received: 0,
+            }
+        }
+        Err(message) => {
+            tracing::warn!(repo = %command.path, "ssh: {} failed: {message}",
+                command.service.name());
+            if input.timed_out || output.timed_out {
+                shared.options.metrics.rejected(Rejection::Timeout);
+            }
+            Outcome::failed(128, 500, format!("fatal: {message}"))
+        }
+    }
 }
 
 /// The repository's location if `user` may do what `command` does to it;
@@ -224,8 +243,14 @@ fn permitted(shared: &Shared, user: &str, command: &Command) -> Result<PathBuf, 
         command.service.want(),
     ) {
         Verdict::Allowed => Ok(path),
-        Verdict::NotFound | Verdict::AuthenticationRequired => Err(not_found()),
-        Verdict::Forbidden(reason) => Err(Outcome::failed(128, 403, format!("fatal: {reason}"))),
+        Verdict::NotFound | Verdict::AuthenticationRequired => {
+            options.metrics.rejected(Rejection::Forbidden);
+            Err(not_found())
+        }
+        Verdict::Forbidden(reason) => {
+            options.metrics.rejected(Rejection::Forbidden);
+            Err(Outcome::failed(128, 403, format!("fatal: {reason}")))
+        }
     }
 }
 
