@@ -125,29 +125,13 @@ pub fn run(args: Args, globals: &Globals) -> Result<u8, Fatal> {
         ))),
         None => None,
     };
-    if args.allow_push && options.credentials.is_empty() && ssh_keys.is_none() {
+    let no_keys = ssh_keys.as_ref().is_none_or(|keys| keys.get().is_empty());
+    if args.allow_push && options.credentials.is_empty() && no_keys {
         return Err(Fatal::new(
             "--allow-push needs --credentials <file> or --ssh-authorized-keys <file> with at least one user: pushes are always authenticated",
         ));
     }
-    let ssh = match (&args.ssh_listen, &args.ssh_host_key, &ssh_keys) {
-        (Some(addr), Some(host_key), Some(keys)) => {
-            let path = globals.cwd().join(host_key);
-            let bytes = globals.vfs().read(&path).map_err(Fatal::new)?;
-            let text = String::from_utf8(bytes)
-                .map_err(|_| Fatal::new(format!("host key '{}' is not UTF-8", path.display())))?;
-            let host_key = refstore_server::ssh::keys::host_key(&text)
-                .map_err(|e| Fatal::new(format!("'{}': {e}", path.display())))?;
-            let ssh_options = SshOptions {
-                host_key,
-                authorized_keys: keys.clone(),
-            };
-            let server = SshServer::bind(addr, ssh_options, options.clone(), globals.vfs().clone())
-                .map_err(Fatal::new)?;
-            Some(server)
-        }
-        _ => None,
-    };
+    let ssh = bind_ssh(&args, globals, &options, ssh_keys.as_ref())?;
     let shutdown = refstore_server::shutdown::on_signals()
         .map_err(|e| Fatal::new(format!("cannot handle signals: {e}")))?;
     let hangup = refstore_server::shutdown::on_hangup()
@@ -178,6 +162,32 @@ pub fn run(args: Args, globals: &Globals) -> Result<u8, Fatal> {
         let _ = ssh.join();
     }
     Ok(0)
+}
+
+/// The SSH server of `--ssh-listen`, bound, if asked for.
+fn bind_ssh(
+    args: &Args,
+    globals: &Globals,
+    options: &ServeOptions,
+    keys: Option<&Arc<Reloadable<AuthorizedKeys>>>,
+) -> Result<Option<SshServer>, Fatal> {
+    let (Some(addr), Some(host_key), Some(keys)) = (&args.ssh_listen, &args.ssh_host_key, keys)
+    else {
+        return Ok(None);
+    };
+    let path = globals.cwd().join(host_key);
+    let bytes = globals.vfs().read(&path).map_err(Fatal::new)?;
+    let text = String::from_utf8(bytes)
+        .map_err(|_| Fatal::new(format!("host key '{}' is not UTF-8", path.display())))?;
+    let host_key = refstore_server::ssh::keys::host_key(&text)
+        .map_err(|e| Fatal::new(format!("'{}': {e}", path.display())))?;
+    let ssh_options = SshOptions {
+        host_key,
+        authorized_keys: keys.clone(),
+    };
+    SshServer::bind(addr, ssh_options, options.clone(), globals.vfs().clone())
+        .map(Some)
+        .map_err(Fatal::new)
 }
 
 /// Reads and parses an authorized keys file.
