@@ -172,11 +172,14 @@ fn git_ssh_env(home: &Path, cwd: &Path, key: &Path, args: &[&str], env: &[(&str,
         .unwrap()
 }
 
-/// Runs `remote` through the OpenSSH client itself.
+/// Runs `remote` through the OpenSSH client itself (a login shell if
+/// empty).
 fn ssh(home: &Path, key: &Path, port: u16, remote: &str) -> Output {
     let command = format!("{} -p {port} git@127.0.0.1", ssh_command(key));
     let mut words: Vec<&str> = command.split(' ').collect();
-    words.push(remote);
+    if !remote.is_empty() {
+        words.push(remote);
+    }
     isolate(&mut Command::new(words[0]), home)
         .args(&words[1..])
         .stdin(Stdio::null())
@@ -490,6 +493,15 @@ fn only_git_commands_on_repositories_below_the_root_are_run() {
     setup(home, &root, &["proj.git", "../outside.git"]);
     let (alice, alice_pub) = keygen(home, "alice", "ed25519", "alice");
     let server = SshServed::start(home, &root, &alice_pub, &[]);
+
+    // A login checks the key and ends.
+    let o = ssh(home, &alice, server.port, "");
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("Hi alice! You have logged in"),
+        "{}",
+        stderr(&o)
+    );
 
     let o = ssh(home, &alice, server.port, "ls -la");
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));

@@ -10,7 +10,7 @@ use crate::metrics::Rejection;
 use bytes::Bytes;
 use russh::keys::PublicKey;
 use russh::server::{Auth, ChannelOpenHandle, Msg, PublicKeyOffer, Session, VerifiedPublicKey};
-use russh::{Channel, ChannelId, ChannelOpenFailure, ChannelWriteHalf, MethodKind, MethodSet};
+use russh::{Channel, ChannelId, ChannelOpenFailure, ChannelWriteHalf, MethodKind, MethodSet, Pty};
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -170,12 +170,36 @@ impl russh::server::Handler for Connection {
         }
     }
 
+    async fn pty_request(
+        &mut self,
+        channel: ChannelId,
+        _term: &str,
+        _columns: u32,
+        _rows: u32,
+        _width: u32,
+        _height: u32,
+        _modes: &[(Pty, u32)],
+        session: &mut Session,
+    ) -> Result<(), Self::Error> {
+        session.channel_failure(channel)
+    }
+
     async fn shell_request(
         &mut self,
         channel: ChannelId,
         session: &mut Session,
     ) -> Result<(), Self::Error> {
-        session.channel_failure(channel)
+        // `ssh git@host` to check a key: say whose it is, as hosts do.
+        let (Some(user), Some(open)) = (&self.user, self.channels.get_mut(&channel)) else {
+            return session.channel_failure(channel);
+        };
+        let Some(writer) = open.writer.take() else {
+            return session.channel_failure(channel);
+        };
+        session.channel_success(channel)?;
+        open.started = true;
+        tokio::spawn(service::greet(writer, user.clone()));
+        Ok(())
     }
 
     async fn subsystem_request(

@@ -109,6 +109,17 @@ pub async fn serve(
     );
 }
 
+/// Answers a shell request: there is no shell, but the key worked.
+pub async fn greet(channel: ChannelWriteHalf<Msg>, user: String) {
+    let message = format!(
+        "Hi {user}! You have logged in, but this server only runs git-upload-pack and git-receive-pack.\n"
+    );
+    let _ = channel.extended_data_bytes(1, Bytes::from(message)).await;
+    let _ = channel.exit_status(1).await;
+    let _ = channel.eof().await;
+    let _ = channel.close().await;
+}
+
 /// Checks and runs a parsed command.
 async fn run(
     shared: &Arc<Shared>,
