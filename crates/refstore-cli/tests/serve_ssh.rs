@@ -383,6 +383,16 @@ fn rsa_keys_log_in_and_unknown_keys_are_refused() {
     let (code, log) = server.stop();
     assert_eq!(code, Some(0), "{log}");
     assert!(log.contains("no authorized key offered"), "{log}");
+    // With the fingerprint ssh-keygen shows for the key.
+    let fingerprint = Command::new("ssh-keygen")
+        .arg("-lf")
+        .arg(mallory.with_extension("pub"))
+        .output()
+        .unwrap();
+    let fingerprint = stdout(&fingerprint);
+    let fingerprint = fingerprint.split_whitespace().nth(1).unwrap();
+    assert!(fingerprint.starts_with("SHA256:"), "{fingerprint}");
+    assert!(log.contains(fingerprint), "{fingerprint} not in {log}");
     let server = SshServed::start(home, &root, &bob_pub, &[]);
 
     // Without --allow-push even a known key only reads.

@@ -8,7 +8,7 @@ use super::service::{self, Request};
 use super::Shared;
 use crate::metrics::Rejection;
 use bytes::Bytes;
-use russh::keys::PublicKey;
+use russh::keys::{HashAlg, PublicKey};
 use russh::server::{Auth, ChannelOpenHandle, Msg, PublicKeyOffer, Session, VerifiedPublicKey};
 use russh::{Channel, ChannelId, ChannelOpenFailure, ChannelWriteHalf, MethodKind, MethodSet, Pty};
 use std::collections::HashMap;
@@ -33,8 +33,8 @@ pub struct Connection {
     peer: SocketAddr,
     idle: Arc<Idle>,
     user: Option<String>,
-    /// A key nobody owns was offered.
-    refused_key: bool,
+    /// The fingerprint of the last key offered that nobody owns.
+    refused_key: Option<String>,
     channels: HashMap<ChannelId, Open>,
 }
 
@@ -59,7 +59,7 @@ impl Connection {
             peer,
             idle,
             user: None,
-            refused_key: false,
+            refused_key: None,
             channels: HashMap::new(),
         }
     }
@@ -80,8 +80,9 @@ impl Drop for Connection {
     fn drop(&mut self) {
         // Counted once the connection is over: a client offers its keys
         // in turn, and only one of them needs to be known.
-        if self.user.is_none() && self.refused_key {
-            tracing::info!(client = %self.peer, "ssh: refused: no authorized key offered");
+        if let (None, Some(key)) = (&self.user, &self.refused_key) {
+            tracing::info!(client = %self.peer, key = %key,
+                "ssh: refused: no authorized key offered");
             self.shared
                 .options
                 .metrics
@@ -106,7 +107,7 @@ impl russh::server::Handler for Connection {
         if self.known(offer.public_key).is_some() {
             Ok(Auth::Accept)
         } else {
-            self.refused_key = true;
+            self.refused_key = Some(offer.public_key.fingerprint(HashAlg::Sha256).to_string());
             Ok(Self::publickey_only())
         }
     }
