@@ -151,7 +151,7 @@ impl Drop for SshServed {
 /// The OpenSSH client as git runs it, with only `key` and no host checks.
 fn ssh_command(key: &Path) -> String {
     format!(
-        "ssh -i {} -o IdentitiesOnly=yes -o IdentityAgent=none -o BatchMode=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR",
+        "ssh -F /dev/null -i {} -o IdentitiesOnly=yes -o IdentityAgent=none -o BatchMode=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR",
         key.display()
     )
 }

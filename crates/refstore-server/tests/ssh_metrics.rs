@@ -55,7 +55,7 @@ fn keygen(home: &Path, name: &str) -> (String, String) {
 
 fn ssh_command(key: &str, port: u16) -> String {
     format!(
-        "ssh -i {key} -p {port} -o IdentitiesOnly=yes -o IdentityAgent=none -o BatchMode=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR"
+        "ssh -F /dev/null -i {key} -p {port} -o IdentitiesOnly=yes -o IdentityAgent=none -o BatchMode=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR"
     )
 }
 
