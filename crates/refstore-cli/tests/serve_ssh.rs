@@ -962,3 +962,69 @@ fn packs_larger_than_the_channel_window_stream_both_ways() {
     );
     git_ok(home, &served, &["fsck", "--no-progress"]);
 }
+
+#[test]
+fn a_client_that_stops_reading_gives_its_worker_back_after_the_timeout() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path();
+    let root = home.join("root");
+    let work = setup(home, &root, &[]);
+    std::fs::write(work.join("big"), noise(8 << 20, 5)).unwrap();
+    git_ok(home, &work, &["add", "big"]);
+    git_ok(home, &work, &["commit", "-q", "-m", "big"]);
+    let served = root.join("big.git");
+    git_ok(
+        home,
+        home,
+        &[
+            "clone",
+            "-q",
+            "--bare",
+            work.to_str().unwrap(),
+            served.to_str().unwrap(),
+        ],
+    );
+    let (alice, alice_pub) = keygen(home, "alice", "ed25519", "alice");
+    let server = SshServed::start(
+        home,
+        &root,
+        &alice_pub,
+        &["--workers", "1", "--timeout", "2"],
+    );
+
+    // A fetch of everything whose pack is never read: the server fills
+    // the channel's window, then waits for the client.
+    let head = git_ok(home, &served, &["rev-parse", "HEAD"]);
+    let want = format!("want {}\n", head.trim());
+    let request = format!("{:04x}{want}00000009done\n", want.len() + 4);
+    let request_file = home.join("request");
+    std::fs::write(&request_file, request).unwrap();
+    let command = format!("{} -p {} git@127.0.0.1", ssh_command(&alice), server.port);
+    let words: Vec<&str> = command.split(' ').collect();
+    let mut stalled = isolate(&mut Command::new(words[0]), home)
+        .args(&words[1..])
+        .arg("git-upload-pack '/big.git'")
+        .stdin(std::fs::File::open(&request_file).unwrap())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    server.wait_for_log("timeout reached: the client stopped reading");
+
+    // The only worker is free again.
+    let clone = home.join("clone");
+    let o = git_ssh(
+        home,
+        home,
+        &alice,
+        &[
+            "clone",
+            "-q",
+            &server.url("big.git"),
+            clone.to_str().unwrap(),
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let _ = stalled.kill();
+    let _ = stalled.wait();
+}
