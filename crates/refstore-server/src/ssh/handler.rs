@@ -41,14 +41,14 @@ pub struct Connection {
 /// A session channel.
 #[derive(Default)]
 struct Open {
-    /// Where the service's output goes, until the service starts.
+    /// Where the service's output goes; taken when the channel's one
+    /// command starts.
     writer: Option<ChannelWriteHalf<Msg>>,
     /// `GIT_PROTOCOL`, as the client set it.
     protocol: Option<String>,
     /// The client's data for the running service; `None` before it
     /// starts and after the client's EOF.
     input: Option<mpsc::Sender<Bytes>>,
-    started: bool,
 }
 
 impl Connection {
@@ -162,7 +162,9 @@ impl russh::server::Handler for Connection {
     ) -> Result<(), Self::Error> {
         match self.channels.get_mut(&channel) {
             Some(open)
-                if name == "GIT_PROTOCOL" && !open.started && value.len() <= MAX_PROTOCOL =>
+                if name == "GIT_PROTOCOL"
+                    && open.writer.is_some()
+                    && value.len() <= MAX_PROTOCOL =>
             {
                 open.protocol = Some(value.to_owned());
                 session.channel_success(channel)
@@ -198,7 +200,6 @@ impl russh::server::Handler for Connection {
             return session.channel_failure(channel);
         };
         session.channel_success(channel)?;
-        open.started = true;
         tokio::spawn(service::greet(writer, user.clone()));
         Ok(())
     }
@@ -226,7 +227,6 @@ impl russh::server::Handler for Connection {
             return session.channel_failure(channel);
         };
         session.channel_success(channel)?;
-        open.started = true;
         let (sender, receiver) = mpsc::channel(QUEUED_CHUNKS);
         open.input = Some(sender);
         let request = Request {
