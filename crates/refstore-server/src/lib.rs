@@ -1,5 +1,6 @@
-//! Transports for the wire protocol: stdio (for ssh and `file://`) and smart
-//! HTTP, with authentication, path confinement and access logging.
+//! Transports for the wire protocol: stdio (for ssh and `file://`), smart
+//! HTTP and a built-in SSH server, with authentication, path confinement
+//! and access logging.
 #![deny(missing_docs, unsafe_code)]
 
 pub mod access;
@@ -10,6 +11,7 @@ pub mod metrics;
 pub mod metrics_endpoint;
 pub mod per_address;
 pub mod shutdown;
+pub mod ssh;
 
 pub use auth::Credentials;
 pub use http::{ServeOptions, Server};

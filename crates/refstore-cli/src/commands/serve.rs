@@ -1,10 +1,12 @@
-//! `refstore serve`: smart HTTP for every repository below a directory.
+//! `refstore serve`: smart HTTP, and SSH with `--ssh-listen`, for every
+//! repository below a directory.
 
 use crate::context::{Fatal, Globals};
 use refstore_fs::Vfs;
 use refstore_server::access::{AccessRules, Reloadable};
 use refstore_server::metrics::Metrics;
 use refstore_server::metrics_endpoint::MetricsEndpoint;
+use refstore_server::ssh::{AuthorizedKeys, SshOptions, SshServer};
 use refstore_server::{Credentials, ServeOptions, Server};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -72,9 +74,25 @@ pub struct Args {
     /// `text` for people, `json` (one object per line) for log collectors.
     #[arg(long, value_name = "format", value_enum, default_value_t = LogFormat::Text)]
     log_format: LogFormat,
+    /// Also serve SSH on this address (`host:port`): git's clients use
+    /// `ssh://git@host:port/<repo>`, any login name, and their key says
+    /// who they are. Needs --ssh-host-key and --ssh-authorized-keys.
+    #[arg(long, value_name = "addr", requires_all = ["ssh_host_key", "ssh_authorized_keys"])]
+    ssh_listen: Option<String>,
+    /// The SSH server's host key: an OpenSSH private key file without a
+    /// passphrase (`ssh-keygen -t ed25519 -N '' -f <file>`).
+    #[arg(long, value_name = "file", requires = "ssh_listen")]
+    ssh_host_key: Option<PathBuf>,
+    /// The users' public keys, in OpenSSH's authorized_keys format; the
+    /// comment of each key names its user (`ssh-ed25519 AAAA… alice`).
+    /// Read again on SIGHUP. Without --access these users may push when
+    /// --allow-push is given.
+    #[arg(long, value_name = "file", requires = "ssh_listen")]
+    ssh_authorized_keys: Option<PathBuf>,
     /// Print the address the server listens on to standard output once it
-    /// is ready (useful with port 0); with --metrics-listen, the metrics
-    /// address follows on a second line.
+    /// is ready (useful with port 0); with --ssh-listen, the SSH address
+    /// follows on the next line, and with --metrics-listen the metrics
+    /// address after it.
     #[arg(long)]
     print_address: bool,
 }
@@ -121,11 +139,23 @@ pub fn run(args: Args, globals: &Globals) -> Result<u8, Fatal> {
         let rules = read_access(globals.vfs().as_ref(), path).map_err(Fatal::new)?;
         options.access = Some(Arc::new(Reloadable::new(rules)));
     }
-    if args.allow_push && options.credentials.is_empty() {
+    let keys_file = args
+        .ssh_authorized_keys
+        .as_ref()
+        .map(|path| globals.cwd().join(path));
+    let ssh_keys = match &keys_file {
+        Some(path) => Some(Arc::new(Reloadable::new(
+            read_authorized_keys(globals.vfs().as_ref(), path).map_err(Fatal::new)?,
+        ))),
+        None => None,
+    };
+    let no_keys = ssh_keys.as_ref().is_none_or(|keys| keys.get().is_empty());
+    if args.allow_push && options.credentials.is_empty() && no_keys {
         return Err(Fatal::new(
-            "--allow-push needs --credentials <file> with at least one user: pushes are always authenticated",
+            "--allow-push needs --credentials <file> or --ssh-authorized-keys <file> with at least one user: pushes are always authenticated",
         ));
     }
+    let ssh = bind_ssh(&args, globals, &options, ssh_keys.as_ref())?;
     let shutdown = refstore_server::shutdown::on_signals()
         .map_err(|e| Fatal::new(format!("cannot handle signals: {e}")))?;
     let hangup = refstore_server::shutdown::on_hangup()
@@ -135,6 +165,7 @@ pub fn run(args: Args, globals: &Globals) -> Result<u8, Fatal> {
         hangup,
         access_file,
         options.access.clone(),
+        keys_file.zip(ssh_keys),
     );
     let metrics = options.metrics.clone();
     let server = Server::bind(&args.listen, options, globals.vfs().clone()).map_err(Fatal::new)?;
@@ -144,11 +175,24 @@ pub fn run(args: Args, globals: &Globals) -> Result<u8, Fatal> {
     };
     if args.print_address {
         println!("{}", server.local_addr());
+        if let Some(ssh) = &ssh {
+            println!("{}", ssh.local_addr());
+        }
         if let Some(endpoint) = &endpoint {
             println!("{}", endpoint.local_addr());
         }
     }
+    let shutdown_ssh = shutdown.clone();
+    let ssh = ssh.map(|ssh| {
+        std::thread::Builder::new()
+            .name("refstore-ssh".into())
+            .spawn(move || ssh.run(&shutdown_ssh))
+            .expect("starting a thread at startup")
+    });
     server.run(&shutdown);
+    if let Some(ssh) = ssh {
+        let _ = ssh.join();
+    }
     if let Some(endpoint) = endpoint {
         endpoint.join();
     }
@@ -169,6 +213,40 @@ fn start_metrics(
     Ok(endpoint)
 }
 
+/// The SSH server of `--ssh-listen`, bound, if asked for.
+fn bind_ssh(
+    args: &Args,
+    globals: &Globals,
+    options: &ServeOptions,
+    keys: Option<&Arc<Reloadable<AuthorizedKeys>>>,
+) -> Result<Option<SshServer>, Fatal> {
+    let (Some(addr), Some(host_key), Some(keys)) = (&args.ssh_listen, &args.ssh_host_key, keys)
+    else {
+        return Ok(None);
+    };
+    let path = globals.cwd().join(host_key);
+    let bytes = globals.vfs().read(&path).map_err(Fatal::new)?;
+    let text = String::from_utf8(bytes)
+        .map_err(|_| Fatal::new(format!("host key '{}' is not UTF-8", path.display())))?;
+    let host_key = refstore_server::ssh::keys::host_key(&text)
+        .map_err(|e| Fatal::new(format!("'{}': {e}", path.display())))?;
+    let ssh_options = SshOptions {
+        host_key,
+        authorized_keys: keys.clone(),
+    };
+    SshServer::bind(addr, ssh_options, options.clone(), globals.vfs().clone())
+        .map(Some)
+        .map_err(Fatal::new)
+}
+
+/// Reads and parses an authorized keys file.
+fn read_authorized_keys(vfs: &dyn Vfs, path: &Path) -> Result<AuthorizedKeys, String> {
+    let bytes = vfs.read(path).map_err(|e| e.to_string())?;
+    let text = String::from_utf8(bytes)
+        .map_err(|_| format!("authorized keys '{}' are not UTF-8", path.display()))?;
+    AuthorizedKeys::parse(&text).map_err(|e| format!("authorized keys '{}': {e}", path.display()))
+}
+
 /// Reads and parses an access file.
 fn read_access(vfs: &dyn Vfs, path: &Path) -> Result<AccessRules, String> {
     let bytes = vfs.read(path).map_err(|e| e.to_string())?;
@@ -187,6 +265,7 @@ fn reload_on_hangup(
     hangup: Arc<AtomicBool>,
     access_file: Option<PathBuf>,
     access: Option<Arc<Reloadable<AccessRules>>>,
+    ssh_keys: Option<(PathBuf, Arc<Reloadable<AuthorizedKeys>>)>,
 ) {
     std::thread::Builder::new()
         .name("refstore-reload".into())
@@ -202,6 +281,15 @@ fn reload_on_hangup(
                         tracing::info!(file = %path.display(), "access rules reloaded");
                     }
                     Err(e) => tracing::error!("keeping the access rules in force: {e}"),
+                }
+            }
+            if let Some((path, keys)) = &ssh_keys {
+                match read_authorized_keys(vfs.as_ref(), path) {
+                    Ok(read) => {
+                        keys.set(read);
+                        tracing::info!(file = %path.display(), "authorized keys reloaded");
+                    }
+                    Err(e) => tracing::error!("keeping the authorized keys in force: {e}"),
                 }
             }
         })

@@ -1,0 +1,487 @@
+//! `refstore serve --ssh-listen` with the machine's real git and OpenSSH
+//! client: clone, fetch, push and ls-remote over ssh:// with ed25519 and
+//! RSA keys made by ssh-keygen, protocol v0 and v2, packs larger than the
+//! channel's window; unknown keys, pushes of read-only users, private
+//! repositories and other commands refused in git's words; key files
+//! checked at startup and read again on SIGHUP.
+
+mod ssh_served;
+mod support;
+use ssh_served::*;
+use std::process::Command;
+use support::*;
+
+#[test]
+fn clone_fetch_push_and_ls_remote_over_ssh_in_protocol_v0_and_v2() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path();
+    let root = home.join("root");
+    let work = setup(home, &root, &["team/proj.git"]);
+    let served = root.join("team/proj.git");
+    let (alice, alice_pub) = keygen(home, "alice", "ed25519", "alice");
+    let server = SshServed::start(home, &root, &alice_pub, &["--allow-push"]);
+    let url = server.url("team/proj.git");
+
+    for version in ["0", "2"] {
+        let protocol = format!("protocol.version={version}");
+        let clone = home.join(format!("clone-v{version}"));
+        let o = git_ssh_env(
+            home,
+            home,
+            &alice,
+            &[
+                "-c",
+                &protocol,
+                "clone",
+                "-q",
+                &url,
+                clone.to_str().unwrap(),
+            ],
+            &[("GIT_TRACE_PACKET", "1")],
+        );
+        assert!(o.status.success(), "clone v{version}: {}", stderr(&o));
+        // The version the server answered in: v2 starts "version 2".
+        let trace = stderr(&o);
+        assert_eq!(
+            trace.contains("< version 2"),
+            version == "2",
+            "v{version}: {trace}"
+        );
+        git_ok(home, &clone, &["fsck", "--no-progress"]);
+        assert_eq!(
+            git_ok(
+                home,
+                &clone,
+                &["rev-parse", "HEAD", "origin/topic", "v1^{}"]
+            ),
+            git_ok(home, &served, &["rev-parse", "HEAD", "topic", "v1^{}"])
+        );
+
+        let ours = git_ssh(
+            home,
+            home,
+            &alice,
+            &["-c", &protocol, "ls-remote", "--symref", &url],
+        );
+        let theirs = git_ok(
+            home,
+            home,
+            &[
+                "-c",
+                &protocol,
+                "ls-remote",
+                "--symref",
+                served.to_str().unwrap(),
+            ],
+        );
+        assert!(ours.status.success(), "{}", stderr(&ours));
+        assert_eq!(stdout(&ours), theirs, "ls-remote v{version}");
+
+        // A push from the clone, then a fetch of it into the work tree.
+        std::fs::write(clone.join("d"), format!("v{version}\n")).unwrap();
+        git_ok(home, &clone, &["add", "d"]);
+        git_ok(home, &clone, &["commit", "-q", "-m", "more"]);
+        let branch = format!("refs/heads/from-v{version}");
+        let o = git_ssh(
+            home,
+            &clone,
+            &alice,
+            &["-c", &protocol, "push", "origin", &format!("HEAD:{branch}")],
+        );
+        assert!(o.status.success(), "push v{version}: {}", stderr(&o));
+        assert_eq!(
+            git_ok(home, &served, &["rev-parse", &branch]),
+            git_ok(home, &clone, &["rev-parse", "HEAD"])
+        );
+        let o = git_ssh(
+            home,
+            &work,
+            &alice,
+            &[
+                "-c",
+                &protocol,
+                "fetch",
+                "-q",
+                &url,
+                &format!("{branch}:{branch}"),
+            ],
+        );
+        assert!(o.status.success(), "fetch v{version}: {}", stderr(&o));
+        assert_eq!(
+            git_ok(home, &work, &["rev-parse", &branch]),
+            git_ok(home, &clone, &["rev-parse", "HEAD"])
+        );
+    }
+    git_ok(home, &served, &["fsck", "--no-progress"]);
+    // Deleting a branch is a push too.
+    let o = git_ssh(home, &work, &alice, &["push", &url, ":refs/heads/from-v0"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(!refs_of(home, &served).contains("from-v0"));
+
+    let (code, log) = server.stop();
+    assert_eq!(code, Some(0), "{log}");
+    assert!(log.contains("user=alice"), "{log}");
+    assert!(
+        log.contains("transport=\"ssh\"") || log.contains("transport=ssh"),
+        "{log}"
+    );
+}
+
+#[test]
+fn rsa_keys_log_in_and_unknown_keys_are_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path();
+    let root = home.join("root");
+    setup(home, &root, &["proj.git"]);
+    let served = root.join("proj.git");
+    let (bob, bob_pub) = keygen(home, "bob", "rsa", "bob");
+    let (mallory, _) = keygen(home, "mallory", "ed25519", "mallory");
+    let server = SshServed::start(home, &root, &bob_pub, &[]);
+
+    let o = git_ssh(home, home, &bob, &["ls-remote", &server.url("proj.git")]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(
+        stdout(&o),
+        git_ok(home, home, &["ls-remote", served.to_str().unwrap()])
+    );
+
+    let before = refs_of(home, &served);
+    for args in [
+        vec!["ls-remote", "URL"],
+        vec!["push", "URL", "main:refs/heads/new"],
+    ] {
+        let url = server.url("proj.git");
+        let args: Vec<&str> = args
+            .iter()
+            .map(|a| if *a == "URL" { url.as_str() } else { a })
+            .collect();
+        let o = git_ssh(home, &home.join("work"), &mallory, &args);
+        assert!(!o.status.success());
+        assert!(
+            stderr(&o).contains("Permission denied (publickey)"),
+            "{}",
+            stderr(&o)
+        );
+    }
+    assert_eq!(refs_of(home, &served), before);
+
+    // The refusal is logged once the connection is over.
+    let (code, log) = server.stop();
+    assert_eq!(code, Some(0), "{log}");
+    assert!(log.contains("no authorized key offered"), "{log}");
+    // With the fingerprint ssh-keygen shows for the key.
+    let fingerprint = Command::new("ssh-keygen")
+        .arg("-lf")
+        .arg(mallory.with_extension("pub"))
+        .output()
+        .unwrap();
+    let fingerprint = stdout(&fingerprint);
+    let fingerprint = fingerprint.split_whitespace().nth(1).unwrap();
+    assert!(fingerprint.starts_with("SHA256:"), "{fingerprint}");
+    assert!(log.contains(fingerprint), "{fingerprint} not in {log}");
+    let server = SshServed::start(home, &root, &bob_pub, &[]);
+
+    // Without --allow-push even a known key only reads.
+    let o = git_ssh(
+        home,
+        &home.join("work"),
+        &bob,
+        &["push", &server.url("proj.git"), "main:refs/heads/new"],
+    );
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("fatal: pushing is disabled on this server"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(refs_of(home, &served), before);
+}
+
+#[test]
+fn access_rules_decide_and_never_reveal_private_repositories() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path();
+    let root = home.join("root");
+    let work = setup(home, &root, &["pub/proj.git", "priv/secret.git"]);
+    let (alice, alice_pub) = keygen(home, "alice", "ed25519", "alice");
+    let (bob, bob_pub) = keygen(home, "bob", "ed25519", "bob");
+    let access = home.join("access");
+    std::fs::write(&access, "* read pub/*\nalice write *\n").unwrap();
+    let server = SshServed::start(
+        home,
+        &root,
+        &format!("{alice_pub}{bob_pub}"),
+        &["--access", access.to_str().unwrap()],
+    );
+    let public = root.join("pub/proj.git");
+    let before = refs_of(home, &public);
+
+    // A read-only user pushing: refused with the reason.
+    let o = git_ssh(
+        home,
+        &work,
+        &bob,
+        &["push", &server.url("pub/proj.git"), "main:refs/heads/new"],
+    );
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("fatal: user 'bob' may not push to 'pub/proj.git'"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(refs_of(home, &public), before);
+
+    // A private repository looks exactly like a missing one to bob.
+    let hidden = git_ssh(
+        home,
+        home,
+        &bob,
+        &["ls-remote", &server.url("priv/secret.git")],
+    );
+    let missing = git_ssh(
+        home,
+        home,
+        &bob,
+        &["ls-remote", &server.url("priv/none.git")],
+    );
+    assert!(!hidden.status.success() && !missing.status.success());
+    assert!(
+        stderr(&hidden)
+            .contains("fatal: '/priv/secret.git' does not appear to be a git repository"),
+        "{}",
+        stderr(&hidden)
+    );
+    assert_eq!(stderr(&hidden).replace("secret", "none"), stderr(&missing));
+    let o = ssh(
+        home,
+        &bob,
+        server.port,
+        "git-upload-pack '/priv/secret.git'",
+    );
+    assert_eq!(o.status.code(), Some(128), "{}", stderr(&o));
+
+    // Alice reads and writes everything.
+    let o = git_ssh(
+        home,
+        &work,
+        &alice,
+        &[
+            "push",
+            &server.url("priv/secret.git"),
+            "main:refs/heads/new",
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = git_ssh(
+        home,
+        home,
+        &alice,
+        &["ls-remote", &server.url("priv/secret.git")],
+    );
+    assert!(stdout(&o).contains("refs/heads/new"), "{}", stderr(&o));
+}
+
+#[test]
+fn only_git_commands_on_repositories_below_the_root_are_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path();
+    let root = home.join("root");
+    setup(home, &root, &["proj.git", "../outside.git"]);
+    let (alice, alice_pub) = keygen(home, "alice", "ed25519", "alice");
+    let server = SshServed::start(home, &root, &alice_pub, &[]);
+
+    // A login checks the key and ends.
+    let o = ssh(home, &alice, server.port, "");
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("Hi alice! You have logged in"),
+        "{}",
+        stderr(&o)
+    );
+
+    let o = ssh(home, &alice, server.port, "ls -la");
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("only git-upload-pack and git-receive-pack are served here"),
+        "{}",
+        stderr(&o)
+    );
+    for path in ["/nothing.git", "/../outside.git", "~/../outside.git"] {
+        let o = ssh(
+            home,
+            &alice,
+            server.port,
+            &format!("git-upload-pack '{path}'"),
+        );
+        assert_eq!(o.status.code(), Some(128), "{path}: {}", stderr(&o));
+        assert_eq!(
+            stderr(&o),
+            format!("fatal: '{path}' does not appear to be a git repository\n")
+        );
+    }
+    // The forms git's clients send: `git upload-pack`, scp-like paths
+    // without a slash, `~/`.
+    for command in [
+        "git upload-pack '/proj.git'",
+        "git-upload-pack 'proj.git'",
+        "git-upload-pack '~/proj.git'",
+    ] {
+        let o = ssh(home, &alice, server.port, command);
+        // The client sends nothing; the advertisement came first.
+        assert!(
+            stdout(&o).contains("refs/heads/main"),
+            "{command}: {}",
+            stderr(&o)
+        );
+    }
+}
+
+#[test]
+fn bad_key_files_stop_the_server_at_startup() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path();
+    let root = home.join("root");
+    std::fs::create_dir_all(&root).unwrap();
+    let (_, alice_pub) = keygen(home, "alice", "ed25519", "alice");
+    let (host, _) = keygen(home, "host", "ed25519", "host");
+    let not_a_key = home.join("not-a-key");
+    std::fs::write(&not_a_key, "hello\n").unwrap();
+    let good_keys = home.join("keys");
+    std::fs::write(&good_keys, &alice_pub).unwrap();
+    let bad_keys = home.join("bad-keys");
+    std::fs::write(&bad_keys, format!("# team\nrestrict {alice_pub}")).unwrap();
+    for (host_key, keys, expected) in [
+        (&not_a_key, &good_keys, "not an OpenSSH private key"),
+        (&host, &bad_keys, "line 2: options before the key"),
+        (&home.join("missing"), &good_keys, "missing"),
+    ] {
+        let o = refstore(
+            home,
+            home,
+            &[
+                "serve",
+                "--listen",
+                "127.0.0.1:0",
+                "--root",
+                root.to_str().unwrap(),
+                "--ssh-listen",
+                "127.0.0.1:0",
+                "--ssh-host-key",
+                host_key.to_str().unwrap(),
+                "--ssh-authorized-keys",
+                keys.to_str().unwrap(),
+            ],
+        );
+        assert_eq!(o.status.code(), Some(128), "{}", stderr(&o));
+        assert!(stderr(&o).contains(expected), "{}", stderr(&o));
+    }
+    // The SSH flags go together.
+    let o = refstore(
+        home,
+        home,
+        &[
+            "serve",
+            "--root",
+            root.to_str().unwrap(),
+            "--ssh-listen",
+            "127.0.0.1:0",
+        ],
+    );
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("--ssh-host-key"), "{}", stderr(&o));
+}
+
+#[test]
+fn authorized_keys_are_read_again_on_sighup() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path();
+    let root = home.join("root");
+    setup(home, &root, &["proj.git"]);
+    let (alice, alice_pub) = keygen(home, "alice", "ed25519", "alice");
+    let (carol, carol_pub) = keygen(home, "carol", "ed25519", "carol");
+    let server = SshServed::start(home, &root, &alice_pub, &[]);
+    let url = server.url("proj.git");
+    let o = git_ssh(home, home, &carol, &["ls-remote", &url]);
+    assert!(
+        stderr(&o).contains("Permission denied (publickey)"),
+        "{}",
+        stderr(&o)
+    );
+
+    // Carol in, alice out.
+    std::fs::write(home.join("authorized_keys"), &carol_pub).unwrap();
+    server.hang_up();
+    server.wait_for_log("authorized keys reloaded");
+    let o = git_ssh(home, home, &carol, &["ls-remote", &url]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = git_ssh(home, home, &alice, &["ls-remote", &url]);
+    assert!(
+        stderr(&o).contains("Permission denied (publickey)"),
+        "{}",
+        stderr(&o)
+    );
+
+    // A file that no longer parses leaves the keys in force.
+    std::fs::write(home.join("authorized_keys"), "garbage\n").unwrap();
+    server.hang_up();
+    server.wait_for_log("keeping the authorized keys in force");
+    let o = git_ssh(home, home, &carol, &["ls-remote", &url]);
+    assert!(o.status.success(), "{}", stderr(&o));
+}
+
+#[test]
+fn packs_larger_than_the_channel_window_stream_both_ways() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path();
+    let root = home.join("root");
+    let work = setup(home, &root, &[]);
+    std::fs::write(work.join("big"), noise(6 << 20, 7)).unwrap();
+    git_ok(home, &work, &["add", "big"]);
+    git_ok(home, &work, &["commit", "-q", "-m", "big"]);
+    let served = root.join("big.git");
+    git_ok(
+        home,
+        home,
+        &[
+            "clone",
+            "-q",
+            "--bare",
+            work.to_str().unwrap(),
+            served.to_str().unwrap(),
+        ],
+    );
+    let (alice, alice_pub) = keygen(home, "alice", "ed25519", "alice");
+    let server = SshServed::start(home, &root, &alice_pub, &["--allow-push"]);
+
+    let clone = home.join("clone");
+    let o = git_ssh(
+        home,
+        home,
+        &alice,
+        &[
+            "clone",
+            "-q",
+            &server.url("big.git"),
+            clone.to_str().unwrap(),
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    git_ok(home, &clone, &["fsck", "--no-progress"]);
+    assert_eq!(std::fs::read(clone.join("big")).unwrap(), noise(6 << 20, 7));
+
+    std::fs::write(clone.join("big2"), noise(6 << 20, 11)).unwrap();
+    git_ok(home, &clone, &["add", "big2"]);
+    git_ok(home, &clone, &["commit", "-q", "-m", "big2"]);
+    let o = git_ssh(
+        home,
+        &clone,
+        &alice,
+        &["push", "-q", "origin", "HEAD:refs/heads/big2"],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(
+        git_ok(home, &served, &["rev-parse", "big2"]),
+        git_ok(home, &clone, &["rev-parse", "HEAD"])
+    );
+    git_ok(home, &served, &["fsck", "--no-progress"]);
+}
