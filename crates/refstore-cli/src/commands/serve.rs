@@ -3,6 +3,7 @@
 use crate::context::{Fatal, Globals};
 use refstore_fs::Vfs;
 use refstore_server::access::{AccessRules, Reloadable};
+use refstore_server::http::tls::ServerConfig;
 use refstore_server::{Credentials, ServeOptions, Server};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -59,6 +60,13 @@ pub struct Args {
     /// with --allow-push.
     #[arg(long, value_name = "file")]
     access: Option<PathBuf>,
+    /// Serve HTTPS with this certificate (PEM, the server's certificate
+    /// first, then any intermediates). Read again on SIGHUP.
+    #[arg(long, value_name = "pem", requires = "tls_key")]
+    tls_cert: Option<PathBuf>,
+    /// The private key of --tls-cert (PEM: PKCS#8, PKCS#1 or SEC1).
+    #[arg(long, value_name = "pem", requires = "tls_cert")]
+    tls_key: Option<PathBuf>,
     /// Print the address the server listens on to standard output once it
     /// is ready (useful with port 0).
     #[arg(long)]
@@ -97,6 +105,14 @@ pub fn run(args: Args, globals: &Globals) -> Result<u8, Fatal> {
         let rules = read_access(globals.vfs().as_ref(), path).map_err(Fatal::new)?;
         options.access = Some(Arc::new(Reloadable::new(rules)));
     }
+    let tls_files = match (&args.tls_cert, &args.tls_key) {
+        (Some(cert), Some(key)) => Some((globals.cwd().join(cert), globals.cwd().join(key))),
+        _ => None,
+    };
+    if let Some(files) = &tls_files {
+        let config = read_tls(globals.vfs().as_ref(), files).map_err(Fatal::new)?;
+        options.tls = Some(Arc::new(Reloadable::new(config)));
+    }
     if args.allow_push && options.credentials.is_empty() {
         return Err(Fatal::new(
             "--allow-push needs --credentials <file> with at least one user: pushes are always authenticated",
@@ -109,8 +125,10 @@ pub fn run(args: Args, globals: &Globals) -> Result<u8, Fatal> {
     reload_on_hangup(
         globals.vfs().clone(),
         hangup,
-        access_file,
-        options.access.clone(),
+        Reloads {
+            access: access_file.zip(options.access.clone()),
+            tls: tls_files.zip(options.tls.clone()),
+        },
     );
     let server = Server::bind(&args.listen, options, globals.vfs().clone()).map_err(Fatal::new)?;
     if args.print_address {
@@ -128,17 +146,36 @@ fn read_access(vfs: &dyn Vfs, path: &Path) -> Result<AccessRules, String> {
     AccessRules::parse(&text).map_err(|e| format!("access rules '{}': {e}", path.display()))
 }
 
+/// Reads a certificate and its key and makes a TLS configuration of them.
+fn read_tls(vfs: &dyn Vfs, (cert, key): &(PathBuf, PathBuf)) -> Result<ServerConfig, String> {
+    let cert_pem = vfs
+        .read(cert)
+        .map_err(|e| format!("--tls-cert '{}': {e}", cert.display()))?;
+    let key_pem = vfs
+        .read(key)
+        .map_err(|e| format!("--tls-key '{}': {e}", key.display()))?;
+    refstore_server::http::tls::server_config(&cert_pem, &key_pem).map_err(|e| {
+        format!(
+            "TLS certificate '{}' and key '{}': {e}",
+            cert.display(),
+            key.display()
+        )
+    })
+}
+
+/// What SIGHUP reloads: each file named on the command line and where
+/// its contents are in force.
+struct Reloads {
+    access: Option<(PathBuf, Arc<Reloadable<AccessRules>>)>,
+    tls: Option<((PathBuf, PathBuf), Arc<Reloadable<ServerConfig>>)>,
+}
+
 /// How often the reloading thread looks at the SIGHUP flag.
 const HANGUP_POLL: std::time::Duration = std::time::Duration::from_millis(200);
 
 /// Re-reads the files named on the command line whenever SIGHUP arrives.
-/// A file that no longer parses is reported and the rules in force stay.
-fn reload_on_hangup(
-    vfs: Arc<dyn Vfs>,
-    hangup: Arc<AtomicBool>,
-    access_file: Option<PathBuf>,
-    access: Option<Arc<Reloadable<AccessRules>>>,
-) {
+/// A file that no longer parses is reported and what is in force stays.
+fn reload_on_hangup(vfs: Arc<dyn Vfs>, hangup: Arc<AtomicBool>, reloads: Reloads) {
     std::thread::Builder::new()
         .name("refstore-reload".into())
         .spawn(move || loop {
@@ -146,13 +183,22 @@ fn reload_on_hangup(
             if !hangup.swap(false, Ordering::Relaxed) {
                 continue;
             }
-            if let (Some(path), Some(access)) = (&access_file, &access) {
+            if let Some((path, access)) = &reloads.access {
                 match read_access(vfs.as_ref(), path) {
                     Ok(rules) => {
                         access.set(rules);
                         tracing::info!(file = %path.display(), "access rules reloaded");
                     }
                     Err(e) => tracing::error!("keeping the access rules in force: {e}"),
+                }
+            }
+            if let Some((files, tls)) = &reloads.tls {
+                match read_tls(vfs.as_ref(), files) {
+                    Ok(config) => {
+                        tls.set(config);
+                        tracing::info!(file = %files.0.display(), "TLS certificate reloaded");
+                    }
+                    Err(e) => tracing::error!("keeping the TLS certificate in force: {e}"),
                 }
             }
         })

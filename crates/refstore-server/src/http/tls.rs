@@ -1,6 +1,8 @@
 //! HTTPS: the server's certificate and key, read from PEM files, as a
 //! rustls configuration (ring as the crypto provider, no OpenSSL).
 
+pub use rustls::ServerConfig;
+
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use std::sync::Arc;
@@ -21,7 +23,7 @@ pub enum TlsError {
 
 /// A server configuration from a PEM certificate chain (the server's
 /// certificate first) and a PEM private key (PKCS#8, PKCS#1 or SEC1).
-pub fn server_config(cert_pem: &[u8], key_pem: &[u8]) -> Result<rustls::ServerConfig, TlsError> {
+pub fn server_config(cert_pem: &[u8], key_pem: &[u8]) -> Result<ServerConfig, TlsError> {
     let chain = CertificateDer::pem_slice_iter(cert_pem)
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| TlsError::Certificate(e.to_string()))?;
@@ -32,7 +34,7 @@ pub fn server_config(cert_pem: &[u8], key_pem: &[u8]) -> Result<rustls::ServerCo
     }
     let key = PrivateKeyDer::from_pem_slice(key_pem).map_err(|e| TlsError::Key(e.to_string()))?;
     let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let mut config = rustls::ServerConfig::builder_with_provider(provider)
+    let mut config = ServerConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
         .map_err(|e| TlsError::Config(e.to_string()))?
         .with_no_client_auth()
