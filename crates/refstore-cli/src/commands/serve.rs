@@ -146,8 +146,11 @@ fn read_access(vfs: &dyn Vfs, path: &Path) -> Result<AccessRules, String> {
     AccessRules::parse(&text).map_err(|e| format!("access rules '{}': {e}", path.display()))
 }
 
+/// The certificate and key files of HTTPS.
+type TlsFiles = (PathBuf, PathBuf);
+
 /// Reads a certificate and its key and makes a TLS configuration of them.
-fn read_tls(vfs: &dyn Vfs, (cert, key): &(PathBuf, PathBuf)) -> Result<ServerConfig, String> {
+fn read_tls(vfs: &dyn Vfs, (cert, key): &TlsFiles) -> Result<ServerConfig, String> {
     let cert_pem = vfs
         .read(cert)
         .map_err(|e| format!("--tls-cert '{}': {e}", cert.display()))?;
@@ -167,7 +170,7 @@ fn read_tls(vfs: &dyn Vfs, (cert, key): &(PathBuf, PathBuf)) -> Result<ServerCon
 /// its contents are in force.
 struct Reloads {
     access: Option<(PathBuf, Arc<Reloadable<AccessRules>>)>,
-    tls: Option<((PathBuf, PathBuf), Arc<Reloadable<ServerConfig>>)>,
+    tls: Option<(TlsFiles, Arc<Reloadable<ServerConfig>>)>,
 }
 
 /// How often the reloading thread looks at the SIGHUP flag.
