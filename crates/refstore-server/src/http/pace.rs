@@ -268,3 +268,74 @@ impl PacedBody {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    fn paced(timeout: Duration) -> (PacedIo<tokio::io::DuplexStream>, tokio::io::DuplexStream) {
+        let (server, client) = tokio::io::duplex(4096);
+        let io = PacedIo::new(server, timeout, Arc::default(), Arc::default());
+        (io, client)
+    }
+
+    #[tokio::test]
+    async fn a_client_that_does_not_read_is_dropped() {
+        let (mut io, _client) = paced(Duration::from_millis(200));
+        let block = vec![7u8; 1024];
+        let err = loop {
+            if let Err(e) = io.write_all(&block).await {
+                break e;
+            }
+        };
+        assert_eq!(err.kind(), io::ErrorKind::TimedOut);
+        assert_eq!(
+            err.to_string(),
+            "the client did not read the response in time"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_reading_client_is_never_cut_off_nor_charged_for_the_servers_pauses() {
+        let (mut io, mut client) = paced(Duration::from_millis(200));
+        let reader = tokio::spawn(async move {
+            let mut sink = Vec::new();
+            client.read_to_end(&mut sink).await.unwrap();
+            sink.len()
+        });
+        let block = vec![7u8; 64 << 10];
+        for round in 0..64 {
+            io.write_all(&block).await.unwrap();
+            if round % 16 == 0 {
+                // The server computing for longer than the timeout.
+                tokio::time::sleep(Duration::from_millis(300)).await;
+            }
+        }
+        io.shutdown().await.unwrap();
+        drop(io);
+        assert_eq!(reader.await.unwrap(), 64 * (64 << 10));
+    }
+
+    #[tokio::test]
+    async fn reads_are_shown_to_the_framing_watch_and_counted() {
+        let (server, mut client) = tokio::io::duplex(4096);
+        let wire = Arc::new(Wire::default());
+        let scan = Arc::new(std::sync::Mutex::new(Scan::default()));
+        let mut io = PacedIo::new(server, Duration::from_secs(5), wire.clone(), scan.clone());
+        assert!(!wire.partial_head());
+        client
+            .write_all(
+                b"POST / HTTP/1.1\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n",
+            )
+            .await
+            .unwrap();
+        drop(client);
+        let mut sink = Vec::new();
+        io.read_to_end(&mut sink).await.unwrap();
+        assert!(wire.partial_head());
+        assert!(scan.lock().unwrap().next_request().ambiguous);
+        let _active = wire.request_started();
+        assert!(!wire.partial_head() && wire.answering());
+    }
+}
