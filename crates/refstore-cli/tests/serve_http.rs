@@ -172,6 +172,16 @@ fn clone_fetch_and_ls_remote_over_http() {
     assert_eq!(status, 200);
     let (status, _) = server.raw("GET /team/proj.git/info/refs?service=git-evil");
     assert_eq!(status, 403);
+    // HEAD: the headers of the advertisement, no body.
+    let (status, answer) = server.raw("HEAD /team/proj.git/info/refs?service=git-upload-pack");
+    assert_eq!(status, 200, "{answer}");
+    assert!(
+        answer.contains("application/x-git-upload-pack-advertisement")
+            && answer.ends_with("\r\n\r\n"),
+        "{answer}"
+    );
+    let (status, _) = server.raw("HEAD /team/nothing.git/info/refs?service=git-upload-pack");
+    assert_eq!(status, 404);
 
     let (code, log) = server.stop();
     assert_eq!(code, Some(0), "{log}");

@@ -187,6 +187,14 @@ async fn answer_request(
 
     if route.endpoint == Endpoint::Advertisement {
         let service = route.service;
+        let content_type = format!("application/x-{}-advertisement", service.name());
+        if request.method() == hyper::Method::HEAD {
+            // The headers only: the repository is opened, nothing run.
+            if let Err(refusal) = run(state, answer, &route, path, |_| ()).await {
+                return refusal;
+            }
+            return answer.streamed(&content_type, mpsc::channel(1).1);
+        }
         let (tx, rx) = mpsc::channel(DEPTH);
         let name = route.repo.clone();
         let started = run(state, answer, &route, path, move |repo| {
@@ -207,7 +215,6 @@ async fn answer_request(
         if let Err(refusal) = started {
             return refusal;
         }
-        let content_type = format!("application/x-{}-advertisement", service.name());
         return answer.streamed(&content_type, rx);
     }
 

@@ -209,9 +209,7 @@ impl Answer {
         rx: mpsc::Receiver<io::Result<Bytes>>,
     ) -> Response<Reply> {
         let headers = protocol_headers(content_type);
-        let mut response = self.build(200, &headers, Content::Streamed(rx));
-        response.headers_mut().remove(hyper::header::CONTENT_LENGTH);
-        response
+        self.build(200, &headers, Content::Streamed(rx))
     }
 }
 
