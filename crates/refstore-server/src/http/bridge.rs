@@ -77,10 +77,19 @@ impl ChannelWriter {
         if self.buffer.is_empty() {
             return Ok(());
         }
-        let piece = Bytes::from(std::mem::replace(
-            &mut self.buffer,
-            Vec::with_capacity(PIECE),
-        ));
+        // A full buffer is handed over as it is; a short one (a flush in
+        // the middle of the protocol) is copied, so that a few bytes in
+        // flight do not hold a whole buffer each.
+        let piece = if self.buffer.len() == PIECE {
+            Bytes::from(std::mem::replace(
+                &mut self.buffer,
+                Vec::with_capacity(PIECE),
+            ))
+        } else {
+            let piece = Bytes::copy_from_slice(&self.buffer);
+            self.buffer.clear();
+            piece
+        };
         self.tx.blocking_send(Ok(piece)).map_err(|_| {
             io::Error::new(
                 io::ErrorKind::BrokenPipe,
