@@ -70,7 +70,9 @@ pub(super) async fn serve(
     let Ok(mut spare) = TcpStream::from_std(spare) else {
         return;
     };
-    if outcome == Outcome::HeadTimedOut && state.options.tls.is_none() {
+    if let (Outcome::HeadTimedOut(started), None) = (outcome, &state.options.tls) {
+        // hyper closes without a word; the client is told why, on the
+        // plain socket (under TLS, hyper's stream is gone with its keys).
         let message = "the client did not send its request in time\n";
         let answer = format!(
             "HTTP/1.1 408 Request Timeout\r\nServer: refstore\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{message}",
@@ -78,16 +80,18 @@ pub(super) async fn serve(
         );
         let _ =
             tokio::time::timeout(Duration::from_secs(1), spare.write_all(answer.as_bytes())).await;
+        log(Some(client), "-", "-", 408, None, 0, started);
     }
     linger(&mut spare).await;
 }
 
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Outcome {
     Done,
-    /// A request head started arriving and did not complete in time: the
-    /// client is told (408) unless TLS is in the way.
-    HeadTimedOut,
+    /// A request head started arriving and did not complete in time
+    /// (the connection's HTTP began at the instant given): the client is
+    /// told (408) unless TLS is in the way.
+    HeadTimedOut(Instant),
 }
 
 async fn http<I>(
@@ -160,10 +164,14 @@ where
         metrics.rejected(Rejection::BadRequest);
         log(Some(client), "-", "-", 400, None, 0, started);
     } else if e.is_timeout() {
-        metrics.rejected(Rejection::Timeout);
+        // An idle keep-alive connection closing is no refusal; a head
+        // begun and not finished, or a connection that never sent one, is.
         if wire.partial_head() {
-            log(Some(client), "-", "-", 408, None, 0, started);
-            return Outcome::HeadTimedOut;
+            metrics.rejected(Rejection::Timeout);
+            return Outcome::HeadTimedOut(started);
+        }
+        if !wire.served_any() {
+            metrics.rejected(Rejection::Timeout);
         }
     } else {
         if timed_out(&e) {

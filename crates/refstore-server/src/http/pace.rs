@@ -94,6 +94,11 @@ impl Wire {
         Active(self.clone())
     }
 
+    /// True once a request was read on the connection.
+    pub fn served_any(&self) -> bool {
+        self.requests.load(Ordering::Relaxed) > 0
+    }
+
     /// True while a request is being answered.
     pub fn answering(&self) -> bool {
         self.active.load(Ordering::Relaxed) > 0
