@@ -33,7 +33,9 @@ pub struct Args {
     #[arg(long, value_name = "n", default_value_t = 512)]
     max_connections: usize,
     /// Connections open at once from one client address (IPv6: one /64);
-    /// more are answered 503.
+    /// more are answered 503. One address also runs at most half of
+    /// --workers services at once (behind a reverse proxy every client
+    /// has the proxy's address).
     #[arg(long, value_name = "n", default_value_t = 32)]
     max_connections_per_ip: usize,
     /// Seconds a client may take to send a request or to start reading a
