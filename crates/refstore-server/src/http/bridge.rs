@@ -8,10 +8,10 @@ use std::io::{self, Read, Write};
 use tokio::sync::mpsc;
 
 /// Pieces in flight on a channel.
-pub const DEPTH: usize = 4;
+pub const DEPTH: usize = 2;
 
 /// The size of a piece of output: each is one chunk of the response.
-const PIECE: usize = 64 << 10;
+const PIECE: usize = 32 << 10;
 
 /// A request body arriving piece by piece.
 pub struct ChannelReader {
@@ -68,9 +68,13 @@ impl ChannelWriter {
         }
     }
 
-    /// Ends the body with an error, so the client sees it cut short.
-    pub fn fail(self, message: String) {
-        let _ = self.tx.blocking_send(Err(io::Error::other(message)));
+    /// Ends the body with an error, so the client sees it cut short;
+    /// what was written before goes out first (a service may have told
+    /// the client why, as git's `ERR` line).
+    pub fn fail(mut self, message: String) {
+        if self.send().is_ok() {
+            let _ = self.tx.blocking_send(Err(io::Error::other(message)));
+        }
     }
 
     fn send(&mut self) -> io::Result<()> {
@@ -126,16 +130,17 @@ mod tests {
             for i in 0..200u32 {
                 out.write_all(&i.to_le_bytes().repeat(100)).unwrap();
             }
-            out.flush().unwrap();
+            out.write_all(b"last words").unwrap();
             out.fail("broken".into());
         });
         let mut input = ChannelReader::new(rx);
         let mut got = Vec::new();
         let err = input.read_to_end(&mut got).unwrap_err();
         assert_eq!(err.to_string(), "broken");
-        let expected: Vec<u8> = (0..200u32)
+        let mut expected: Vec<u8> = (0..200u32)
             .flat_map(|i| i.to_le_bytes().repeat(100))
             .collect();
+        expected.extend_from_slice(b"last words");
         assert_eq!(got, expected);
         assert!(input.read(&mut [0u8; 4]).is_err());
         sender.join().unwrap();

@@ -131,8 +131,10 @@ pub struct Server {
 const SHUTDOWN_POLL: Duration = Duration::from_millis(100);
 
 /// Threads of the blocking pool besides the `workers` that run services:
-/// opening repositories and checking passwords.
-const SPARE_BLOCKING_THREADS: usize = 8;
+/// locating repositories and checking passwords. Few: every thread that
+/// allocates keeps a malloc arena of its own, which shows in the
+/// server's resident memory.
+const SPARE_BLOCKING_THREADS: usize = 2;
 
 impl Server {
     /// Listens on `addr` (`host:port`; port 0 picks a free one).

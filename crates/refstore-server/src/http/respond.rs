@@ -75,6 +75,10 @@ pub struct Reply {
 enum Content {
     Whole(Option<Bytes>),
     Streamed(mpsc::Receiver<io::Result<Bytes>>),
+    /// A stream that failed: the failure is held back for one turn, so
+    /// that hyper flushes what went before it (the service's message to
+    /// the client) before it cuts the connection.
+    Failing(Option<io::Error>),
 }
 
 impl Body for Reply {
@@ -90,8 +94,14 @@ impl Body for Reply {
             Content::Whole(data) => data.take().map(Ok),
             Content::Streamed(rx) => match rx.poll_recv(cx) {
                 Poll::Pending => return Poll::Pending,
+                Poll::Ready(Some(Err(e))) => {
+                    this.content = Content::Failing(Some(e));
+                    cx.waker().wake_by_ref();
+                    return Poll::Pending;
+                }
                 Poll::Ready(next) => next,
             },
+            Content::Failing(e) => e.take().map(Err),
         };
         if let Some(Ok(data)) = &next {
             this.sent += data.len() as u64;
@@ -108,7 +118,7 @@ impl Body for Reply {
             Content::Whole(data) => {
                 SizeHint::with_exact(data.as_ref().map_or(0, |d| d.len() as u64))
             }
-            Content::Streamed(_) => SizeHint::default(),
+            Content::Streamed(_) | Content::Failing(_) => SizeHint::default(),
         }
     }
 }
