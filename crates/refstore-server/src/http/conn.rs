@@ -6,7 +6,7 @@
 
 use super::framing::Scan;
 use super::handler::{self, State};
-use super::pace::{PacedIo, Wire};
+use super::pace::{PacedIo, Watched, Wire};
 use super::respond::log;
 use crate::metrics::{Rejection, Transport};
 use hyper_util::rt::{TokioIo, TokioTimer};
@@ -23,6 +23,9 @@ pub const MAX_HEAD: usize = 16 << 10;
 
 /// The most header fields one request may have.
 pub const MAX_FIELDS: usize = 100;
+
+/// The most hyper reads from a client at once (at least `MAX_HEAD`).
+const READ_BUFFER: usize = 64 << 10;
 
 /// Serves `stream` until the client closes it, a request asks to close, a
 /// time limit is hit, or the server shuts down (`stopping` turns true).
@@ -47,23 +50,34 @@ pub(super) async fn serve(
     let timeout = state.options.timeout;
     let wire = Arc::new(Wire::default());
     let scan = Arc::new(Mutex::new(Scan::default()));
-    let io = PacedIo::new(stream, timeout, wire.clone(), scan.clone());
+    let io = PacedIo::new(stream, timeout, wire.clone());
     let tls = state.options.tls.as_ref().map(|tls| tls.get());
     let outcome = match tls {
-        None => http(&state, io, client, &wire, &scan, &mut stopping).await,
+        None => {
+            let io = Watched::new(io, wire.clone(), scan.clone());
+            http(&state, io, client, &wire, &mut stopping).await
+        }
         Some(config) => {
             let acceptor = tokio_rustls::TlsAcceptor::from(config);
-            match tokio::time::timeout(timeout, acceptor.accept(io)).await {
-                Ok(Ok(io)) => http(&state, io, client, &wire, &scan, &mut stopping).await,
-                Ok(Err(e)) => {
+            let handshake = tokio::select! {
+                done = tokio::time::timeout(timeout, acceptor.accept(io)) => Some(done),
+                () = until_stopped(&mut stopping) => None,
+            };
+            match handshake {
+                Some(Ok(Ok(io))) => {
+                    let io = Watched::new(io, wire.clone(), scan.clone());
+                    http(&state, io, client, &wire, &mut stopping).await
+                }
+                Some(Ok(Err(e))) => {
                     tracing::debug!(%client, "TLS handshake failed: {e}");
                     state.options.metrics.rejected(Rejection::BadRequest);
                     Outcome::Done
                 }
-                Err(_) => {
+                Some(Err(_)) => {
                     state.options.metrics.rejected(Rejection::Timeout);
                     Outcome::Done
                 }
+                None => Outcome::Done,
             }
         }
     };
@@ -96,17 +110,16 @@ enum Outcome {
 
 async fn http<I>(
     state: &Arc<State>,
-    io: I,
+    io: Watched<I>,
     client: SocketAddr,
     wire: &Arc<Wire>,
-    scan: &Arc<Mutex<Scan>>,
     stopping: &mut watch::Receiver<bool>,
 ) -> Outcome
 where
     I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
     let service = {
-        let (state, wire, scan) = (state.clone(), wire.clone(), scan.clone());
+        let (state, wire, scan) = (state.clone(), wire.clone(), io.scan());
         hyper::service::service_fn(move |request| {
             let active = wire.request_started();
             let framing = scan
@@ -127,7 +140,7 @@ where
         .header_read_timeout(state.options.timeout)
         .max_header_size(MAX_HEAD)
         .max_headers(MAX_FIELDS)
-        .max_buf_size(MAX_HEAD.max(64 << 10));
+        .max_buf_size(READ_BUFFER);
     let started = Instant::now();
     let connection = builder.serve_connection(TokioIo::new(io), service);
     tokio::pin!(connection);

@@ -10,7 +10,8 @@
 //!
 //! Request heads are limited by hyper's header read timeout (a head is a
 //! few hundred bytes, so the allowance is `timeout`); request bodies by
-//! [`PacedBody`]; responses by [`PacedIo`], the socket as hyper sees it.
+//! [`PacedBody`]; responses by [`PacedIo`], the socket below TLS. What the
+//! client sends is [`Watched`] above TLS, for the framing of its heads.
 
 use super::framing::Scan;
 use hyper::body::{Body, Bytes, Incoming};
@@ -110,12 +111,10 @@ impl Wire {
     }
 }
 
-/// A socket whose writes are paced, and whose incoming bytes are watched
-/// for the framing of each request head.
+/// A socket whose writes are paced.
 pub struct PacedIo<S> {
     inner: S,
     wire: Arc<Wire>,
-    scan: Arc<std::sync::Mutex<Scan>>,
     write: Allowance,
     request: u64,
     blocked_since: Option<Instant>,
@@ -123,17 +122,11 @@ pub struct PacedIo<S> {
 }
 
 impl<S> PacedIo<S> {
-    /// Wraps `inner`; `scan` sees every byte read.
-    pub fn new(
-        inner: S,
-        timeout: Duration,
-        wire: Arc<Wire>,
-        scan: Arc<std::sync::Mutex<Scan>>,
-    ) -> Self {
+    /// Wraps `inner`; each request on `wire` starts a new allowance.
+    pub fn new(inner: S, timeout: Duration, wire: Arc<Wire>) -> Self {
         PacedIo {
             inner,
             wire,
-            scan,
             write: Allowance::new(timeout),
             request: 0,
             blocked_since: None,
@@ -154,6 +147,36 @@ impl<S: AsyncRead + Unpin> AsyncRead for PacedIo<S> {
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().inner).poll_read(cx, buf)
+    }
+}
+
+/// The plain text a client sends (above TLS, if any), shown to the
+/// framing watch and counted for the head-timeout answer.
+pub struct Watched<S> {
+    inner: S,
+    wire: Arc<Wire>,
+    scan: Arc<std::sync::Mutex<Scan>>,
+}
+
+impl<S> Watched<S> {
+    /// Wraps `inner`; `scan` sees every byte read.
+    pub fn new(inner: S, wire: Arc<Wire>, scan: Arc<std::sync::Mutex<Scan>>) -> Self {
+        Watched { inner, wire, scan }
+    }
+
+    /// The framing watch.
+    pub fn scan(&self) -> Arc<std::sync::Mutex<Scan>> {
+        self.scan.clone()
+    }
+}
+
+impl<S: AsyncRead + Unpin> AsyncRead for Watched<S> {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
         let this = self.get_mut();
         let before = buf.filled().len();
         ready!(Pin::new(&mut this.inner).poll_read(cx, buf))?;
@@ -166,6 +189,24 @@ impl<S: AsyncRead + Unpin> AsyncRead for PacedIo<S> {
             .unwrap_or_else(|e| e.into_inner())
             .observe(new);
         Poll::Ready(Ok(()))
+    }
+}
+
+impl<S: AsyncWrite + Unpin> AsyncWrite for Watched<S> {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.get_mut().inner).poll_write(cx, buf)
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().inner).poll_shutdown(cx)
     }
 }
 
@@ -281,7 +322,7 @@ mod tests {
 
     fn paced(timeout: Duration) -> (PacedIo<tokio::io::DuplexStream>, tokio::io::DuplexStream) {
         let (server, client) = tokio::io::duplex(4096);
-        let io = PacedIo::new(server, timeout, Arc::default(), Arc::default());
+        let io = PacedIo::new(server, timeout, Arc::default());
         (io, client)
     }
 
@@ -327,7 +368,7 @@ mod tests {
         let (server, mut client) = tokio::io::duplex(4096);
         let wire = Arc::new(Wire::default());
         let scan = Arc::new(std::sync::Mutex::new(Scan::default()));
-        let mut io = PacedIo::new(server, Duration::from_secs(5), wire.clone(), scan.clone());
+        let mut io = Watched::new(server, wire.clone(), scan.clone());
         assert!(!wire.partial_head());
         client
             .write_all(
