@@ -1,7 +1,8 @@
 //! `refstore serve --tls-cert --tls-key`: HTTPS with the machine's real
 //! git (libcurl) and a certificate made in the test: clone, fetch,
 //! ls-remote and push over protocol v0 and v2; bytes that are no TLS
-//! handshake close their connection without troubling the next client; a
+//! handshake close their connection without troubling the next client;
+//! ambiguous framing inside TLS is refused as over plain HTTP; a
 //! new certificate is taken on SIGHUP, a broken one is reported and the
 //! one in force stays; a broken certificate stops the server at startup.
 
@@ -169,6 +170,28 @@ fn clone_fetch_ls_remote_and_push_over_https() {
         let o = git_tls(home, home, &cert, &["ls-remote", &url]);
         assert!(o.status.success(), "{}", stderr(&o));
     }
+
+    // Inside TLS, a request announcing its body two ways is refused as
+    // over plain HTTP.
+    let mut client = Command::new("openssl")
+        .args(["s_client", "-quiet", "-verify_return_error", "-connect"])
+        .arg(&server.addr)
+        .arg("-CAfile")
+        .arg(&cert)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("cannot run openssl: scripts/install-deps installs it");
+    client
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"POST /proj.git/git-upload-pack HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-git-upload-pack-request\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n")
+        .unwrap();
+    let answer = client.wait_with_output().unwrap();
+    let answer = String::from_utf8_lossy(&answer.stdout);
+    assert!(answer.starts_with("HTTP/1.1 400 "), "{answer}");
 
     let (code, log) = server.stop();
     assert_eq!(code, Some(0), "{log}");
