@@ -2,13 +2,15 @@
 //! before the repository is opened, request bodies limited, and the
 //! blocking git services run on tokio's blocking pool, one turn each.
 
-use super::body::{self, Encoding, Failure, Watched};
-use super::bridge::{ChannelReader, ChannelWriter, DEPTH};
+use super::body::{self, Encoding, Failure};
+use super::bridge::{ChannelWriter, DEPTH};
 use super::framing::Framing;
+use super::jobs::{blocking, run};
 use super::pace::{Active, PacedBody};
 use super::permits::Permits;
+use super::push;
 use super::respond::{Answer, LogLine, Reply};
-use super::route::{self, Endpoint, Route, Service};
+use super::route::{self, Endpoint, Service};
 use super::services;
 use super::ServeOptions;
 use crate::access::{self, Verdict, Want};
@@ -16,8 +18,6 @@ use crate::metrics::Rejection;
 use hyper::body::Incoming;
 use hyper::{Request, Response};
 use refstore_fs::Vfs;
-use refstore_protocol::repository::{OpenError, Repository};
-use std::cell::Cell;
 use std::io::Write;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -269,145 +269,14 @@ async fn answer_request(
             }
             answer.streamed(&result_type, rx)
         }
-        Service::ReceivePack => push(state, answer, &route, path, input, encoding, limit).await,
-    }
-}
-
-/// A push: the pack streams into the repository as it arrives; the
-/// report is short and sent whole.
-async fn push(
-    state: &Arc<State>,
-    answer: &mut Answer,
-    route: &Route,
-    path: PathBuf,
-    mut input: PacedBody,
-    encoding: Encoding,
-    limit: u64,
-) -> Response<Reply> {
-    let (tx, rx) = mpsc::channel(DEPTH);
-    let service_state = state.clone();
-    let job = run(state, answer, route, path, move |repo| {
-        let failure = Cell::new(None);
-        let mut input = Watched::new(
-            body::decoded(ChannelReader::new(rx), encoding, limit),
-            &failure,
-        );
-        let mut output = Vec::new();
-        let result = services::receive_pack(&repo, &mut input, &mut output);
-        if result.is_ok() && failure.get().is_none() {
-            service_state.maintenance.after_push(&repo.location.git_dir);
-        }
-        (result, output, failure.get())
-    })
-    .await;
-    let mut job = match job {
-        Ok(job) => job,
-        Err(refusal) => {
-            answer.close = true;
-            return refusal;
-        }
-    };
-    let mut whole_body_read = false;
-    let outcome = {
-        let pump = async {
-            loop {
-                match input.next().await {
-                    Ok(Some(piece)) => {
-                        if tx.send(Ok(piece)).await.is_err() {
-                            return;
-                        }
-                    }
-                    Ok(None) => {
-                        whole_body_read = true;
-                        return;
-                    }
-                    Err(e) => {
-                        let _ = tx.send(Err(e)).await;
-                        return;
-                    }
-                }
-            }
-        };
-        tokio::pin!(pump);
-        tokio::select! {
-            outcome = &mut job => outcome,
-            () = &mut pump => (&mut job).await,
-        }
-    };
-    drop(tx);
-    answer.close |= !whole_body_read;
-    let Ok(Some((result, output, failure))) = outcome else {
-        return answer.text(500, "the push failed", &[]);
-    };
-    // A body cut off (too large, too slow) is answered with its HTTP
-    // status even where the service reported it in its own words, so
-    // clients and proxies see what happened.
-    if let Some(failure) = failure {
-        let message = match &result {
-            Err(message) => message.clone(),
-            Ok(()) => String::from_utf8_lossy(&output).into_owned(),
-        };
-        tracing::warn!(repo = %route.repo, "push failed: {message}");
-        return refuse_body(state, answer, failure, &message);
-    }
-    if let Err(message) = &result {
-        tracing::warn!(repo = %route.repo, "push failed: {message}");
-        if output.is_empty() {
-            return answer.text(500, message, &[]);
+        Service::ReceivePack => {
+            push::push(state, answer, &route, path, input, encoding, limit).await
         }
     }
-    let result_type = format!("application/x-{}-result", route.service.name());
-    answer.whole(&result_type, output)
-}
-
-/// Takes a turn for the client, then opens the repository at `path` and
-/// runs `service` on it on the blocking pool (a repository stays on the
-/// thread that opened it). Waits for the opening only: the job, or the
-/// answer to give if the repository cannot be opened.
-async fn run<T: Send + 'static>(
-    state: &Arc<State>,
-    answer: &mut Answer,
-    route: &Route,
-    path: PathBuf,
-    service: impl FnOnce(Repository) -> T + Send + 'static,
-) -> Result<tokio::task::JoinHandle<Option<T>>, Response<Reply>> {
-    let address = answer.line.as_ref().and_then(|l| l.client).map(|a| a.ip());
-    let permit = state.permits.acquire(address).await;
-    let (opened_tx, opened) = tokio::sync::oneshot::channel();
-    let job_state = state.clone();
-    let job = tokio::task::spawn_blocking(move || {
-        let _permit = permit;
-        let options = &job_state.options;
-        match Repository::open(job_state.vfs.clone(), &path, &options.config_overrides) {
-            Ok(repo) => {
-                let _ = opened_tx.send(Ok(()));
-                Some(service(repo))
-            }
-            Err(e) => {
-                let _ = opened_tx.send(Err(e));
-                None
-            }
-        }
-    });
-    match opened.await {
-        Ok(Ok(())) => Ok(job),
-        Ok(Err(OpenError::NotARepository(_))) => Err(answer.text(404, "repository not found", &[])),
-        Ok(Err(e)) => {
-            tracing::error!(repo = %route.repo, "cannot open repository: {e}");
-            Err(answer.text(500, "cannot open the repository", &[]))
-        }
-        Err(_) => Err(answer.text(500, "cannot open the repository", &[])),
-    }
-}
-
-/// Runs blocking work (file system, password hashes) off the event loop;
-/// `None` if it panicked.
-async fn blocking<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> Option<T> {
-    tokio::task::spawn_blocking(work).await.ok()
 }
 
 /// A refusal counted in the metrics.
-fn refuse(
+pub(super) fn refuse(
     state: &State,
     answer: &mut Answer,
     reason: Rejection,
@@ -421,7 +290,7 @@ fn refuse(
 
 /// Answers a request whose body could not be read; the connection closes,
 /// since the rest of the body may still be on the wire.
-fn refuse_body(
+pub(super) fn refuse_body(
     state: &State,
     answer: &mut Answer,
     failure: Failure,
