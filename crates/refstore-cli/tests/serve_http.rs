@@ -172,6 +172,16 @@ fn clone_fetch_and_ls_remote_over_http() {
     assert_eq!(status, 200);
     let (status, _) = server.raw("GET /team/proj.git/info/refs?service=git-evil");
     assert_eq!(status, 403);
+    // HEAD: the headers of the advertisement, no body.
+    let (status, answer) = server.raw("HEAD /team/proj.git/info/refs?service=git-upload-pack");
+    assert_eq!(status, 200, "{answer}");
+    assert!(
+        answer.contains("application/x-git-upload-pack-advertisement")
+            && answer.ends_with("\r\n\r\n"),
+        "{answer}"
+    );
+    let (status, _) = server.raw("HEAD /team/nothing.git/info/refs?service=git-upload-pack");
+    assert_eq!(status, 404);
 
     let (code, log) = server.stop();
     assert_eq!(code, Some(0), "{log}");
@@ -367,4 +377,29 @@ fn partial_clones_over_http_fetch_missing_blobs_lazily() {
         assert_eq!(missing(), 0, "v{version}");
         git_ok(home, &clone, &["fsck", "--no-progress"]);
     }
+}
+
+/// A request the service refuses: its `ERR` line reaches the client before
+/// the response is cut short, as git's http-backend shows it.
+#[test]
+fn a_refused_fetch_shows_the_services_message() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path();
+    let root = home.join("root");
+    setup(home, &root);
+    let server = Served::start(home, &root, &[]);
+    let unknown = "1234567890123456789012345678901234567890";
+    let body = format!("0032want {unknown}\n00000009done\n");
+    let request = format!(
+        "POST /team/proj.git/git-upload-pack HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-git-upload-pack-request\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    let (status, answer) = server.exchange(request.as_bytes());
+    assert_eq!(status, 200, "{answer}");
+    assert!(
+        answer.contains(&format!("ERR upload-pack: not our ref {unknown}")),
+        "{answer}"
+    );
+    // Cut short: no last chunk.
+    assert!(!answer.ends_with("0\r\n\r\n"), "{answer:?}");
 }

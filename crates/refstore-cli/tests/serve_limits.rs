@@ -4,7 +4,8 @@
 //! whatever their framing (length, chunked, gzip); paths and ref names
 //! that try to leave the repository are refused; a loose ref that is a
 //! symbolic link out of the repository is replaced, never written through,
-//! as git does; and no password reaches the log, even at trace level.
+//! as git does; no password reaches the log, even at trace level; and one
+//! client address cannot take every connection or every worker.
 
 mod served;
 mod support;
@@ -630,4 +631,87 @@ fn one_connection_carries_several_requests() {
         "{answer}"
     );
     assert_eq!(answer.matches("\r\n0\r\n\r\n").count(), 2, "{answer}");
+}
+
+/// Connects to `server` from the local address `from`.
+fn connect_from(from: &str, server: &str) -> TcpStream {
+    let from: std::net::SocketAddr = format!("{from}:0").parse().unwrap();
+    let server: std::net::SocketAddr = server.parse().unwrap();
+    let socket = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+    socket.bind(&from.into()).unwrap();
+    socket.connect(&server.into()).unwrap();
+    socket.into()
+}
+
+#[test]
+fn slow_connections_from_one_address_leave_room_for_others() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path();
+    let root = home.join("root");
+    let (_, served) = setup(home, &root);
+    let server = Served::start(home, &root, &["--max-connections", "64", "--timeout", "60"]);
+
+    // 100 connections from 127.0.0.2, each sending a request head a byte
+    // at a time: more than --max-connections.
+    let head = b"GET /proj.git/info/refs?service=git-upload-pack HTTP/1.1\r\nX-Slow: ".to_vec();
+    let mut writers = Vec::new();
+    let (answers, answered) = std::sync::mpsc::channel();
+    for _ in 0..100 {
+        let mut stream = connect_from("127.0.0.2", &server.addr);
+        writers.push(stream.try_clone().unwrap());
+        let answers = answers.clone();
+        std::thread::spawn(move || answers.send(read_answer(&mut stream)));
+    }
+    drop(answers);
+    let attacking = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let trickler = {
+        let attacking = attacking.clone();
+        std::thread::spawn(move || {
+            let mut sent = 0;
+            while attacking.load(std::sync::atomic::Ordering::Relaxed) {
+                let byte = head.get(sent).copied().unwrap_or(b'x');
+                for writer in &mut writers {
+                    let _ = writer.write_all(&[byte]);
+                }
+                sent += 1;
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        })
+    };
+
+    // Meanwhile a clone from 127.0.0.1 is served.
+    let o = git_net(
+        home,
+        home,
+        &["clone", "-q", &server.url("proj.git"), "copy"],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(
+        git_ok(home, &home.join("copy"), &["rev-parse", "HEAD"]),
+        git_ok(home, &served, &["rev-parse", "main"])
+    );
+
+    // The attacker had its 32 connections (the default
+    // --max-connections-per-ip), the others were answered 503 at once;
+    // shutting down drops the slow ones without an answer.
+    attacking.store(false, std::sync::atomic::Ordering::Relaxed);
+    trickler.join().unwrap();
+    let (code, log) = server.stop();
+    assert_eq!(code, Some(0), "{log}");
+    let statuses: Vec<u16> = answered.iter().map(|(status, _)| status).collect();
+    assert_eq!(statuses.len(), 100);
+    assert_eq!(
+        statuses.iter().filter(|s| **s == 503).count(),
+        68,
+        "{statuses:?}"
+    );
+    assert_eq!(
+        statuses.iter().filter(|s| **s == 0).count(),
+        32,
+        "{statuses:?}"
+    );
+    assert!(
+        log.contains("too many connections from one address"),
+        "{log}"
+    );
 }

@@ -4,6 +4,7 @@
 use crate::context::{Fatal, Globals};
 use refstore_fs::Vfs;
 use refstore_server::access::{AccessRules, Reloadable};
+use refstore_server::http::tls::ServerConfig;
 use refstore_server::metrics::Metrics;
 use refstore_server::metrics_endpoint::MetricsEndpoint;
 use refstore_server::ssh::{AuthorizedKeys, SshOptions, SshServer};
@@ -36,7 +37,9 @@ pub struct Args {
     #[arg(long, value_name = "n", default_value_t = 512)]
     max_connections: usize,
     /// Connections open at once from one client address (IPv6: one /64);
-    /// more are answered 503.
+    /// more are answered 503. One address also runs at most half of
+    /// --workers services at once (behind a reverse proxy every client
+    /// has the proxy's address).
     #[arg(long, value_name = "n", default_value_t = 32)]
     max_connections_per_ip: usize,
     /// Seconds a client may take to send a request or to start reading a
@@ -89,6 +92,13 @@ pub struct Args {
     /// --allow-push is given.
     #[arg(long, value_name = "file", requires = "ssh_listen")]
     ssh_authorized_keys: Option<PathBuf>,
+    /// Serve HTTPS with this certificate (PEM, the server's certificate
+    /// first, then any intermediates). Read again on SIGHUP.
+    #[arg(long, value_name = "pem", requires = "tls_key")]
+    tls_cert: Option<PathBuf>,
+    /// The private key of --tls-cert (PEM: PKCS#8, PKCS#1 or SEC1).
+    #[arg(long, value_name = "pem", requires = "tls_cert")]
+    tls_key: Option<PathBuf>,
     /// Print the address the server listens on to standard output once it
     /// is ready (useful with port 0); with --ssh-listen, the SSH address
     /// follows on the next line, and with --metrics-listen the metrics
@@ -150,6 +160,14 @@ pub fn run(args: Args, globals: &Globals) -> Result<u8, Fatal> {
         None => None,
     };
     let no_keys = ssh_keys.as_ref().is_none_or(|keys| keys.get().is_empty());
+    let tls_files = match (&args.tls_cert, &args.tls_key) {
+        (Some(cert), Some(key)) => Some((globals.cwd().join(cert), globals.cwd().join(key))),
+        _ => None,
+    };
+    if let Some(files) = &tls_files {
+        let config = read_tls(globals.vfs().as_ref(), files).map_err(Fatal::new)?;
+        options.tls = Some(Arc::new(Reloadable::new(config)));
+    }
     if args.allow_push && options.credentials.is_empty() && no_keys {
         return Err(Fatal::new(
             "--allow-push needs --credentials <file> or --ssh-authorized-keys <file> with at least one user: pushes are always authenticated",
@@ -163,9 +181,11 @@ pub fn run(args: Args, globals: &Globals) -> Result<u8, Fatal> {
     reload_on_hangup(
         globals.vfs().clone(),
         hangup,
-        access_file,
-        options.access.clone(),
-        keys_file.zip(ssh_keys),
+        Reloads {
+            access: access_file.zip(options.access.clone()),
+            tls: tls_files.zip(options.tls.clone()),
+            ssh_keys: keys_file.zip(ssh_keys.clone()),
+        },
     );
     let metrics = options.metrics.clone();
     let server = Server::bind(&args.listen, options, globals.vfs().clone()).map_err(Fatal::new)?;
@@ -255,18 +275,40 @@ fn read_access(vfs: &dyn Vfs, path: &Path) -> Result<AccessRules, String> {
     AccessRules::parse(&text).map_err(|e| format!("access rules '{}': {e}", path.display()))
 }
 
+/// The certificate and key files of HTTPS.
+type TlsFiles = (PathBuf, PathBuf);
+
+/// Reads a certificate and its key and makes a TLS configuration of them.
+fn read_tls(vfs: &dyn Vfs, (cert, key): &TlsFiles) -> Result<ServerConfig, String> {
+    let cert_pem = vfs
+        .read(cert)
+        .map_err(|e| format!("--tls-cert '{}': {e}", cert.display()))?;
+    let key_pem = vfs
+        .read(key)
+        .map_err(|e| format!("--tls-key '{}': {e}", key.display()))?;
+    refstore_server::http::tls::server_config(&cert_pem, &key_pem).map_err(|e| {
+        format!(
+            "TLS certificate '{}' and key '{}': {e}",
+            cert.display(),
+            key.display()
+        )
+    })
+}
+
+/// What SIGHUP reloads: each file named on the command line and where
+/// its contents are in force.
+struct Reloads {
+    access: Option<(PathBuf, Arc<Reloadable<AccessRules>>)>,
+    tls: Option<(TlsFiles, Arc<Reloadable<ServerConfig>>)>,
+    ssh_keys: Option<(PathBuf, Arc<Reloadable<AuthorizedKeys>>)>,
+}
+
 /// How often the reloading thread looks at the SIGHUP flag.
 const HANGUP_POLL: std::time::Duration = std::time::Duration::from_millis(200);
 
 /// Re-reads the files named on the command line whenever SIGHUP arrives.
-/// A file that no longer parses is reported and the rules in force stay.
-fn reload_on_hangup(
-    vfs: Arc<dyn Vfs>,
-    hangup: Arc<AtomicBool>,
-    access_file: Option<PathBuf>,
-    access: Option<Arc<Reloadable<AccessRules>>>,
-    ssh_keys: Option<(PathBuf, Arc<Reloadable<AuthorizedKeys>>)>,
-) {
+/// A file that no longer parses is reported and what is in force stays.
+fn reload_on_hangup(vfs: Arc<dyn Vfs>, hangup: Arc<AtomicBool>, reloads: Reloads) {
     std::thread::Builder::new()
         .name("refstore-reload".into())
         .spawn(move || loop {
@@ -274,7 +316,7 @@ fn reload_on_hangup(
             if !hangup.swap(false, Ordering::Relaxed) {
                 continue;
             }
-            if let (Some(path), Some(access)) = (&access_file, &access) {
+            if let Some((path, access)) = &reloads.access {
                 match read_access(vfs.as_ref(), path) {
                     Ok(rules) => {
                         access.set(rules);
@@ -283,7 +325,16 @@ fn reload_on_hangup(
                     Err(e) => tracing::error!("keeping the access rules in force: {e}"),
                 }
             }
-            if let Some((path, keys)) = &ssh_keys {
+            if let Some((files, tls)) = &reloads.tls {
+                match read_tls(vfs.as_ref(), files) {
+                    Ok(config) => {
+                        tls.set(config);
+                        tracing::info!(file = %files.0.display(), "TLS certificate reloaded");
+                    }
+                    Err(e) => tracing::error!("keeping the TLS certificate in force: {e}"),
+                }
+            }
+            if let Some((path, keys)) = &reloads.ssh_keys {
                 match read_authorized_keys(vfs.as_ref(), path) {
                     Ok(read) => {
                         keys.set(read);

@@ -6,6 +6,7 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
 /// A running `refstore serve`, stopped with SIGTERM by [`Served::stop`]
@@ -14,7 +15,9 @@ use std::thread::JoinHandle;
 pub struct Served {
     child: Child,
     pub addr: String,
-    log: Option<JoinHandle<String>>,
+    log: Option<JoinHandle<()>>,
+    /// The log so far.
+    written: Arc<Mutex<String>>,
 }
 
 impl Served {
@@ -46,12 +49,19 @@ impl Served {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        let mut stderr = child.stderr.take().unwrap();
-        let log = std::thread::spawn(move || {
-            let mut log = String::new();
-            let _ = stderr.read_to_string(&mut log);
-            log
-        });
+        let stderr = child.stderr.take().unwrap();
+        let written = Arc::new(Mutex::new(String::new()));
+        let log = {
+            let written = written.clone();
+            std::thread::spawn(move || {
+                let mut lines = BufReader::new(stderr);
+                let mut line = String::new();
+                while lines.read_line(&mut line).is_ok_and(|n| n > 0) {
+                    written.lock().unwrap().push_str(&line);
+                    line.clear();
+                }
+            })
+        };
         let mut line = String::new();
         BufReader::new(child.stdout.take().unwrap())
             .read_line(&mut line)
@@ -61,7 +71,28 @@ impl Served {
             child,
             addr: line.trim().to_owned(),
             log: Some(log),
+            written,
         }
+    }
+
+    /// Waits until the log holds `text` (or the server exits).
+    pub fn wait_for_log(&mut self, text: &str) {
+        while !self.written.lock().unwrap().contains(text) {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                panic!("server exited ({status}) before logging {text:?}");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+
+    /// Sends SIGHUP.
+    pub fn hang_up(&self) {
+        let pid = self.child.id().to_string();
+        assert!(Command::new("kill")
+            .args(["-HUP", &pid])
+            .status()
+            .unwrap()
+            .success());
     }
 
     pub fn pid(&self) -> u32 {
@@ -98,7 +129,8 @@ impl Served {
             .unwrap()
             .success());
         let status = self.child.wait().unwrap();
-        let log = self.log.take().unwrap().join().unwrap();
+        self.log.take().unwrap().join().unwrap();
+        let log = self.written.lock().unwrap().clone();
         (status.code(), log)
     }
 }

@@ -1,71 +1,223 @@
-//! One client connection: requests read one after another (HTTP/1.1
-//! keep-alive) under the connection's time limits, each answered by the
-//! handler.
+//! One client connection: TLS if configured, then HTTP/1.1 by hyper
+//! (keep-alive, pipelining, chunked bodies, limits on request heads),
+//! each request answered by the handler; heads that hyper refuses or that
+//! time out are logged here; the connection closes so that the client
+//! reads the last answer.
 
+use super::framing::Scan;
 use super::handler::{self, State};
-use super::head::{self, HeadError};
-use super::pace::Paced;
-use super::respond::Exchange;
-use std::io::{BufReader, BufWriter, ErrorKind};
-use std::net::{Shutdown, TcpStream};
-use std::sync::atomic::{AtomicBool, Ordering};
+use super::pace::{PacedIo, Watched, Wire};
+use super::respond::log;
+use crate::metrics::{Rejection, Transport};
+use hyper_util::rt::{TokioIo, TokioTimer};
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio::sync::watch;
 
-/// How often a connection waiting for its next request looks at the
-/// shutdown flag.
-const POLL: Duration = Duration::from_millis(100);
+/// The largest request head accepted, request line and fields together.
+/// Git's requests have heads of a few hundred bytes.
+pub const MAX_HEAD: usize = 16 << 10;
 
-/// Serves the requests of `stream` until the client closes it, a request
-/// asks to close, a time limit is hit, or the server shuts down.
-pub(super) fn serve(state: &State, stream: TcpStream, shutdown: &AtomicBool) {
-    let client = stream.peer_addr().ok();
-    let timeout = state.options.timeout;
+/// The most header fields one request may have.
+pub const MAX_FIELDS: usize = 100;
+
+/// The most hyper reads from a client at once (at least `MAX_HEAD`).
+const READ_BUFFER: usize = 64 << 10;
+
+/// Serves `stream` until the client closes it, a request asks to close, a
+/// time limit is hit, or the server shuts down (`stopping` turns true).
+pub(super) async fn serve(
+    state: Arc<State>,
+    stream: TcpStream,
+    client: SocketAddr,
+    mut stopping: watch::Receiver<bool>,
+) {
+    let _counted = state.options.metrics.connection(Transport::Http);
     // Protocol responses are flushed at points the client waits on.
     let _ = stream.set_nodelay(true);
-    let Ok(write_half) = stream.try_clone() else {
+    // A second handle on the socket outlives hyper's: for answers hyper
+    // does not write and for the lingering close.
+    let Ok(spare) = stream.into_std().and_then(|s| Ok((s.try_clone()?, s))) else {
         return;
     };
-    let mut input = BufReader::with_capacity(64 << 10, Paced::reader(stream, timeout));
-    let mut output = BufWriter::with_capacity(64 << 10, Paced::writer(write_half, timeout));
-    loop {
-        if input.buffer().is_empty()
-            && !wait_for_request(input.get_ref().stream(), timeout, shutdown)
-        {
-            break;
+    let (spare, stream) = spare;
+    let Ok(stream) = TcpStream::from_std(stream) else {
+        return;
+    };
+    let timeout = state.options.timeout;
+    let wire = Arc::new(Wire::default());
+    let scan = Arc::new(Mutex::new(Scan::default()));
+    let io = PacedIo::new(stream, timeout, wire.clone());
+    let tls = state.options.tls.as_ref().map(|tls| tls.get());
+    let outcome = match tls {
+        None => {
+            let io = Watched::new(io, wire.clone(), scan.clone());
+            http(&state, io, client, &wire, &mut stopping).await
         }
-        input.get_mut().restart();
-        output.get_mut().restart();
-        let started = Instant::now();
-        // A head still arriving when the server shuts down is given up
-        // on: a slow client must not hold up the exit for `timeout`.
-        input.get_mut().abandon_when(Some(shutdown));
-        let head = head::read(&mut input);
-        input.get_mut().abandon_when(None);
-        let head = match head {
-            Ok(head) => head,
-            Err(HeadError::Closed) => break,
-            Err(e) => {
-                let (status, message) = match &e {
-                    HeadError::TooLarge => (431, "request head too large".to_owned()),
-                    HeadError::Malformed(what) => (400, format!("malformed request: {what}")),
-                    HeadError::Io(e) if e.kind() == ErrorKind::TimedOut => (408, e.to_string()),
-                    HeadError::Io(_) | HeadError::Closed => break,
-                };
-                let mut exchange = Exchange::without_head(&mut output);
-                let _ = exchange.text(status, &message, &[]);
-                handler::log(client, "-", "-", status, None, exchange.sent, started);
-                break;
+        Some(config) => {
+            let acceptor = tokio_rustls::TlsAcceptor::from(config);
+            let handshake = tokio::select! {
+                done = tokio::time::timeout(timeout, acceptor.accept(io)) => Some(done),
+                () = until_stopped(&mut stopping) => None,
+            };
+            match handshake {
+                Some(Ok(Ok(io))) => {
+                    let io = Watched::new(io, wire.clone(), scan.clone());
+                    http(&state, io, client, &wire, &mut stopping).await
+                }
+                Some(Ok(Err(e))) => {
+                    tracing::debug!(%client, "TLS handshake failed: {e}");
+                    state.options.metrics.rejected(Rejection::BadRequest);
+                    Outcome::Done
+                }
+                Some(Err(_)) => {
+                    state.options.metrics.rejected(Rejection::Timeout);
+                    Outcome::Done
+                }
+                None => Outcome::Done,
             }
-        };
-        let reusable = handler::handle(state, &head, client, &mut input, &mut output);
-        if !reusable || shutdown.load(Ordering::Relaxed) {
-            break;
         }
+    };
+    let Ok(mut spare) = TcpStream::from_std(spare) else {
+        return;
+    };
+    if let (Outcome::HeadTimedOut(started), None) = (outcome, &state.options.tls) {
+        // hyper closes without a word; the client is told why, on the
+        // plain socket (under TLS, hyper's stream is gone with its keys).
+        let message = "the client did not send its request in time\n";
+        let answer = format!(
+            "HTTP/1.1 408 Request Timeout\r\nServer: refstore\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{message}",
+            message.len()
+        );
+        let _ =
+            tokio::time::timeout(Duration::from_secs(1), spare.write_all(answer.as_bytes())).await;
+        log(Some(client), "-", "-", 408, None, 0, started);
     }
-    // Whatever is still buffered goes out before the sending side closes.
-    drop(output);
-    linger(input.get_ref().stream());
+    linger(&mut spare).await;
 }
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Outcome {
+    Done,
+    /// A request head started arriving and did not complete in time
+    /// (the connection's HTTP began at the instant given): the client is
+    /// told (408) unless TLS is in the way.
+    HeadTimedOut(Instant),
+}
+
+async fn http<I>(
+    state: &Arc<State>,
+    io: Watched<I>,
+    client: SocketAddr,
+    wire: &Arc<Wire>,
+    stopping: &mut watch::Receiver<bool>,
+) -> Outcome
+where
+    I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let service = {
+        let (state, wire, scan) = (state.clone(), wire.clone(), io.scan());
+        hyper::service::service_fn(move |request| {
+            let active = wire.request_started();
+            let framing = scan
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .next_request();
+            let state = state.clone();
+            async move {
+                Ok::<_, std::convert::Infallible>(
+                    handler::handle(state, request, Some(client), framing, active).await,
+                )
+            }
+        })
+    };
+    let mut builder = hyper::server::conn::http1::Builder::new();
+    builder
+        .timer(TokioTimer::new())
+        .header_read_timeout(state.options.timeout)
+        .max_header_size(MAX_HEAD)
+        .max_headers(MAX_FIELDS)
+        .max_buf_size(READ_BUFFER);
+    let started = Instant::now();
+    let connection = builder.serve_connection(TokioIo::new(io), service);
+    tokio::pin!(connection);
+    let result = tokio::select! {
+        result = connection.as_mut() => result,
+        () = until_stopped(stopping) => {
+            // Requests in flight complete; a head still arriving is given
+            // up on, so a slow client cannot hold up the exit.
+            connection.as_mut().graceful_shutdown();
+            let mut idle_checks = 0;
+            loop {
+                tokio::select! {
+                    result = connection.as_mut() => break result,
+                    _ = tokio::time::sleep(STOP_POLL) => {
+                        // Twice in a row, so the end of a response just
+                        // handed to hyper still goes out.
+                        idle_checks = if wire.answering() { 0 } else { idle_checks + 1 };
+                        if idle_checks == 2 {
+                            break Ok(());
+                        }
+                    }
+                }
+            }
+        }
+    };
+    let Err(e) = result else {
+        return Outcome::Done;
+    };
+    let metrics = &state.options.metrics;
+    if e.is_parse_too_large() {
+        metrics.rejected(Rejection::HeadTooLarge);
+        log(Some(client), "-", "-", 431, None, 0, started);
+    } else if e.is_parse() || e.is_parse_status() {
+        metrics.rejected(Rejection::BadRequest);
+        log(Some(client), "-", "-", 400, None, 0, started);
+    } else if e.is_timeout() {
+        // An idle keep-alive connection closing is no refusal; a head
+        // begun and not finished, or a connection that never sent one, is.
+        if wire.partial_head() {
+            metrics.rejected(Rejection::Timeout);
+            return Outcome::HeadTimedOut(started);
+        }
+        if !wire.served_any() {
+            metrics.rejected(Rejection::Timeout);
+        }
+    } else {
+        if timed_out(&e) {
+            metrics.rejected(Rejection::Timeout);
+        }
+        tracing::debug!(%client, "connection ended: {e}");
+    }
+    Outcome::Done
+}
+
+/// Returns once the server is shutting down.
+async fn until_stopped(stopping: &mut watch::Receiver<bool>) {
+    if stopping.wait_for(|stop| *stop).await.is_err() {
+        // The server is gone without saying so: never.
+        std::future::pending::<()>().await;
+    }
+}
+
+/// True if an error comes from a client too slow to read its response.
+fn timed_out(e: &hyper::Error) -> bool {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(e);
+    while let Some(error) = source {
+        if let Some(io) = error.downcast_ref::<std::io::Error>() {
+            return io.kind() == std::io::ErrorKind::TimedOut;
+        }
+        source = error.source();
+    }
+    false
+}
+
+/// How often a connection of a server shutting down looks whether it
+/// still answers a request.
+const STOP_POLL: Duration = Duration::from_millis(100);
 
 /// How long a closing connection keeps reading what the client still
 /// sends.
@@ -76,41 +228,15 @@ const LINGER: Duration = Duration::from_millis(500);
 /// can destroy the answer before the client reads it (a 408 or 413 sent
 /// while the client is still sending). So the sending side is closed
 /// first, and input is read and dropped for a moment before the close.
-fn linger(stream: &TcpStream) {
-    let _ = stream.shutdown(Shutdown::Write);
-    let until = Instant::now() + LINGER;
+async fn linger(stream: &mut TcpStream) {
+    let _ = stream.shutdown().await;
     let mut sink = [0u8; 8192];
-    let mut reader = stream;
-    loop {
-        let left = until.saturating_duration_since(Instant::now());
-        if left.is_zero() || stream.set_read_timeout(Some(left)).is_err() {
-            break;
+    let _ = tokio::time::timeout(LINGER, async {
+        while let Ok(n) = stream.read(&mut sink).await {
+            if n == 0 {
+                break;
+            }
         }
-        match std::io::Read::read(&mut reader, &mut sink) {
-            Ok(0) | Err(_) => break,
-            Ok(_) => {}
-        }
-    }
-}
-
-/// Waits until the next request starts arriving. False if the client
-/// closed the connection, stayed idle for `timeout`, or the server is
-/// shutting down.
-fn wait_for_request(stream: &TcpStream, timeout: Duration, shutdown: &AtomicBool) -> bool {
-    let idle_since = Instant::now();
-    if stream.set_read_timeout(Some(POLL)).is_err() {
-        return false;
-    }
-    loop {
-        match stream.peek(&mut [0u8; 1]) {
-            Ok(0) => return false,
-            Ok(_) => return true,
-            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {}
-            Err(e) if e.kind() == ErrorKind::Interrupted => {}
-            Err(_) => return false,
-        }
-        if shutdown.load(Ordering::Relaxed) || idle_since.elapsed() >= timeout {
-            return false;
-        }
-    }
+    })
+    .await;
 }

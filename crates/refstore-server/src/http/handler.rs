@@ -1,18 +1,30 @@
-//! One smart-HTTP request, from routing to the access-log line.
+//! One smart-HTTP request, from routing to the response: access decided
+//! before the repository is opened, request bodies limited, and the
+//! blocking git services run on tokio's blocking pool, one turn each.
 
-use super::body::{self, Failure, Framed, Framing};
-use super::head::Head;
-use super::respond::Exchange;
-use super::route::{self, Endpoint, Route, Service};
+use super::body::{self, Encoding, Failure};
+use super::bridge::{ChannelWriter, DEPTH};
+use super::framing::Framing;
+use super::jobs::{blocking, run};
+use super::pace::{Active, PacedBody};
+use super::permits::Permits;
+use super::push;
+use super::respond::{Answer, LogLine, Reply};
+use super::route::{self, Endpoint, Service};
 use super::services;
-use super::{permits::Permits, ServeOptions};
+use super::ServeOptions;
+use crate::access::{self, Verdict, Want};
+use crate::metrics::Rejection;
+use hyper::body::Incoming;
+use hyper::{Request, Response};
 use refstore_fs::Vfs;
-use refstore_protocol::repository::{OpenError, Repository};
-use std::cell::Cell;
-use std::io::{BufRead, Read, Write};
+use std::io::Write;
 use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::time::Instant;
+use tokio::sync::mpsc;
 
 /// What every connection shares.
 pub(super) struct State {
@@ -22,89 +34,59 @@ pub(super) struct State {
     pub maintenance: crate::maintenance::Maintenance,
 }
 
-/// How much of an unread request body is skipped to keep a connection
-/// open; past this the connection is closed instead.
-const SKIP_BODY: u64 = 64 << 10;
-
-/// Answers the request `head` (its body is next on `input`), writes its
-/// access-log line, and says whether the connection can carry another
-/// request.
-pub(super) fn handle(
-    state: &State,
-    head: &Head,
+/// Answers one request whose head was just read.
+pub(super) async fn handle(
+    state: Arc<State>,
+    request: Request<Incoming>,
     client: Option<SocketAddr>,
-    input: &mut impl BufRead,
-    out: &mut impl Write,
-) -> bool {
-    let started = Instant::now();
-    let mut exchange = Exchange::new(out, head);
-    let mut user = None;
-    let reusable = match body::framing(head) {
-        Err(message) => {
-            let _ = exchange.text(400, message, &[]);
-            false
-        }
-        Ok(framing) => {
-            let mut body = Framed::new(input, framing);
-            answer(state, head, framing, &mut body, &mut exchange, &mut user);
-            exchange.reusable() && body.skip_rest(SKIP_BODY)
-        }
-    };
-    log(
-        client,
-        &head.method,
-        &head.target,
-        exchange.status,
-        user.as_deref(),
-        exchange.sent,
-        started,
-    );
-    reusable
-}
-
-/// Writes the access-log line of a request. Only the request line's
-/// method and target, never a header: the Authorization header carries a
-/// password.
-pub(super) fn log(
-    client: Option<SocketAddr>,
-    method: &str,
-    target: &str,
-    status: u16,
-    user: Option<&str>,
-    sent: u64,
-    started: Instant,
-) {
-    tracing::info!(
-        target: "refstore::access",
-        client = %client.map(|a| a.to_string()).unwrap_or_default(),
-        method = %method,
-        url = %target,
-        status = status,
-        user = %user.unwrap_or("-"),
-        bytes = sent,
-        ms = started.elapsed().as_millis() as u64,
-        "request"
-    );
-}
-
-/// Headers that keep proxies and clients from caching protocol responses.
-const NO_CACHE: [(&str, &str); 3] = [
-    ("Expires", "Fri, 01 Jan 1980 00:00:00 GMT"),
-    ("Pragma", "no-cache"),
-    ("Cache-Control", "no-cache, max-age=0, must-revalidate"),
-];
-
-fn answer<W: Write>(
-    state: &State,
-    head: &Head,
     framing: Framing,
-    body: &mut dyn Read,
-    exchange: &mut Exchange<'_, W>,
-    user: &mut Option<String>,
-) {
-    // A client that stops reading is cut off by the connection's time
-    // limits; nothing more to do about write errors here.
-    let route = match route::route(&head.method, &head.target) {
+    active: Active,
+) -> Response<Reply> {
+    let target = request
+        .uri()
+        .path_and_query()
+        .map_or_else(|| request.uri().to_string(), |p| p.as_str().to_owned());
+    let mut answer = Answer {
+        line: Some(LogLine {
+            client,
+            method: request.method().as_str().to_owned(),
+            target,
+            user: None,
+            service: "-",
+            started: Instant::now(),
+            received: Arc::new(AtomicU64::new(0)),
+            metrics: state.options.metrics.clone(),
+            _busy: active,
+        }),
+        // After a chunked body, hyper's reading of the connection is no
+        // longer followed (see `framing`): no further request on it.
+        close: framing.chunked,
+    };
+    if framing.ambiguous {
+        answer.close = true;
+        return refuse(
+            &state,
+            &mut answer,
+            Rejection::BadRequest,
+            400,
+            "malformed request: both Content-Length and Transfer-Encoding",
+            &[],
+        );
+    }
+    answer_request(&state, request, &mut answer).await
+}
+
+async fn answer_request(
+    state: &Arc<State>,
+    request: Request<Incoming>,
+    answer: &mut Answer,
+) -> Response<Reply> {
+    let target = answer
+        .line
+        .as_ref()
+        .map(|l| l.target.clone())
+        .unwrap_or_default();
+    let route = match route::route(request.method().as_str(), &target) {
         Ok(route) => route,
         Err(refusal) => {
             let message = match refusal.status() {
@@ -113,168 +95,225 @@ fn answer<W: Write>(
                 400 => "malformed URL",
                 _ => "not found",
             };
-            let _ = exchange.text(refusal.status(), message, &[]);
-            return;
+            return answer.text(refusal.status(), message, &[]);
         }
     };
+    if let Some(line) = &mut answer.line {
+        line.service = route.service.name();
+    }
+    let field = |name: &str| {
+        request
+            .headers()
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned)
+    };
 
-    if route.service.writes() {
-        if !state.options.allow_push {
-            let _ = exchange.text(
-                403,
-                "pushing is disabled on this server (start `refstore serve` with --allow-push)",
-                &[],
-            );
-            return;
+    // Who asks, and may they: decided before the repository is opened, so
+    // a client that may not read it cannot tell whether it exists.
+    let rules = state.options.access.as_ref().map(|rules| rules.get());
+    let want = if route.service.writes() {
+        Want::Write
+    } else {
+        Want::Read
+    };
+    let user = match field("Authorization") {
+        Some(header) if rules.is_some() || want == Want::Write => {
+            let state = state.clone();
+            // bcrypt takes its time on purpose: not on the event loop.
+            blocking(move || {
+                state
+                    .options
+                    .credentials
+                    .check_header(&header)
+                    .map(str::to_owned)
+            })
+            .await
+            .flatten()
         }
-        let authorization = head.field("Authorization").unwrap_or("");
-        match state.options.credentials.check_header(authorization) {
-            Some(name) => *user = Some(name.to_owned()),
-            None => {
-                let _ = exchange.text(
-                    401,
-                    "authentication required to push",
-                    &[("WWW-Authenticate", "Basic realm=\"refstore\"")],
-                );
-                return;
-            }
+        _ => None,
+    };
+    if let Some(line) = &mut answer.line {
+        line.user = user.clone();
+    }
+    let located = {
+        let (state, repo) = (state.clone(), route.repo.clone());
+        blocking(move || locate(&state, &repo)).await.flatten()
+    };
+    let key = located
+        .as_ref()
+        .map_or_else(|| route.repo.clone(), |(key, _)| key.clone());
+    match access::decide(
+        rules.as_deref(),
+        state.options.allow_push,
+        user.as_deref(),
+        &key,
+        want,
+    ) {
+        Verdict::Allowed => {}
+        Verdict::AuthenticationRequired => {
+            let message = match want {
+                Want::Write => "authentication required to push",
+                Want::Read => "authentication required",
+            };
+            return refuse(
+                state,
+                answer,
+                Rejection::Unauthorized,
+                401,
+                message,
+                &[("WWW-Authenticate", "Basic realm=\"refstore\"")],
+            );
+        }
+        Verdict::NotFound => {
+            return refuse(
+                state,
+                answer,
+                Rejection::Forbidden,
+                404,
+                "repository not found",
+                &[],
+            )
+        }
+        Verdict::Forbidden(message) => {
+            return refuse(state, answer, Rejection::Forbidden, 403, &message, &[])
         }
     }
 
-    let repo = match open(state, &route) {
-        Ok(repo) => repo,
-        Err(Some(message)) => {
-            tracing::error!(repo = %route.repo, "cannot open repository: {message}");
-            let _ = exchange.text(500, "cannot open the repository", &[]);
-            return;
-        }
-        Err(None) => {
-            let _ = exchange.text(404, "repository not found", &[]);
-            return;
-        }
+    let Some((_, path)) = located else {
+        return answer.text(404, "repository not found", &[]);
     };
-    let version = services::version(head.field("Git-Protocol"));
+    let version = services::version(field("Git-Protocol").as_deref());
 
     if route.endpoint == Endpoint::Advertisement {
         let service = route.service;
         let content_type = format!("application/x-{}-advertisement", service.name());
-        let _permit = state.permits.acquire();
-        let result = exchange.stream(&headers(&content_type), |out| {
-            if !services::is_v2(version) || service == Service::ReceivePack {
-                write_service_header(out, service)?;
+        if request.method() == hyper::Method::HEAD {
+            // The headers only: the repository is opened, nothing run.
+            if let Err(refusal) = run(state, answer, &route, path, |_| ()).await {
+                return refusal;
             }
-            services::advertise(&repo, service, version, out)
-        });
-        if let Err(message) = result {
-            tracing::warn!(repo = %route.repo, "advertisement failed: {message}");
+            return answer.streamed(&content_type, mpsc::channel(1).1);
         }
-        return;
+        let (tx, rx) = mpsc::channel(DEPTH);
+        let name = route.repo.clone();
+        let started = run(state, answer, &route, path, move |repo| {
+            let mut out = ChannelWriter::new(tx);
+            let mut produce = || {
+                if !services::is_v2(version) || service == Service::ReceivePack {
+                    write_service_header(&mut out, service)?;
+                }
+                services::advertise(&repo, service, version, &mut out)?;
+                out.flush().map_err(|e| e.to_string())
+            };
+            if let Err(message) = produce() {
+                tracing::warn!(repo = %name, "advertisement failed: {message}");
+                out.fail(message);
+            }
+        })
+        .await;
+        if let Err(refusal) = started {
+            return refusal;
+        }
+        return answer.streamed(&content_type, rx);
     }
 
     let expected = format!("application/x-{}-request", route.service.name());
-    if head.field("Content-Type") != Some(expected.as_str()) {
-        let _ = exchange.text(415, "unsupported media type", &[]);
-        return;
+    if field("Content-Type").as_deref() != Some(expected.as_str()) {
+        return answer.text(415, "unsupported media type", &[]);
     }
     let limit = match route.service {
         Service::UploadPack => state.options.max_fetch_request,
         Service::ReceivePack => state.options.max_push_request,
     };
-    let encoding = head.field("Content-Encoding");
-    if let Framing::Length(length) = framing {
+    let encoding = match Encoding::parse(field("Content-Encoding").as_deref()) {
+        Ok(encoding) => encoding,
+        Err(e) => return answer.text(415, &e.to_string(), &[]),
+    };
+    if let Some(length) = field("Content-Length").and_then(|l| l.trim().parse::<u64>().ok()) {
         // Compressed bodies are limited after inflating, below; a plain
         // one that announces too much is refused before it is sent.
-        if length > limit && encoding.is_none_or(|e| e.eq_ignore_ascii_case("identity")) {
+        if length > limit && encoding == Encoding::Identity {
             let message = body::TooLarge(limit).to_string();
-            refuse_body(exchange, Failure::TooLarge, &message);
-            return;
+            return refuse_body(state, answer, Failure::TooLarge, &message);
         }
     }
-    if exchange.proceed().is_err() {
-        return;
-    }
-    let failure = Cell::new(None);
-    let mut input = match body::decoded(body, encoding, limit) {
-        Ok(input) => body::Watched::new(input, &failure),
-        Err(e) => {
-            let _ = exchange.text(415, &e.to_string(), &[]);
-            return;
-        }
-    };
+    let received = answer
+        .line
+        .as_ref()
+        .map_or_else(Default::default, |l| l.received.clone());
+    let mut input = PacedBody::new(request.into_body(), state.options.timeout, received);
     let result_type = format!("application/x-{}-result", route.service.name());
     match route.service {
         Service::UploadPack => {
-            // The whole request is read before a worker is taken, so a
+            // The whole request is read before a turn is taken, so a
             // client that sends slowly holds only its own connection.
-            let mut request = Vec::new();
-            if let Err(e) = input.read_to_end(&mut request) {
-                refuse_body(exchange, Failure::of(&e), &e.to_string());
-                return;
+            let request = match body::collect(&mut input, encoding, limit).await {
+                Ok(request) => request,
+                Err(e) => return refuse_body(state, answer, Failure::of(&e), &e.to_string()),
+            };
+            let (tx, rx) = mpsc::channel(DEPTH);
+            let name = route.repo.clone();
+            let started = run(state, answer, &route, path, move |repo| {
+                let mut out = ChannelWriter::new(tx);
+                let result = services::upload_pack(&repo, version, &mut &request[..], &mut out)
+                    .and_then(|()| out.flush().map_err(|e| e.to_string()));
+                if let Err(message) = result {
+                    tracing::warn!(repo = %name, "fetch failed: {message}");
+                    out.fail(message);
+                }
+            })
+            .await;
+            if let Err(refusal) = started {
+                return refusal;
             }
-            let _permit = state.permits.acquire();
-            let result = exchange.stream(&headers(&result_type), |out| {
-                services::upload_pack(&repo, version, &mut &request[..], out)
-            });
-            if let Err(message) = result {
-                tracing::warn!(repo = %route.repo, "fetch failed: {message}");
-            }
+            answer.streamed(&result_type, rx)
         }
         Service::ReceivePack => {
-            // Only authenticated users get here; their pack streams into
-            // the repository as it arrives.
-            let _permit = state.permits.acquire();
-            let mut output = Vec::new();
-            let result = services::receive_pack(&repo, &mut input, &mut output);
-            // A body cut off (too large, too slow) is answered with its
-            // HTTP status even where the service reported it in its own
-            // words, so clients and proxies see what happened.
-            if let Some(failure) = failure.get() {
-                let message = match &result {
-                    Err(message) => message.clone(),
-                    Ok(()) => String::from_utf8_lossy(&output).into_owned(),
-                };
-                tracing::warn!(repo = %route.repo, "push failed: {message}");
-                refuse_body(exchange, failure, &message);
-                return;
-            }
-            if let Err(message) = &result {
-                tracing::warn!(repo = %route.repo, "push failed: {message}");
-                if output.is_empty() {
-                    let _ = exchange.text(500, message, &[]);
-                    return;
-                }
-            }
-            let _ = exchange.respond(200, &headers(&result_type), &output);
-            if result.is_ok() {
-                state.maintenance.after_push(&repo.location.git_dir);
-            }
+            push::push(state, answer, &route, path, input, encoding, limit).await
         }
     }
+}
+
+/// A refusal counted in the metrics.
+pub(super) fn refuse(
+    state: &State,
+    answer: &mut Answer,
+    reason: Rejection,
+    status: u16,
+    message: &str,
+    extra: &[(&str, &str)],
+) -> Response<Reply> {
+    state.options.metrics.rejected(reason);
+    answer.text(status, message, extra)
 }
 
 /// Answers a request whose body could not be read; the connection closes,
-/// since the rest of the body is still on the wire.
-fn refuse_body<W: Write>(exchange: &mut Exchange<'_, W>, failure: Failure, message: &str) {
-    exchange.close_after();
-    let _ = exchange.text(failure.status(), message, &[]);
+/// since the rest of the body may still be on the wire.
+pub(super) fn refuse_body(
+    state: &State,
+    answer: &mut Answer,
+    failure: Failure,
+    message: &str,
+) -> Response<Reply> {
+    answer.close = true;
+    let reason = match failure {
+        Failure::TooSlow => Rejection::Timeout,
+        Failure::TooLarge => Rejection::BodyTooLarge,
+        Failure::Malformed => Rejection::BadRequest,
+    };
+    refuse(state, answer, reason, failure.status(), message, &[])
 }
 
-fn headers(content_type: &str) -> Vec<(&str, &str)> {
-    let mut headers = NO_CACHE.to_vec();
-    headers.push(("Content-Type", content_type));
-    headers
-}
-
-/// Opens the repository a route names. `Err(None)`: there is none to serve
-/// (404); `Err(Some(_))`: it exists but cannot be opened.
-fn open(state: &State, route: &Route) -> Result<Repository, Option<String>> {
-    let path = refstore_fs::confine::confine(state.vfs.as_ref(), &state.options.root, &route.repo)
-        .map_err(|_| None)?;
-    match Repository::open(state.vfs.clone(), &path, &state.options.config_overrides) {
-        Ok(repo) => Ok(repo),
-        Err(OpenError::NotARepository(_)) => Err(None),
-        Err(e) => Err(Some(e.to_string())),
-    }
+/// Where the repository a route names is, and its name for the access
+/// rules (its path below the served root with symbolic links followed);
+/// `None` if the route leads nowhere inside the root.
+fn locate(state: &State, repo: &str) -> Option<(String, PathBuf)> {
+    let vfs = state.vfs.as_ref();
+    let path = refstore_fs::confine::confine(vfs, &state.options.root, repo).ok()?;
+    let root = refstore_fs::confine::resolve(vfs, &state.options.root).ok()?;
+    let key = path.strip_prefix(&root).ok()?.to_str()?.to_owned();
+    Some((key, path))
 }
 
 /// The pkt-line and flush that start a v0 advertisement over HTTP.

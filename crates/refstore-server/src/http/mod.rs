@@ -1,40 +1,47 @@
-//! Smart HTTP: `refstore serve`.
+//! Smart HTTP (and HTTPS): `refstore serve`.
 //!
-//! Every connection gets a thread of its own that reads its requests, so a
-//! client that sends slowly, or not at all, holds nothing but its
+//! HTTP/1.1 is hyper's, on a tokio runtime the server builds for itself.
+//! A client that sends slowly, or not at all, holds nothing but its
 //! connection; it is dropped once it falls behind the time limits of
-//! [`pace`](self::pace). At most `workers` requests run a service at a time,
-//! and a request takes its turn only once it has been read (fetches) or
-//! authenticated (pushes). Connections beyond `max_connections` are
-//! answered 503 at once.
+//! [`pace`](self::pace). At most `workers` requests run a service at a
+//! time, on tokio's blocking pool, and one client address at most half of
+//! them; a request takes its turn only once it has been read (fetches) or
+//! authenticated (pushes). Connections beyond `max_connections`, or beyond
+//! `max_connections_per_ip` from one address, are answered 503 at once.
 //!
 //! Each request is routed to a repository below the served root (paths
 //! that leave it, through `..` or symbolic links, are refused with 404
-//! like non-repositories), pushes are authenticated, and the service's
-//! output is streamed back with chunked transfer encoding so memory stays
-//! bounded whatever the size of a clone. Setting the shutdown flag stops
-//! taking new connections; requests in flight complete.
+//! like non-repositories), access is decided before the repository is
+//! opened, and the service's output is streamed back through a bounded
+//! channel so memory stays bounded whatever the size of a clone. Setting
+//! the shutdown flag stops taking new connections; requests in flight
+//! complete.
 
 mod body;
+mod bridge;
 mod conn;
+mod framing;
 mod handler;
-mod head;
+mod jobs;
 mod pace;
 mod permits;
+mod push;
 mod respond;
 pub mod route;
 mod services;
+pub mod tls;
 
 use crate::access::{AccessRules, Reloadable};
 use crate::auth::Credentials;
-use crate::metrics::Metrics;
+use crate::metrics::{Metrics, Rejection};
+use crate::per_address::PerAddress;
 use refstore_fs::Vfs;
-use std::io::Write;
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpListener};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// How the server behaves.
 #[derive(Debug, Clone)]
@@ -70,6 +77,9 @@ pub struct ServeOptions {
     pub access: Option<Arc<Reloadable<AccessRules>>>,
     /// Where every transport counts what it does.
     pub metrics: Arc<Metrics>,
+    /// Serve HTTPS with this configuration (`--tls-cert`, `--tls-key`);
+    /// replaced on SIGHUP, new connections use the new certificate.
+    pub tls: Option<Arc<Reloadable<rustls::ServerConfig>>>,
 }
 
 impl ServeOptions {
@@ -91,6 +101,7 @@ impl ServeOptions {
             maintenance_workers: 1,
             access: None,
             metrics: Arc::new(Metrics::new()),
+            tls: None,
         }
     }
 }
@@ -118,8 +129,14 @@ pub struct Server {
     state: Arc<handler::State>,
 }
 
-/// How long the accept loop waits before it looks at the shutdown flag.
-const ACCEPT_POLL: Duration = Duration::from_millis(100);
+/// How often the accept loop looks at the shutdown flag.
+const SHUTDOWN_POLL: Duration = Duration::from_millis(100);
+
+/// Threads of the blocking pool besides the `workers` that run services:
+/// locating repositories and checking passwords. Few: every thread that
+/// allocates keeps a malloc arena of its own, which shows in the
+/// server's resident memory.
+const SPARE_BLOCKING_THREADS: usize = 2;
 
 impl Server {
     /// Listens on `addr` (`host:port`; port 0 picks a free one).
@@ -140,6 +157,7 @@ impl Server {
         };
         let listener = TcpListener::bind(addr).map_err(listen_error)?;
         let bound = listener.local_addr().map_err(listen_error)?;
+        listener.set_nonblocking(true).map_err(listen_error)?;
         let permits = permits::Permits::new(options.workers);
         let maintenance = crate::maintenance::Maintenance::start(
             options.maintenance_workers,
@@ -166,84 +184,103 @@ impl Server {
     /// Serves until `shutdown` is set, then waits for requests in flight.
     pub fn run(self, shutdown: &AtomicBool) {
         let options = &self.state.options;
+        let runtime = match tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .max_blocking_threads(options.workers.max(1) + SPARE_BLOCKING_THREADS)
+            .thread_name("refstore-http")
+            .enable_all()
+            .build()
+        {
+            Ok(runtime) => runtime,
+            Err(e) => {
+                tracing::error!("cannot start serving: {e}");
+                return;
+            }
+        };
         tracing::info!(addr = %self.addr, root = %options.root.display(),
             push = options.allow_push, workers = options.workers.max(1),
+            tls = options.tls.is_some(),
             timeout_s = options.timeout.as_secs_f64(), "serving");
-        let open = AtomicUsize::new(0);
-        std::thread::scope(|scope| {
-            while !shutdown.load(Ordering::Relaxed) {
-                let Some(stream) = self.accept() else {
-                    continue;
-                };
-                if open.load(Ordering::Relaxed) >= options.max_connections {
-                    turn_away(stream);
-                    continue;
-                }
-                open.fetch_add(1, Ordering::Relaxed);
-                let (state, open) = (&*self.state, &open);
-                let spawned = std::thread::Builder::new()
-                    .name("refstore-conn".into())
-                    .spawn_scoped(scope, move || {
-                        conn::serve(state, stream, shutdown);
-                        open.fetch_sub(1, Ordering::Relaxed);
-                    });
-                if let Err(e) = spawned {
-                    // The stream went down with the closure.
-                    open.fetch_sub(1, Ordering::Relaxed);
-                    tracing::warn!("cannot start a thread for a connection: {e}");
-                }
-            }
-        });
+        runtime.block_on(self.accept_until(shutdown));
+        // Services still running for clients that went away finish here.
+        drop(runtime);
         tracing::info!("shut down");
     }
 
-    /// The next connection, or `None` after a short wait or a failure
-    /// (which is logged: running out of file descriptors must not stop
-    /// the server).
-    fn accept(&self) -> Option<TcpStream> {
-        let mut fds = [rustix::event::PollFd::new(
-            &self.listener,
-            rustix::event::PollFlags::IN,
-        )];
-        let timeout = rustix::event::Timespec {
-            tv_sec: 0,
-            tv_nsec: ACCEPT_POLL.as_nanos() as _,
+    async fn accept_until(self, shutdown: &AtomicBool) {
+        let listener = match tokio::net::TcpListener::from_std(self.listener) {
+            Ok(listener) => listener,
+            Err(e) => {
+                tracing::error!(addr = %self.addr, "cannot listen: {e}");
+                return;
+            }
         };
-        match rustix::event::poll(&mut fds, Some(&timeout)) {
-            Ok(0) | Err(rustix::io::Errno::INTR) => return None,
-            Ok(_) => {}
-            Err(e) => {
-                tracing::warn!("waiting for connections failed: {e}");
-                std::thread::sleep(ACCEPT_POLL);
-                return None;
+        let state = self.state;
+        let open = Arc::new(AtomicUsize::new(0));
+        let per_address = PerAddress::new(state.options.max_connections_per_ip);
+        let (stop, stopping) = tokio::sync::watch::channel(false);
+        let mut poll = tokio::time::interval(SHUTDOWN_POLL);
+        while !shutdown.load(Ordering::Relaxed) {
+            let (stream, client) = tokio::select! {
+                accepted = listener.accept() => match accepted {
+                    Ok(accepted) => accepted,
+                    Err(e) => {
+                        // EMFILE and the like: give connections time to end.
+                        tracing::warn!("accepting a connection failed: {e}");
+                        tokio::time::sleep(SHUTDOWN_POLL).await;
+                        continue;
+                    }
+                },
+                _ = poll.tick() => continue,
+            };
+            let metrics = &state.options.metrics;
+            if open.load(Ordering::Relaxed) >= state.options.max_connections {
+                metrics.rejected(Rejection::Overloaded);
+                tracing::warn!(%client, "too many connections; answering 503");
+                tokio::spawn(turn_away(stream, "too many connections, try again later"));
+                continue;
             }
+            let Some(held) = per_address.try_take(client.ip()) else {
+                metrics.rejected(Rejection::OverloadedAddress);
+                tracing::warn!(%client, "too many connections from one address; answering 503");
+                tokio::spawn(turn_away(
+                    stream,
+                    "too many connections from your address, try again later",
+                ));
+                continue;
+            };
+            open.fetch_add(1, Ordering::Relaxed);
+            let (state, open, stopping) = (state.clone(), open.clone(), stopping.clone());
+            tokio::spawn(async move {
+                conn::serve(state, stream, client, stopping).await;
+                drop(held);
+                open.fetch_sub(1, Ordering::Relaxed);
+            });
         }
-        match self.listener.accept() {
-            Ok((stream, _)) => Some(stream),
-            Err(e) => {
-                if !matches!(
-                    e.kind(),
-                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::Interrupted
-                ) {
-                    tracing::warn!("accepting a connection failed: {e}");
-                    // EMFILE and the like: give connections time to end.
-                    std::thread::sleep(ACCEPT_POLL);
-                }
-                None
-            }
+        drop(listener);
+        let _ = stop.send(true);
+        while open.load(Ordering::Relaxed) > 0 {
+            tokio::time::sleep(SHUTDOWN_POLL / 4).await;
         }
     }
 }
 
-/// Answers a connection over the limit with 503 and closes it, without
+/// Answers a connection over a limit with 503 and closes it, without
 /// waiting for its request.
-fn turn_away(mut stream: TcpStream) {
-    tracing::warn!(client = ?stream.peer_addr().ok(), "too many connections; answering 503");
-    let _ = stream.set_write_timeout(Some(Duration::from_secs(1)));
-    let message = "too many connections, try again later\n";
-    let _ = write!(
-        stream,
-        "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: {}\r\nRetry-After: 1\r\nConnection: close\r\n\r\n{message}",
-        message.len()
+async fn turn_away(mut stream: tokio::net::TcpStream, message: &str) {
+    let answer = format!(
+        "HTTP/1.1 503 Service Unavailable\r\nServer: refstore\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: {}\r\nRetry-After: 1\r\nConnection: close\r\n\r\n{message}\n",
+        message.len() + 1
     );
+    // The request, unread, is drained for a moment after the answer: a
+    // socket closed with unread input resets the connection, and the
+    // reset can destroy the answer before the client reads it.
+    let _ = tokio::time::timeout(Duration::from_secs(1), async {
+        stream.write_all(answer.as_bytes()).await?;
+        stream.shutdown().await?;
+        let mut sink = [0u8; 4096];
+        while stream.read(&mut sink).await? > 0 {}
+        std::io::Result::Ok(())
+    })
+    .await;
 }

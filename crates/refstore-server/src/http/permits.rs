@@ -1,66 +1,106 @@
-//! A counting semaphore: at most `workers` requests run a service at once,
-//! however many connections are open.
+//! Turns to run a service: at most `workers` requests run one at once,
+//! however many connections are open, and one client address holds at
+//! most its share of them (half, at least one), so that other clients are
+//! served while one keeps the server busy.
 
-use std::sync::{Condvar, Mutex};
+use crate::per_address::{AddressGuard, PerAddress};
+use std::net::IpAddr;
+use std::sync::Arc;
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 
-/// Permits to run a service.
+/// The turns of a server.
 pub struct Permits {
-    free: Mutex<usize>,
-    released: Condvar,
+    workers: Arc<Semaphore>,
+    per_address: Arc<PerAddress>,
+    /// Woken whenever an address gives a turn back.
+    released: Arc<Notify>,
 }
 
-/// A permit, given back when dropped.
-pub struct Permit<'a>(&'a Permits);
+/// A turn, given back when dropped.
+pub struct Permit {
+    _worker: OwnedSemaphorePermit,
+    address: Option<AddressGuard>,
+    released: Arc<Notify>,
+}
+
+impl Drop for Permit {
+    fn drop(&mut self) {
+        drop(self.address.take());
+        self.released.notify_waiters();
+    }
+}
 
 impl Permits {
-    /// `n` permits (at least one).
-    pub fn new(n: usize) -> Permits {
+    /// `workers` turns (at least one); an address holds at most half.
+    pub fn new(workers: usize) -> Permits {
+        let workers = workers.max(1);
         Permits {
-            free: Mutex::new(n.max(1)),
-            released: Condvar::new(),
+            workers: Arc::new(Semaphore::new(workers)),
+            per_address: PerAddress::new(workers / 2),
+            released: Arc::new(Notify::new()),
         }
     }
 
-    /// Waits for a permit.
-    pub fn acquire(&self) -> Permit<'_> {
-        let mut free = self.free.lock().unwrap_or_else(|e| e.into_inner());
-        while *free == 0 {
-            free = self.released.wait(free).unwrap_or_else(|e| e.into_inner());
+    /// Waits for a turn for a client at `address` (`None`: unknown, only
+    /// the overall limit applies).
+    pub async fn acquire(&self, address: Option<IpAddr>) -> Permit {
+        let guard = match address {
+            None => None,
+            Some(address) => Some(loop {
+                let released = self.released.notified();
+                tokio::pin!(released);
+                released.as_mut().enable();
+                if let Some(guard) = self.per_address.try_take(address) {
+                    break guard;
+                }
+                released.await;
+            }),
+        };
+        let worker = self
+            .workers
+            .clone()
+            .acquire_owned()
+            .await
+            .expect("the semaphore is never closed");
+        Permit {
+            _worker: worker,
+            address: guard,
+            released: self.released.clone(),
         }
-        *free -= 1;
-        Permit(self)
-    }
-}
-
-impl Drop for Permit<'_> {
-    fn drop(&mut self) {
-        *self.0.free.lock().unwrap_or_else(|e| e.into_inner()) += 1;
-        self.0.released.notify_one();
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::future::Future;
+    use std::task::Poll;
 
-    #[test]
-    fn no_more_than_n_at_once() {
-        let permits = Permits::new(3);
-        let running = AtomicUsize::new(0);
-        let peak = AtomicUsize::new(0);
-        std::thread::scope(|s| {
-            for _ in 0..12 {
-                s.spawn(|| {
-                    let _permit = permits.acquire();
-                    let now = running.fetch_add(1, Ordering::SeqCst) + 1;
-                    peak.fetch_max(now, Ordering::SeqCst);
-                    std::thread::sleep(std::time::Duration::from_millis(5));
-                    running.fetch_sub(1, Ordering::SeqCst);
-                });
-            }
-        });
-        let peak = peak.load(Ordering::SeqCst);
-        assert!((2..=3).contains(&peak), "{peak} at once");
+    /// Polls `future` once.
+    async fn ready_now<F: Future + Unpin>(future: &mut F) -> bool {
+        std::future::poll_fn(|cx| Poll::Ready(std::pin::Pin::new(&mut *future).poll(cx).is_ready()))
+            .await
+    }
+
+    #[tokio::test]
+    async fn an_address_holds_half_the_turns_and_others_are_served() {
+        let permits = Permits::new(4);
+        let a: IpAddr = "10.0.0.1".parse().unwrap();
+        let b: IpAddr = "2001:db8::1".parse().unwrap();
+        let first = permits.acquire(Some(a)).await;
+        let _second = permits.acquire(Some(a)).await;
+        let mut third = Box::pin(permits.acquire(Some(a)));
+        assert!(!ready_now(&mut third).await);
+        let _b1 = permits.acquire(Some(b)).await;
+        let b2 = permits.acquire(Some(b)).await;
+        // All four turns are taken now.
+        let mut anonymous = Box::pin(permits.acquire(None));
+        assert!(!ready_now(&mut anonymous).await);
+        drop(b2);
+        let _anonymous = anonymous.await;
+        assert!(!ready_now(&mut third).await);
+        drop(first);
+        drop(_anonymous);
+        let _third = third.await;
     }
 }

@@ -1,0 +1,205 @@
+//! `refstore serve --access`: who may read and push which repository, with
+//! the machine's real git over HTTP. A private repository answers 401 to
+//! anonymous clients, so git asks for credentials, whether it exists or
+//! not; a user who may read but not write sees the server's reason when
+//! a push is refused; a user who may not read is told the repository does
+//! not exist; public repositories stay open to anonymous clones.
+
+mod served;
+mod support;
+use served::*;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use support::*;
+
+/// A work repository and bare copies of it at `pub/open.git`,
+/// `priv/secret.git` and `team/alices.git` below `root`.
+fn setup(home: &Path, root: &Path) -> PathBuf {
+    let work = home.join("work");
+    git_ok(home, home, &["init", "-q", "-b", "main", "work"]);
+    std::fs::write(work.join("a"), "a\n").unwrap();
+    git_ok(home, &work, &["add", "a"]);
+    git_ok(home, &work, &["commit", "-q", "-m", "a"]);
+    for repo in ["pub/open.git", "priv/secret.git", "team/alices.git"] {
+        let path = root.join(repo);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        git_ok(
+            home,
+            home,
+            &[
+                "clone",
+                "-q",
+                "--bare",
+                work.to_str().unwrap(),
+                path.to_str().unwrap(),
+            ],
+        );
+    }
+    work
+}
+
+/// A server with access rules and two users.
+fn start(home: &Path, root: &Path) -> Served {
+    let users = home.join("users");
+    std::fs::write(&users, "alice:alice-pw\nbob:bob-pw\n").unwrap();
+    let access = home.join("access");
+    std::fs::write(&access, "* read pub/*\nalice write *\nbob read priv/*\n").unwrap();
+    Served::start(
+        home,
+        root,
+        &[
+            "--credentials",
+            users.to_str().unwrap(),
+            "--access",
+            access.to_str().unwrap(),
+        ],
+    )
+}
+
+fn refused_for_credentials(o: &std::process::Output) {
+    assert!(!o.status.success());
+    let err = stderr(o);
+    assert!(
+        err.contains("Authentication failed") || err.contains("could not read Username"),
+        "{err}"
+    );
+}
+
+#[test]
+fn private_repositories_ask_for_credentials_and_rights_decide() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path();
+    let root = home.join("root");
+    let work = setup(home, &root);
+    let main = git_ok(home, &work, &["rev-parse", "main"]);
+    let server = start(home, &root);
+
+    // Public: anonymous clones work, anonymous pushes need a user.
+    let o = git_net(
+        home,
+        home,
+        &["clone", "-q", &server.url("pub/open.git"), "open"],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(
+        git_ok(home, &home.join("open"), &["rev-parse", "HEAD"]),
+        main
+    );
+    let o = git_net(
+        home,
+        &work,
+        &["push", &server.url("pub/open.git"), "main:refs/heads/anon"],
+    );
+    refused_for_credentials(&o);
+
+    // Private: anonymous clients are asked who they are, whether the
+    // repository exists or not.
+    for repo in ["priv/secret.git", "priv/nothing.git", "team/alices.git"] {
+        let o = git_net(home, home, &["ls-remote", &server.url(repo)]);
+        refused_for_credentials(&o);
+    }
+    // git asks (here GIT_ASKPASS answers as bob), and the clone goes on.
+    let askpass = home.join("askpass");
+    std::fs::write(
+        &askpass,
+        format!(
+            "#!/bin/sh\necho \"$1\" >> '{}'\ncase \"$1\" in Username*) echo bob;; *) echo bob-pw;; esac\n",
+            home.join("asked").display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(
+        &askpass,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let o = isolate(&mut Command::new("git"), home)
+        .env("GIT_ASKPASS", &askpass)
+        .args(["clone", "-q", &server.url("priv/secret.git"), "secret"])
+        .current_dir(home)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let asked = std::fs::read_to_string(home.join("asked")).unwrap();
+    assert!(
+        asked.contains("Username") && asked.contains("Password"),
+        "{asked}"
+    );
+    assert_eq!(
+        git_ok(home, &home.join("secret"), &["rev-parse", "HEAD"]),
+        main
+    );
+
+    // bob may read priv/*, not push there: git shows the server's reason.
+    let bob = server.url_as("bob", "bob-pw", "priv/secret.git");
+    let o = git_net(home, &work, &["push", &bob, "main:refs/heads/bobs"]);
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("user 'bob' may not push to 'priv/secret.git'"),
+        "{}",
+        stderr(&o)
+    );
+    // Nor is he told that alice's repository exists.
+    let o = git_net(
+        home,
+        home,
+        &[
+            "ls-remote",
+            &server.url_as("bob", "bob-pw", "team/alices.git"),
+        ],
+    );
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("not found"), "{}", stderr(&o));
+    // A wrong password is no user at all.
+    let o = git_net(
+        home,
+        home,
+        &[
+            "ls-remote",
+            &server.url_as("bob", "guess", "priv/secret.git"),
+        ],
+    );
+    refused_for_credentials(&o);
+
+    // alice writes everywhere, over protocol v0 and v2.
+    for (version, branch) in [("0", "v0"), ("2", "v2")] {
+        let alice = server.url_as("alice", "alice-pw", "priv/secret.git");
+        let o = git_net(
+            home,
+            &work,
+            &[
+                "-c",
+                &format!("protocol.version={version}"),
+                "push",
+                &alice,
+                &format!("main:refs/heads/{branch}"),
+            ],
+        );
+        assert!(o.status.success(), "{}", stderr(&o));
+    }
+    let refs = git_ok(
+        home,
+        &root.join("priv/secret.git"),
+        &["for-each-ref", "--format=%(refname)"],
+    );
+    assert_eq!(refs, "refs/heads/main\nrefs/heads/v0\nrefs/heads/v2\n");
+    assert_eq!(
+        git_ok(
+            home,
+            &root.join("pub/open.git"),
+            &["for-each-ref", "--format=%(refname)"]
+        ),
+        "refs/heads/main\n"
+    );
+
+    let (code, log) = server.stop();
+    assert_eq!(code, Some(0), "{log}");
+    assert!(
+        log.contains("user=alice") && log.contains("status=401"),
+        "{log}"
+    );
+    assert!(
+        !log.contains("alice-pw") && !log.contains("bob-pw"),
+        "{log}"
+    );
+}
