@@ -287,7 +287,6 @@ fn metrics_count_what_git_clients_did() {
 
 /// Request counters come from the HTTP transport.
 #[test]
-#[ignore = "needs HTTP request metrics"]
 fn http_requests_are_counted() {
     let tmp = tempfile::tempdir().unwrap();
     let home = tmp.path();
