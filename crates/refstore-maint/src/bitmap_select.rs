@@ -5,8 +5,9 @@
 //! every tip is one, or close to one. The choice made here:
 //!
 //! - every ref tip (a peeled tag's commit too), newest first, up to
-//!   [`MAX_TIPS`] of them — a clone or a fetch of any branch then starts
-//!   from a stored bitmap;
+//!   [`MAX_TIPS`] of them — a clone or a fetch of any ref then starts
+//!   from a stored bitmap (past the cap, the memory of one uncompressed
+//!   bitmap per tip would grow with the number of refs);
 //! - along each tip's first-parent chain, every [`SPACING`]th commit, so
 //!   that a walk from any commit of the history (a tip past the cap, a
 //!   side branch merged in, a ref moved back) meets a stored bitmap
@@ -39,6 +40,14 @@ pub fn select(
     let mut chosen: Vec<Vec<u8>> = Vec::new();
     let mut walked: HashSet<&[u8]> = HashSet::new();
     for (n, tip) in tips.iter().enumerate() {
+        // A tip under the cap is chosen even where another chain passed
+        // it (a tag on a branch's history).
+        if n < MAX_TIPS && walked.contains(tip.as_slice()) && in_midx(tip) {
+            if !chosen.contains(tip) {
+                chosen.push((*tip).clone());
+            }
+            continue;
+        }
         // Commits since the last choice on this chain, this one
         // included; a tip under the cap is due at once.
         let mut since = if n < MAX_TIPS { SPACING - 1 } else { 0 };
@@ -113,6 +122,13 @@ mod tests {
         // The newer tip first; its chain spaces the common history, the
         // other tip's stops where it joins it.
         assert_eq!(chosen, [id(1000), id(101), id(1), id(249)]);
+    }
+
+    #[test]
+    fn a_tip_on_another_tips_chain_is_chosen_too() {
+        let commits = linear(250);
+        let chosen = select(&[id(249), id(180)], &commits, &|_| true);
+        assert_eq!(chosen, [id(249), id(149), id(49), id(180)]);
     }
 
     #[test]

@@ -12,8 +12,10 @@
 //!
 //! A bitmap must hold everything reachable from its commit, and it can
 //! only number objects of the index: a commit whose history reaches an
-//! object outside it (a loose object, a missing one, a submodule commit
-//! aside) gets no bitmap, nor does anything above it.
+//! object outside it (a loose object, a missing one; submodule commits
+//! aside) gets no bitmap, nor does anything above it. Its first parent
+//! is tried instead, so that the history below a push stored loose still
+//! has a bitmap near its top.
 
 use crate::bitmap_file::Entry;
 use crate::commit_graph::{parse_commit, Commit};
@@ -23,7 +25,7 @@ use refstore_odb::ewah::Bitmap;
 use refstore_odb::{ObjectKind, Odb, PackedAt, Packs};
 use refstore_refs::value::Target;
 use refstore_refs::{ObjectId, RefName};
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::{BinaryHeap, HashMap, VecDeque};
 use std::path::PathBuf;
 
 /// A bitmap file ready to be installed.
@@ -75,14 +77,35 @@ pub fn build(
     };
     let mut entries: Vec<Entry> = Vec::new();
     let mut stored: HashMap<&[u8], usize> = HashMap::new();
-    for commit in &chosen {
-        if let Some(reachable) = walk.reachable(commit, &stored, &entries)? {
-            let position = midx.position(commit).expect("chosen among indexed commits");
-            stored.insert(commit, entries.len());
-            entries.push(Entry {
-                position,
-                reachable,
-            });
+    // A chosen commit that reaches an object outside the index (a push
+    // stored loose) hands its choice down its first-parent chain, for
+    // at most a spacing's worth of commits.
+    let mut pending: VecDeque<(&[u8], usize)> = chosen.iter().map(|c| (c.as_slice(), 0)).collect();
+    while let Some((commit, tries)) = pending.pop_front() {
+        if stored.contains_key(commit) {
+            continue;
+        }
+        match walk.reachable(commit, &stored, &entries)? {
+            Some(reachable) => {
+                let Some(position) = midx.position(commit) else {
+                    continue;
+                };
+                stored.insert(commit, entries.len());
+                entries.push(Entry {
+                    position,
+                    reachable,
+                });
+            }
+            None if tries < crate::bitmap_select::SPACING => {
+                if let Some(parent) = commits[commit]
+                    .parents
+                    .first()
+                    .filter(|p| commits.contains_key(*p))
+                {
+                    pending.push_back((parent, tries + 1));
+                }
+            }
+            None => {}
         }
     }
     if entries.is_empty() {

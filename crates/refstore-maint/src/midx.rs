@@ -334,6 +334,9 @@ mod tests {
             .map(|&n| parsed.ids[n as usize * 20])
             .collect();
         assert_eq!(ids, [7, 3, 1, 9]);
-        assert_eq!(written.chosen[parsed.position(&[7; 20]).unwrap() as usize].pack, 0);
+        assert_eq!(
+            written.chosen[parsed.position(&[7; 20]).unwrap() as usize].pack,
+            0
+        );
     }
 }

@@ -1,0 +1,258 @@
+//! Reachability bitmaps written by `refstore maintenance run
+//! --task=incremental-repack`, checked with git: git verifies the
+//! multi-pack-index, finds a bitmap for every ref tip and compares each
+//! with a walk (`rev-list --test-bitmap`), and counts with them exactly
+//! what it counts by walking; refstore's own reader, the one upload-pack
+//! counts with, opens them and agrees; they follow the packs as pushes
+//! come in, also pushes stored loose; `repack.writeBitmaps` decides where
+//! they are written, by default in bare repositories only.
+
+mod support;
+use refstore_fs::real::RealFs;
+use refstore_odb::{BitmapIndex, Packs};
+use refstore_refs::ObjectFormat;
+use std::collections::{BTreeSet, HashMap};
+use std::path::{Path, PathBuf};
+use support::*;
+
+const NOW: &str = "refstore.redundantPackExpire=now";
+
+/// Commits `from..to` in `work`, pushed to `srv` one push each: a growing
+/// file, a file per commit in a few directories, a side branch with a
+/// merge every fifth commit, an annotated tag every seventh.
+fn push_history(home: &Path, work: &Path, srv: &Path, from: usize, to: usize) {
+    let url = srv.to_str().unwrap();
+    for i in from..to {
+        let lines: Vec<String> = (0..200 + i * 10).map(|n| format!("line {n}")).collect();
+        std::fs::write(work.join("grows"), lines.join("\n")).unwrap();
+        let dir = work.join(format!("d{}", i % 3));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join(format!("f{i}")), format!("{i}\n")).unwrap();
+        git_ok(home, work, &["add", "-A"]);
+        git_ok(home, work, &["commit", "-qm", &format!("c{i}")]);
+        if i % 5 == 4 {
+            let side = format!("side{i}");
+            git_ok(home, work, &["checkout", "-qb", &side, "HEAD~1"]);
+            std::fs::write(work.join(&side), "side\n").unwrap();
+            git_ok(home, work, &["add", "-A"]);
+            git_ok(home, work, &["commit", "-qm", &side]);
+            git_ok(home, work, &["checkout", "-q", "main"]);
+            git_ok(home, work, &["merge", "-q", "--no-edit", &side]);
+        }
+        if i % 7 == 6 {
+            git_ok(home, work, &["tag", "-a", &format!("v{i}"), "-m", "tag"]);
+        }
+        git_ok(home, work, &["push", "-q", "--all", url]);
+        git_ok(home, work, &["push", "-q", "--tags", url]);
+    }
+}
+
+/// A bare `srv.git` keeping every push as a pack, and a work repository.
+fn setup(home: &Path) -> (PathBuf, PathBuf) {
+    let srv = home.join("srv.git");
+    let work = home.join("work");
+    git_ok(home, home, &["init", "-q", "--bare", "srv.git"]);
+    git_ok(home, &srv, &["config", "receive.unpackLimit", "1"]);
+    git_ok(home, home, &["init", "-q", "-b", "main", "work"]);
+    (srv, work)
+}
+
+fn repack(home: &Path, repo: &Path, config: &[&str]) -> String {
+    let mut args: Vec<&str> = Vec::new();
+    for c in config {
+        args.extend(["-c", c]);
+    }
+    args.extend(["maintenance", "run", "--task=incremental-repack"]);
+    let o = refstore(home, repo, &args);
+    assert!(o.status.success(), "maintenance: {}", stderr(&o));
+    stderr(&o)
+}
+
+/// The `multi-pack-index-*.bitmap` files.
+fn bitmap_files(repo: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(repo.join("objects/pack"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("multi-pack-index-") && n.ends_with(".bitmap"))
+        .collect();
+    names.sort();
+    names
+}
+
+/// The commits the refs point at, tags peeled.
+fn tip_commits(home: &Path, repo: &Path) -> BTreeSet<String> {
+    git_ok(
+        home,
+        repo,
+        &[
+            "for-each-ref",
+            "--format=%(objecttype) %(objectname) %(*objectname)",
+        ],
+    )
+    .lines()
+    .map(|line| {
+        let words: Vec<&str> = line.split(' ').collect();
+        match words[0] {
+            "tag" => words[2].to_owned(),
+            _ => words[1].to_owned(),
+        }
+    })
+    .collect()
+}
+
+fn object_ids(listing: &str) -> BTreeSet<String> {
+    listing
+        .lines()
+        .map(|l| l.split(' ').next().unwrap().to_owned())
+        .collect()
+}
+
+/// The bitmap belongs to the current multi-pack-index, which git
+/// verifies; git finds a correct bitmap for each of `tips` and counts
+/// with the bitmaps what its walk counts; refstore's reader agrees.
+fn assert_bitmaps_used(home: &Path, repo: &Path, tips: &BTreeSet<String>) -> String {
+    let files = bitmap_files(repo);
+    assert_eq!(files.len(), 1, "{files:?}");
+    let midx = std::fs::read(repo.join("objects/pack/multi-pack-index")).unwrap();
+    let checksum: String = midx[midx.len() - 20..]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    assert_eq!(files[0], format!("multi-pack-index-{checksum}.bitmap"));
+    git_ok(home, repo, &["multi-pack-index", "verify"]);
+
+    for tip in tips {
+        let o = git(home, repo, &["rev-list", "--test-bitmap", tip]);
+        let err = stderr(&o);
+        assert!(o.status.success(), "--test-bitmap {tip}: {err}");
+        assert!(err.contains(&format!("Found bitmap for '{tip}'")), "{err}");
+        assert!(err.contains("OK!"), "{err}");
+    }
+
+    let walked = git_ok(home, repo, &["rev-list", "--objects", "--all"]);
+    let counted = git_ok(
+        home,
+        repo,
+        &["rev-list", "--use-bitmap-index", "--objects", "--all"],
+    );
+    assert_eq!(object_ids(&counted), object_ids(&walked));
+    assert_eq!(
+        git_ok(
+            home,
+            repo,
+            &["rev-list", "--use-bitmap-index", "--count", "--all"]
+        ),
+        git_ok(home, repo, &["rev-list", "--count", "--all"]),
+    );
+
+    // refstore's reader: each tip's stored bitmap is what git walks.
+    let objects = repo.join("objects");
+    let packs = Packs::open(&objects, ObjectFormat::Sha1).unwrap();
+    let index = BitmapIndex::open(&RealFs::new(), &objects, &packs)
+        .unwrap()
+        .expect("refstore finds the bitmap");
+    let bits: HashMap<String, usize> = (0..index.objects())
+        .map(|bit| (packs.id(index.at_bit(bit)).to_string(), bit))
+        .collect();
+    for tip in tips {
+        let bit = bits[tip];
+        let set = index.reachable_from(bit).unwrap().expect("a stored bitmap");
+        let walked = object_ids(&git_ok(home, repo, &["rev-list", "--objects", tip]));
+        let counted: BTreeSet<String> = set
+            .ones()
+            .map(|bit| packs.id(index.at_bit(bit)).to_string())
+            .collect();
+        assert_eq!(counted, walked, "{tip}");
+    }
+    files[0].clone()
+}
+
+/// A clone served by refstore's upload-pack: complete, and the bitmap
+/// was not set aside.
+fn assert_refstore_clone(home: &Path, srv: &Path, name: &str) {
+    let upload_pack = format!("{} upload-pack", env!("CARGO_BIN_EXE_refstore"));
+    let o = git(
+        home,
+        home,
+        &[
+            "clone",
+            "-q",
+            "--bare",
+            "--upload-pack",
+            &upload_pack,
+            &format!("file://{}", srv.display()),
+            name,
+        ],
+    );
+    let err = stderr(&o);
+    assert!(o.status.success(), "clone: {err}");
+    assert!(!err.contains("bitmap"), "{err}");
+    let copy = home.join(name);
+    git_ok(home, &copy, &["fsck", "--strict", "--no-dangling"]);
+    assert_eq!(tip_commits(home, &copy), tip_commits(home, srv));
+}
+
+#[test]
+fn bitmaps_follow_the_packs_and_git_counts_with_them() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path();
+    let (srv, work) = setup(home);
+    push_history(home, &work, &srv, 0, 16);
+    let out = repack(home, &srv, &[NOW]);
+    assert!(out.contains("with bitmaps of"), "{out}");
+    let tips = tip_commits(home, &srv);
+    let first = assert_bitmaps_used(home, &srv, &tips);
+    assert_refstore_clone(home, &srv, "one.git");
+
+    // More pushes: a new multi-pack-index, a new bitmap, the old one gone.
+    push_history(home, &work, &srv, 16, 25);
+    repack(home, &srv, &[NOW]);
+    let tips = tip_commits(home, &srv);
+    let second = assert_bitmaps_used(home, &srv, &tips);
+    assert_ne!(first, second);
+    assert!(!srv.join("objects/pack").join(&first).exists());
+
+    // A push stored loose, then one stored as a pack on top of it: the
+    // new tip reaches a loose commit, so the bitmap goes to the history
+    // below it; git still counts right with it.
+    git_ok(home, &srv, &["config", "receive.unpackLimit", "100"]);
+    push_history(home, &work, &srv, 25, 26);
+    git_ok(home, &srv, &["config", "receive.unpackLimit", "1"]);
+    push_history(home, &work, &srv, 26, 27);
+    repack(home, &srv, &[NOW]);
+    let main = git_ok(home, &work, &["rev-parse", "main"]);
+    let below = git_ok(home, &work, &["rev-parse", "main~2"]);
+    let mut tips = tip_commits(home, &srv);
+    assert!(tips.remove(main.trim()));
+    tips.insert(below.trim().to_owned());
+    assert_bitmaps_used(home, &srv, &tips);
+    assert_refstore_clone(home, &srv, "two.git");
+}
+
+#[test]
+fn repack_write_bitmaps_decides_where_bitmaps_are_written() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path();
+    let (srv, work) = setup(home);
+    push_history(home, &work, &srv, 0, 4);
+
+    // Bare, but turned off.
+    let off = ["repack.writeBitmaps=false", NOW];
+    let out = repack(home, &srv, &off);
+    assert!(out.contains("multi-pack-index over"), "{out}");
+    assert!(bitmap_files(&srv).is_empty());
+    git_ok(home, &srv, &["multi-pack-index", "verify"]);
+    // Turned on (git's default for a bare repository): written for the
+    // multi-pack-index there is, without a new pack.
+    repack(home, &srv, &[NOW]);
+    assert_bitmaps_used(home, &srv, &tip_commits(home, &srv));
+
+    // A repository with a work tree: none by default, as git; with
+    // repack.writeBitmaps, one.
+    git_ok(home, &work, &["repack", "-q", "-d"]);
+    repack(home, &work, &[NOW]);
+    assert!(work.join(".git/objects/pack/multi-pack-index").exists());
+    assert!(bitmap_files(&work.join(".git")).is_empty());
+    repack(home, &work, &["pack.writeBitmaps=true", NOW]);
+    assert_bitmaps_used(home, &work.join(".git"), &tip_commits(home, &work));
+}
