@@ -5,14 +5,19 @@
 //! what it counts by walking; refstore's own reader, the one upload-pack
 //! counts with, opens them and agrees; they follow the packs as pushes
 //! come in, also pushes stored loose; `repack.writeBitmaps` decides where
-//! they are written, by default in bare repositories only.
+//! they are written, by default in bare repositories only. Over random
+//! histories too (several imports, a repack after each).
 
+#[path = "../../refstore-odb/tests/support/history.rs"]
+mod history;
 mod support;
+use proptest::prelude::*;
 use refstore_fs::real::RealFs;
 use refstore_odb::{BitmapIndex, Packs};
 use refstore_refs::ObjectFormat;
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
+use std::process::Command;
 use support::*;
 
 const NOW: &str = "refstore.redundantPackExpire=now";
@@ -108,9 +113,10 @@ fn object_ids(listing: &str) -> BTreeSet<String> {
 }
 
 /// The bitmap belongs to the current multi-pack-index, which git
-/// verifies; git finds a correct bitmap for each of `tips` and counts
-/// with the bitmaps what its walk counts; refstore's reader agrees.
-fn assert_bitmaps_used(home: &Path, repo: &Path, tips: &BTreeSet<String>) -> String {
+/// verifies; git counts with the bitmaps what its walk counts; each of
+/// `tips` has a stored bitmap, and every stored bitmap is what git walks,
+/// read by refstore's reader and by git. How many there are.
+fn assert_bitmaps_used(home: &Path, repo: &Path, tips: &BTreeSet<String>) -> usize {
     let files = bitmap_files(repo);
     assert_eq!(files.len(), 1, "{files:?}");
     let midx = std::fs::read(repo.join("objects/pack/multi-pack-index")).unwrap();
@@ -120,14 +126,6 @@ fn assert_bitmaps_used(home: &Path, repo: &Path, tips: &BTreeSet<String>) -> Str
         .collect();
     assert_eq!(files[0], format!("multi-pack-index-{checksum}.bitmap"));
     git_ok(home, repo, &["multi-pack-index", "verify"]);
-
-    for tip in tips {
-        let o = git(home, repo, &["rev-list", "--test-bitmap", tip]);
-        let err = stderr(&o);
-        assert!(o.status.success(), "--test-bitmap {tip}: {err}");
-        assert!(err.contains(&format!("Found bitmap for '{tip}'")), "{err}");
-        assert!(err.contains("OK!"), "{err}");
-    }
 
     let walked = git_ok(home, repo, &["rev-list", "--objects", "--all"]);
     let counted = git_ok(
@@ -145,26 +143,44 @@ fn assert_bitmaps_used(home: &Path, repo: &Path, tips: &BTreeSet<String>) -> Str
         git_ok(home, repo, &["rev-list", "--count", "--all"]),
     );
 
-    // refstore's reader: each tip's stored bitmap is what git walks.
+    // refstore's reader finds a bitmap for every tip; each stored bitmap
+    // is what git walks, and git finds and checks it too.
     let objects = repo.join("objects");
     let packs = Packs::open(&objects, ObjectFormat::Sha1).unwrap();
     let index = BitmapIndex::open(&RealFs::new(), &objects, &packs)
         .unwrap()
         .expect("refstore finds the bitmap");
+    let stored: BTreeSet<String> = index
+        .commits_with_bitmaps()
+        .into_iter()
+        .map(|bit| packs.id(index.at_bit(bit)).to_string())
+        .collect();
+    assert!(stored.is_superset(tips), "{stored:?} {tips:?}");
     let bits: HashMap<String, usize> = (0..index.objects())
         .map(|bit| (packs.id(index.at_bit(bit)).to_string(), bit))
         .collect();
-    for tip in tips {
-        let bit = bits[tip];
-        let set = index.reachable_from(bit).unwrap().expect("a stored bitmap");
-        let walked = object_ids(&git_ok(home, repo, &["rev-list", "--objects", tip]));
+    for commit in &stored {
+        let set = index
+            .reachable_from(bits[commit])
+            .unwrap()
+            .expect("a stored bitmap");
+        let walked = object_ids(&git_ok(home, repo, &["rev-list", "--objects", commit]));
         let counted: BTreeSet<String> = set
             .ones()
             .map(|bit| packs.id(index.at_bit(bit)).to_string())
             .collect();
-        assert_eq!(counted, walked, "{tip}");
+        assert_eq!(counted, walked, "{commit}");
+
+        let o = git(home, repo, &["rev-list", "--test-bitmap", commit]);
+        let err = stderr(&o);
+        assert!(o.status.success(), "--test-bitmap {commit}: {err}");
+        assert!(
+            err.contains(&format!("Found bitmap for '{commit}'")),
+            "{err}"
+        );
+        assert!(err.contains("OK!"), "{err}");
     }
-    files[0].clone()
+    stored.len()
 }
 
 /// A clone served by refstore's upload-pack: complete, and the bitmap
@@ -201,14 +217,16 @@ fn bitmaps_follow_the_packs_and_git_counts_with_them() {
     let out = repack(home, &srv, &[NOW]);
     assert!(out.contains("with bitmaps of"), "{out}");
     let tips = tip_commits(home, &srv);
-    let first = assert_bitmaps_used(home, &srv, &tips);
+    assert_bitmaps_used(home, &srv, &tips);
+    let first = bitmap_files(&srv).remove(0);
     assert_refstore_clone(home, &srv, "one.git");
 
     // More pushes: a new multi-pack-index, a new bitmap, the old one gone.
     push_history(home, &work, &srv, 16, 25);
     repack(home, &srv, &[NOW]);
     let tips = tip_commits(home, &srv);
-    let second = assert_bitmaps_used(home, &srv, &tips);
+    assert_bitmaps_used(home, &srv, &tips);
+    let second = bitmap_files(&srv).remove(0);
     assert_ne!(first, second);
     assert!(!srv.join("objects/pack").join(&first).exists());
 
@@ -255,4 +273,66 @@ fn repack_write_bitmaps_decides_where_bitmaps_are_written() {
     assert!(bitmap_files(&work.join(".git")).is_empty());
     repack(home, &work, &["pack.writeBitmaps=true", NOW]);
     assert_bitmaps_used(home, &work.join(".git"), &tip_commits(home, &work));
+}
+
+#[test]
+fn a_long_history_has_a_bitmap_every_hundred_commits() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path();
+    let srv = home.join("srv.git");
+    git_ok(home, home, &["init", "-q", "--bare", "srv.git"]);
+    let mut stream = String::new();
+    for n in 1..=250 {
+        let content = format!("version {n}\n");
+        stream.push_str(&format!(
+            "commit refs/heads/main\nmark :{n}\ncommitter C <c@example.com> {} +0000\n\
+             data 2\nc\nM 100644 inline f{}\ndata {}\n{content}\n",
+            1_700_000_000 + n,
+            n % 7,
+            content.len()
+        ));
+    }
+    let o = run_with_input(
+        isolate(&mut Command::new("git"), home)
+            .args(["fast-import", "--quiet"])
+            .current_dir(&srv),
+        stream.as_bytes(),
+    );
+    assert!(o.status.success(), "fast-import: {}", stderr(&o));
+    repack(home, &srv, &[NOW]);
+    // The tip, main~100 and main~200, each checked against git.
+    let tips = tip_commits(home, &srv);
+    assert_eq!(assert_bitmaps_used(home, &srv, &tips), 3);
+    for back in ["main~100", "main~200"] {
+        let id = git_ok(home, &srv, &["rev-parse", back]);
+        let o = git(home, &srv, &["rev-list", "--test-bitmap", id.trim()]);
+        assert!(o.status.success(), "{back}: {}", stderr(&o));
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 8, ..ProptestConfig::default() })]
+
+    #[test]
+    fn bitmaps_of_random_histories_agree_with_git(
+        runs in prop::collection::vec(prop::collection::vec(history::op(), 1..150), 1..4)
+    ) {
+        let tmp = tempfile::tempdir().unwrap();
+        let home = tmp.path();
+        let srv = home.join("srv.git");
+        git_ok(home, home, &["init", "-q", "--bare", "srv.git"]);
+        let mut writer = history::Writer::default();
+        for ops in &runs {
+            // Each import its own pack, as a push would leave it.
+            let o = run_with_input(
+                isolate(&mut Command::new("git"), home)
+                    .args(["-c", "fastimport.unpackLimit=1", "fast-import", "--quiet"])
+                    .current_dir(&srv),
+                &writer.stream(ops),
+            );
+            prop_assert!(o.status.success(), "fast-import: {}", stderr(&o));
+            repack(home, &srv, &[NOW]);
+            assert_bitmaps_used(home, &srv, &tip_commits(home, &srv));
+        }
+    }
 }
