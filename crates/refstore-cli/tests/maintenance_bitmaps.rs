@@ -52,14 +52,20 @@ fn push_history(home: &Path, work: &Path, srv: &Path, from: usize, to: usize) {
     }
 }
 
-/// A bare `srv.git` keeping every push as a pack, and a work repository.
-fn setup(home: &Path) -> (PathBuf, PathBuf) {
+/// A bare `srv.git` keeping every push as a pack, and a work repository,
+/// both of object format `format`.
+fn setup_with(home: &Path, format: &str) -> (PathBuf, PathBuf) {
     let srv = home.join("srv.git");
     let work = home.join("work");
-    git_ok(home, home, &["init", "-q", "--bare", "srv.git"]);
+    let format = format!("--object-format={format}");
+    git_ok(home, home, &["init", "-q", &format, "--bare", "srv.git"]);
     git_ok(home, &srv, &["config", "receive.unpackLimit", "1"]);
-    git_ok(home, home, &["init", "-q", "-b", "main", "work"]);
+    git_ok(home, home, &["init", "-q", &format, "-b", "main", "work"]);
     (srv, work)
+}
+
+fn setup(home: &Path) -> (PathBuf, PathBuf) {
+    setup_with(home, "sha1")
 }
 
 fn repack(home: &Path, repo: &Path, config: &[&str]) -> String {
@@ -119,8 +125,11 @@ fn object_ids(listing: &str) -> BTreeSet<String> {
 fn assert_bitmaps_used(home: &Path, repo: &Path, tips: &BTreeSet<String>) -> usize {
     let files = bitmap_files(repo);
     assert_eq!(files.len(), 1, "{files:?}");
+    let name = git_ok(home, repo, &["rev-parse", "--show-object-format"]);
+    let format = ObjectFormat::from_name(name.trim()).unwrap();
+    let hash_len = if format == ObjectFormat::Sha1 { 20 } else { 32 };
     let midx = std::fs::read(repo.join("objects/pack/multi-pack-index")).unwrap();
-    let checksum: String = midx[midx.len() - 20..]
+    let checksum: String = midx[midx.len() - hash_len..]
         .iter()
         .map(|b| format!("{b:02x}"))
         .collect();
@@ -146,7 +155,7 @@ fn assert_bitmaps_used(home: &Path, repo: &Path, tips: &BTreeSet<String>) -> usi
     // refstore's reader finds a bitmap for every tip; each stored bitmap
     // is what git walks, and git finds and checks it too.
     let objects = repo.join("objects");
-    let packs = Packs::open(&objects, ObjectFormat::Sha1).unwrap();
+    let packs = Packs::open(&objects, format).unwrap();
     let index = BitmapIndex::open(&RealFs::new(), &objects, &packs)
         .unwrap()
         .expect("refstore finds the bitmap");
@@ -245,6 +254,17 @@ fn bitmaps_follow_the_packs_and_git_counts_with_them() {
     tips.insert(below.trim().to_owned());
     assert_bitmaps_used(home, &srv, &tips);
     assert_refstore_clone(home, &srv, "two.git");
+}
+
+#[test]
+fn sha256_repositories_get_bitmaps_git_reads() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path();
+    let (srv, work) = setup_with(home, "sha256");
+    push_history(home, &work, &srv, 0, 8);
+    repack(home, &srv, &[NOW]);
+    assert_bitmaps_used(home, &srv, &tip_commits(home, &srv));
+    assert_refstore_clone(home, &srv, "copy.git");
 }
 
 #[test]
