@@ -1,6 +1,8 @@
 //! Installing a new `multi-pack-index` over a set of packs, with its
 //! reachability bitmap when bitmaps are wanted
-//! ([`crate::MaintSettings::writes_bitmaps`]).
+//! ([`crate::MaintSettings::writes_bitmaps`]). An object the bitmap
+//! writer cannot read (a damaged pack entry) costs the bitmap, not the
+//! index: the failure is reported and the index written without one.
 //!
 //! The preferred pack (the first of the pseudo-pack order, whose objects
 //! the index takes from it wherever they are duplicated) is the largest:
@@ -63,12 +65,17 @@ pub fn write(repo: &Repo, covered: &[(String, PathBuf)]) -> Result<Outcome, Main
     let mut bitmap = None;
     if repo.maint.writes_bitmaps(repo.bare) {
         let paths: Vec<PathBuf> = preference.iter().map(|&n| covered[n].1.clone()).collect();
-        match crate::bitmaps::build(repo, &written, &paths)? {
-            Some(built) => {
+        match crate::bitmaps::build(repo, &written, &paths) {
+            Ok(Some(built)) => {
                 summary.push_str(&format!(" with bitmaps of {} commits", built.commits));
                 bitmap = Some((written.midx.bitmap_name(), built.bytes));
             }
-            None => summary.push_str(" (no commit to write a bitmap for)"),
+            Ok(None) => summary.push_str(" (no commit to write a bitmap for)"),
+            // The index is worth having without one: readers then walk.
+            Err(e) => {
+                tracing::warn!("no reachability bitmap written: {e}");
+                summary.push_str(&format!(" (no bitmap: {e})"));
+            }
         }
     }
     install(repo, &written.bytes, bitmap)?;
