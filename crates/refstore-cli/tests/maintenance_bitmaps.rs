@@ -356,3 +356,38 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn a_damaged_tree_costs_the_bitmap_not_the_multi_pack_index() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path();
+    let (srv, work) = setup(home);
+    push_history(home, &work, &srv, 0, 3);
+    git_ok(home, &srv, &["repack", "-adq"]);
+    // Damage the compressed data of one tree stored whole.
+    let pack_dir = srv.join("objects/pack");
+    let index = std::fs::read_dir(&pack_dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "idx"))
+        .unwrap();
+    let verbose = git_ok(home, &srv, &["verify-pack", "-v", index.to_str().unwrap()]);
+    // `<id> tree <size> <size-in-pack> <offset>` for an entry that is no delta.
+    let (size_in_pack, offset): (usize, usize) = verbose
+        .lines()
+        .map(|l| l.split_whitespace().collect::<Vec<_>>())
+        .find(|w| w.len() == 5 && w[1] == "tree" && w[3].parse::<usize>().unwrap() > 20)
+        .map(|w| (w[3].parse().unwrap(), w[4].parse().unwrap()))
+        .unwrap();
+    let pack = index.with_extension("pack");
+    let mut bytes = std::fs::read(&pack).unwrap();
+    for byte in &mut bytes[offset + size_in_pack - 8..offset + size_in_pack - 2] {
+        *byte ^= 0x55;
+    }
+    std::fs::write(&pack, bytes).unwrap();
+
+    let out = repack(home, &srv, &[NOW]);
+    assert!(out.contains("no bitmap:"), "{out}");
+    assert!(bitmap_files(&srv).is_empty());
+    git_ok(home, &srv, &["multi-pack-index", "verify"]);
+}
