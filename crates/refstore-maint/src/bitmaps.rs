@@ -3,12 +3,8 @@
 //! object reachable from each, as bits in the index's pseudo-pack order;
 //! and the type of every object of the index.
 //!
-//! A commit's set is built from those of chosen commits below it: its
-//! history is walked newest first (by generation), and where the walk
-//! meets a chosen commit whose set is known, that set is added whole
-//! instead of walked. Chosen commits are done oldest first, so each walk
-//! stops at the chosen commits right below it. A tree already in the set
-//! is not read again: a set only ever holds complete trees.
+//! A commit's set is built from those of chosen commits below it
+//! ([`crate::bitmap_walk`]), so chosen commits are done oldest first.
 //!
 //! A bitmap must hold everything reachable from its commit, and it can
 //! only number objects of the index: a commit whose history reaches an
@@ -18,6 +14,7 @@
 //! has a bitmap near its top.
 
 use crate::bitmap_file::Entry;
+use crate::bitmap_walk::{Numbering, Walk};
 use crate::commit_graph::{parse_commit, Commit};
 use crate::midx::Written;
 use crate::{MaintError, Repo};
@@ -25,7 +22,7 @@ use refstore_odb::ewah::Bitmap;
 use refstore_odb::{ObjectKind, Odb, PackedAt, Packs};
 use refstore_refs::value::Target;
 use refstore_refs::{ObjectId, RefName};
-use std::collections::{BinaryHeap, HashMap, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
 
 /// A bitmap file ready to be installed.
@@ -117,20 +114,6 @@ pub fn build(
         bytes,
         commits: entries.len(),
     }))
-}
-
-/// Bits of objects by id.
-struct Numbering<'a> {
-    midx: &'a crate::midx::Midx,
-    bit_of: &'a [u32],
-}
-
-impl Numbering<'_> {
-    fn bit(&self, id: &[u8]) -> Option<usize> {
-        self.midx
-            .position(id)
-            .map(|p| self.bit_of[p as usize] as usize)
-    }
 }
 
 /// The commits the refs (and a detached `HEAD`) point at, tags peeled.
@@ -228,101 +211,6 @@ fn generations(commits: &HashMap<Vec<u8>, Commit>) -> HashMap<&[u8], u32> {
         }
     }
     level
-}
-
-/// What computing one commit's set needs.
-struct Walk<'a> {
-    repo: &'a Repo,
-    odb: &'a Odb,
-    commits: &'a HashMap<Vec<u8>, Commit>,
-    generation: &'a HashMap<&'a [u8], u32>,
-    numbering: &'a Numbering<'a>,
-}
-
-impl Walk<'_> {
-    /// Everything reachable from `commit`; `None` if that reaches an
-    /// object outside the index or one that cannot be read.
-    fn reachable(
-        &self,
-        commit: &[u8],
-        stored: &HashMap<&[u8], usize>,
-        entries: &[Entry],
-    ) -> Result<Option<Bitmap>, MaintError> {
-        let mut set = Bitmap::new();
-        let mut queue: BinaryHeap<(u32, &[u8])> = BinaryHeap::new();
-        queue.push((self.generation[commit], commit));
-        while let Some((_, id)) = queue.pop() {
-            let Some(bit) = self.numbering.bit(id) else {
-                return Ok(None);
-            };
-            if set.get(bit) {
-                continue;
-            }
-            if id != commit {
-                if let Some(&n) = stored.get(id) {
-                    set.or_assign(&entries[n].reachable);
-                    continue;
-                }
-            }
-            set.set(bit);
-            let Some(found) = self.commits.get(id) else {
-                return Ok(None);
-            };
-            if !self.add_tree(&found.tree, &mut set)? {
-                return Ok(None);
-            }
-            for parent in &found.parents {
-                let Some(&level) = self.generation.get(parent.as_slice()) else {
-                    return Ok(None);
-                };
-                queue.push((level, parent));
-            }
-        }
-        Ok(Some(set))
-    }
-
-    /// Adds `tree` and everything in it to `set`; false if something in it
-    /// is outside the index or cannot be read.
-    fn add_tree(&self, tree: &[u8], set: &mut Bitmap) -> Result<bool, MaintError> {
-        let hash_len = self.repo.hash().len_in_bytes();
-        let mut stack: Vec<Vec<u8>> = vec![tree.to_vec()];
-        while let Some(id) = stack.pop() {
-            let Some(bit) = self.numbering.bit(&id) else {
-                return Ok(false);
-            };
-            if set.get(bit) {
-                continue;
-            }
-            let Some(oid) = ObjectId::from_raw(&id) else {
-                return Ok(false);
-            };
-            let Some((ObjectKind::Tree, data)) = self.odb.read(&oid)? else {
-                return Ok(false);
-            };
-            set.set(bit);
-            let mut rest = &data[..];
-            while let Some(nul) = rest.iter().position(|&b| b == 0) {
-                let mode = rest.split(|&b| b == b' ').next().unwrap_or_default();
-                let Some(raw) = rest.get(nul + 1..nul + 1 + hash_len) else {
-                    return Ok(false);
-                };
-                rest = &rest[nul + 1 + hash_len..];
-                // A submodule's commit lives in another repository.
-                if mode == b"160000" {
-                    continue;
-                }
-                if mode.starts_with(b"4") {
-                    stack.push(raw.to_vec());
-                } else {
-                    match self.numbering.bit(raw) {
-                        Some(bit) => set.set(bit),
-                        None => return Ok(false),
-                    }
-                }
-            }
-        }
-        Ok(true)
-    }
 }
 
 /// The commits, trees, blobs and tags among the index's objects, as bits.

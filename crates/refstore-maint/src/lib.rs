@@ -32,6 +32,7 @@
 mod auto;
 mod bitmap_file;
 mod bitmap_select;
+mod bitmap_walk;
 mod bitmaps;
 mod checksum;
 pub mod cleanup;
