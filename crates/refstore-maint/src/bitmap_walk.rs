@@ -3,8 +3,8 @@
 //!
 //! The history is walked newest first (by generation) from the commit;
 //! where the walk meets a commit whose bitmap is already known, that set
-//! is added whole instead of walked, so done oldest first, each walk stops
-//! at the chosen commits right below it. A tree already in the set is not
+//! is added whole instead of walked. Chosen commits are done oldest
+//! first, so each walk stops at the chosen commits right below it. A tree already in the set is not
 //! read again: a set only ever holds complete trees.
 
 use crate::bitmap_file::Entry;
@@ -49,7 +49,8 @@ pub struct Walk<'a> {
 
 impl Walk<'_> {
     /// Everything reachable from `commit`; `None` if that reaches an
-    /// object outside the index or one that cannot be read.
+    /// object outside the index or one that is missing. `stored` gives
+    /// the place in `entries` of each commit whose set is known.
     pub fn reachable(
         &self,
         commit: &[u8],
