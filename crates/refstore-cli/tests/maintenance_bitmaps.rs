@@ -15,7 +15,7 @@ use proptest::prelude::*;
 use refstore_fs::real::RealFs;
 use refstore_odb::{BitmapIndex, Packs};
 use refstore_refs::ObjectFormat;
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use support::*;
@@ -390,4 +390,63 @@ fn a_damaged_tree_costs_the_bitmap_not_the_multi_pack_index() {
     assert!(out.contains("no bitmap:"), "{out}");
     assert!(bitmap_files(&srv).is_empty());
     git_ok(home, &srv, &["multi-pack-index", "verify"]);
+}
+
+/// Name hashes by object id, from refstore's reader of the repository's
+/// bitmap.
+fn name_hashes(repo: &Path) -> BTreeMap<String, Option<u32>> {
+    let objects = repo.join("objects");
+    let packs = Packs::open(&objects, ObjectFormat::Sha1).unwrap();
+    let index = BitmapIndex::open(&RealFs::new(), &objects, &packs)
+        .unwrap()
+        .unwrap();
+    (0..index.objects())
+        .map(|bit| {
+            (
+                packs.id(index.at_bit(bit)).to_string(),
+                index.name_hash(bit),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn name_hashes_are_the_ones_git_writes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path();
+    let (srv, work) = setup(home);
+    // Every file and directory holds content found at one path only, so
+    // the path an object is first found at is the same for every walk.
+    for i in 0..8 {
+        let dir = format!("dir{}", i % 3);
+        std::fs::create_dir_all(work.join(&dir)).unwrap();
+        let path = format!("{dir}/file {i}.txt");
+        std::fs::write(work.join(&path), format!("{path} {i}\n")).unwrap();
+        std::fs::write(work.join("top.rs"), format!("top {i}\n")).unwrap();
+        git_ok(home, &work, &["add", "-A"]);
+        git_ok(home, &work, &["commit", "-qm", &format!("c{i}")]);
+        git_ok(home, &work, &["push", "-q", srv.to_str().unwrap(), "main"]);
+    }
+    repack(home, &srv, &[NOW]);
+    let ours = name_hashes(&srv);
+
+    // git's own bitmap (with its name-hash cache) of the same objects.
+    let copy = home.join("git.git");
+    git_ok(
+        home,
+        home,
+        &[
+            "clone",
+            "-q",
+            "--bare",
+            "--no-local",
+            srv.to_str().unwrap(),
+            "git.git",
+        ],
+    );
+    git_ok(home, &copy, &["repack", "-adbq"]);
+    let theirs = name_hashes(&copy);
+    assert_eq!(ours.len(), theirs.len());
+    assert!(ours.values().filter(|h| h.is_some_and(|h| h != 0)).count() > 10);
+    assert_eq!(ours, theirs);
 }

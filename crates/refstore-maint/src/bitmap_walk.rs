@@ -33,6 +33,33 @@ impl Numbering<'_> {
     }
 }
 
+/// The name hash of each object (by index position) at the first path a
+/// walk found it at, for the bitmap's name-hash cache.
+pub struct NameHashes {
+    /// By index position; 0 where none was found (commits, tags, objects
+    /// no chosen commit reaches), as git leaves them.
+    pub hashes: Vec<u32>,
+    known: Bitmap,
+}
+
+impl NameHashes {
+    /// No name known yet for any of `objects` objects.
+    pub fn new(objects: usize) -> NameHashes {
+        NameHashes {
+            hashes: vec![0; objects],
+            known: Bitmap::new(),
+        }
+    }
+
+    fn found(&mut self, position: u32, path: &[u8]) {
+        let position = position as usize;
+        if !self.known.get(position) {
+            self.known.set(position);
+            self.hashes[position] = crate::bitmap_file::name_hash(path);
+        }
+    }
+}
+
 /// What computing one commit's set needs.
 pub struct Walk<'a> {
     /// The repository.
@@ -50,12 +77,14 @@ pub struct Walk<'a> {
 impl Walk<'_> {
     /// Everything reachable from `commit`; `None` if that reaches an
     /// object outside the index or one that is missing. `stored` gives
-    /// the place in `entries` of each commit whose set is known.
+    /// the place in `entries` of each commit whose set is known; `names`
+    /// learns the paths of the trees and blobs walked.
     pub fn reachable(
         &self,
         commit: &[u8],
         stored: &HashMap<&[u8], usize>,
         entries: &[Entry],
+        names: &mut NameHashes,
     ) -> Result<Option<Bitmap>, MaintError> {
         let mut set = Bitmap::new();
         let mut queue: BinaryHeap<(u32, &[u8])> = BinaryHeap::new();
@@ -77,7 +106,7 @@ impl Walk<'_> {
             let Some(found) = self.commits.get(id) else {
                 return Ok(None);
             };
-            if !self.add_tree(&found.tree, &mut set)? {
+            if !self.add_tree(&found.tree, &mut set, names)? {
                 return Ok(None);
             }
             for parent in &found.parents {
@@ -90,15 +119,23 @@ impl Walk<'_> {
         Ok(Some(set))
     }
 
-    /// Adds `tree` and everything in it to `set`; false if something in it
-    /// is outside the index or cannot be read.
-    fn add_tree(&self, tree: &[u8], set: &mut Bitmap) -> Result<bool, MaintError> {
+    /// Adds `tree` and everything in it to `set`, recording the paths
+    /// met in `names`; false if something in it is outside the index or
+    /// cannot be read.
+    fn add_tree(
+        &self,
+        tree: &[u8],
+        set: &mut Bitmap,
+        names: &mut NameHashes,
+    ) -> Result<bool, MaintError> {
         let hash_len = self.repo.hash().len_in_bytes();
-        let mut stack: Vec<Vec<u8>> = vec![tree.to_vec()];
-        while let Some(id) = stack.pop() {
-            let Some(bit) = self.numbering.bit(&id) else {
+        let midx = self.numbering.midx;
+        let mut stack: Vec<(Vec<u8>, Vec<u8>)> = vec![(tree.to_vec(), Vec::new())];
+        while let Some((id, path)) = stack.pop() {
+            let Some(position) = midx.position(&id) else {
                 return Ok(false);
             };
+            let bit = self.numbering.bit_of[position as usize] as usize;
             if set.get(bit) {
                 continue;
             }
@@ -109,9 +146,13 @@ impl Walk<'_> {
                 return Ok(false);
             };
             set.set(bit);
+            names.found(position, &path);
             let mut rest = &data[..];
             while let Some(nul) = rest.iter().position(|&b| b == 0) {
-                let mode = rest.split(|&b| b == b' ').next().unwrap_or_default();
+                let (mode, name) = match rest[..nul].iter().position(|&b| b == b' ') {
+                    Some(space) => (&rest[..space], &rest[space + 1..nul]),
+                    None => return Ok(false),
+                };
                 let Some(raw) = rest.get(nul + 1..nul + 1 + hash_len) else {
                     return Ok(false);
                 };
@@ -120,13 +161,19 @@ impl Walk<'_> {
                 if mode == b"160000" {
                     continue;
                 }
+                let mut entry_path = path.clone();
+                if !entry_path.is_empty() {
+                    entry_path.push(b'/');
+                }
+                entry_path.extend_from_slice(name);
                 if mode.starts_with(b"4") {
-                    stack.push(raw.to_vec());
+                    stack.push((raw.to_vec(), entry_path));
                 } else {
-                    match self.numbering.bit(raw) {
-                        Some(bit) => set.set(bit),
-                        None => return Ok(false),
-                    }
+                    let Some(position) = midx.position(raw) else {
+                        return Ok(false);
+                    };
+                    set.set(self.numbering.bit_of[position as usize] as usize);
+                    names.found(position, &entry_path);
                 }
             }
         }

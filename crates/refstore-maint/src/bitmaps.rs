@@ -14,7 +14,7 @@
 //! has a bitmap near its top.
 
 use crate::bitmap_file::Entry;
-use crate::bitmap_walk::{Numbering, Walk};
+use crate::bitmap_walk::{NameHashes, Numbering, Walk};
 use crate::commit_graph::{parse_commit, Commit};
 use crate::midx::Written;
 use crate::{MaintError, Repo};
@@ -73,6 +73,7 @@ pub fn build(
         numbering: &numbering,
     };
     let mut entries: Vec<Entry> = Vec::new();
+    let mut names = NameHashes::new(written.chosen.len());
     let mut stored: HashMap<&[u8], usize> = HashMap::new();
     // A chosen commit that reaches an object outside the index (a push
     // stored loose) hands its choice down its first-parent chain, for
@@ -82,7 +83,7 @@ pub fn build(
         if stored.contains_key(commit) {
             continue;
         }
-        match walk.reachable(commit, &stored, &entries)? {
+        match walk.reachable(commit, &stored, &entries, &mut names)? {
             Some(reachable) => {
                 let Some(position) = midx.position(commit) else {
                     continue;
@@ -109,7 +110,8 @@ pub fn build(
         return Ok(None);
     }
     let types = types(repo, written, index_paths, &odb, &bit_of)?;
-    let bytes = crate::bitmap_file::write(&midx.checksum, &types, &entries, repo.hash())?;
+    let bytes =
+        crate::bitmap_file::write(&midx.checksum, &types, &entries, &names.hashes, repo.hash())?;
     Ok(Some(Built {
         bytes,
         commits: entries.len(),
