@@ -32,10 +32,14 @@ const EXTRA_EDGES: u32 = 0x8000_0000;
 const LAST_EDGE: u32 = 0x8000_0000;
 const GENERATION_MAX: u32 = 0x3fff_ffff;
 
-struct Commit {
-    tree: Vec<u8>,
-    parents: Vec<Vec<u8>>,
-    time: u64,
+/// What a walk needs of a commit.
+pub(crate) struct Commit {
+    /// Its root tree.
+    pub(crate) tree: Vec<u8>,
+    /// Its parents, in order.
+    pub(crate) parents: Vec<Vec<u8>>,
+    /// Its committer time.
+    pub(crate) time: u64,
 }
 
 /// Runs the task.
@@ -110,7 +114,7 @@ fn all_commit_ids(repo: &Repo, odb: &Odb) -> Result<HashSet<Vec<u8>>, MaintError
 }
 
 /// Tree, parents and committer time of a commit.
-fn parse_commit(data: &[u8], repo: &Repo) -> Option<Commit> {
+pub(crate) fn parse_commit(data: &[u8], repo: &Repo) -> Option<Commit> {
     let hex = |s: &[u8]| {
         ObjectId::from_hex_in(s, repo.format)
             .ok()

@@ -159,3 +159,34 @@ pub fn replace_file(
     batch.flush_dirs()?;
     Ok(())
 }
+
+/// Adds `content` as the new file `target`, a name nothing reads before a
+/// file naming it is installed (a bitmap, named after the checksum of the
+/// multi-pack-index it belongs to): written under a temporary name
+/// `<prefix>…`, flushed, linked to its name, the directory flushed, so
+/// that the file naming it can only be installed once it is durable. A
+/// file already of that name is the same content and is kept.
+pub fn add_file(
+    repo: &Repo,
+    target: &Path,
+    content: &[u8],
+    prefix: &str,
+    component: Component,
+) -> Result<(), MaintError> {
+    let vfs = &repo.vfs;
+    let dir = target.parent().expect("a file in a directory").to_owned();
+    let method = repo.fsync().method_for(component);
+    let mut batch = FlushBatch::new(vfs.clone(), method, dir.clone())
+        .with_mechanism(repo.fsync().batch_mechanism());
+    let mut temps = Temps {
+        vfs: vfs.clone(),
+        paths: Vec::new(),
+    };
+    let temp = temps.write(&dir, prefix, content, &mut batch)?;
+    batch.flush_files()?;
+    link(vfs, &temp, target)?;
+    batch.dir_changed(&dir);
+    drop(temps);
+    batch.flush_dirs()?;
+    Ok(())
+}

@@ -14,8 +14,9 @@
 //! - [`Task::IncrementalRepack`] keeps the packs a geometric progression
 //!   (`git repack --geometric=2 -d`), rolling the small ones into one new
 //!   pack whose entries are copied as stored, and writes a
-//!   `multi-pack-index` over all packs; packs it made redundant are
-//!   deleted once no reader can still be using them.
+//!   `multi-pack-index` over all packs with its reachability bitmap
+//!   (`repack.writeBitmaps`, on by default in bare repositories); packs it
+//!   made redundant are deleted once no reader can still be using them.
 //! - [`Task::CommitGraph`] writes `objects/info/commit-graph`.
 //!
 //! A run holds git's maintenance lock (`objects/maintenance.lock`) and
@@ -29,6 +30,10 @@
 #![deny(missing_docs, unsafe_code)]
 
 mod auto;
+mod bitmap_file;
+mod bitmap_select;
+mod bitmap_walk;
+mod bitmaps;
 mod checksum;
 pub mod cleanup;
 mod commit_graph;
@@ -40,6 +45,7 @@ mod inventory;
 mod lock;
 mod loose;
 pub mod midx;
+mod midx_write;
 mod pack_out;
 pub mod process;
 mod prune;
@@ -149,8 +155,11 @@ pub struct Repo {
     pub settings: Settings,
     /// Housekeeping settings.
     pub maint: MaintSettings,
-    /// The ref store, for `pack-refs` (skipped without one).
+    /// The ref store, for `pack-refs` and the tips bitmaps are written
+    /// for (both skipped without one).
     pub refs: Option<Arc<dyn Backend>>,
+    /// True if it has no work tree (`core.bare`, or where it was found).
+    pub bare: bool,
 }
 
 impl Repo {
@@ -193,6 +202,7 @@ impl Repo {
             common_dir: location.common_dir.clone(),
             format,
             maint: MaintSettings::from_config(config)?,
+            bare: settings.bare.unwrap_or(location.is_bare()),
             settings,
             refs,
         })

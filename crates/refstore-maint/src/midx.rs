@@ -9,13 +9,16 @@
 //! NUL-terminated, padded to 4 bytes), `OIDF` (fanout), `OIDL` (sorted
 //! ids), `OOFF` (pack number and 31-bit offset per object, or with the
 //! high bit an index into) `LOFF` (8-byte offsets, only when a pack
-//! exceeds 2 GiB); then the checksum of everything before.
+//! exceeds 2 GiB), `RIDX` (the objects in pseudo-pack order, as index
+//! positions); then the checksum of everything before.
 //!
-//! Bitmaps: a reachability bitmap for the multi-pack-index needs a `RIDX`
-//! chunk (objects in pseudo-pack order: the preferred pack first) and a
-//! `multi-pack-index-<hash>.bitmap`. Neither is written yet; the seam is
-//! [`Midx::write`]'s caller, which knows the packs and can pass a
-//! preferred one once a bitmap writer exists.
+//! The pseudo-pack order is the order a multi-pack bitmap numbers its bits
+//! in: the preferred pack's objects first, then each other pack's in
+//! `PNAM` order, each pack's by offset. [`write`] takes the preferred pack
+//! first and resolves every object present in several packs to the first
+//! listed, so the preferred pack gives every one of its objects: git reuses
+//! the preferred pack's bytes verbatim for the first bits of a bitmap, and
+//! that is only right when those bits are exactly that pack.
 
 use crate::idx::IndexEntries;
 use crate::MaintError;
@@ -25,6 +28,7 @@ const OIDL: u32 = u32::from_be_bytes(*b"OIDL");
 const OOFF: u32 = u32::from_be_bytes(*b"OOFF");
 const LOFF: u32 = u32::from_be_bytes(*b"LOFF");
 const PNAM: u32 = u32::from_be_bytes(*b"PNAM");
+const RIDX: u32 = u32::from_be_bytes(*b"RIDX");
 
 /// What a multi-pack-index says: its packs and its object ids.
 #[derive(Debug, Clone, Default)]
@@ -35,11 +39,20 @@ pub struct Midx {
     pub ids: Vec<u8>,
     /// Bytes per id.
     pub hash_len: usize,
+    /// Its trailing checksum, which names its bitmap.
+    pub checksum: Vec<u8>,
+    /// True if it has a `RIDX` chunk (a pseudo-pack order).
+    pub has_order: bool,
 }
 
 impl Midx {
     /// True if `id` is one of its objects.
     pub fn contains(&self, id: &[u8]) -> bool {
+        self.position(id).is_some()
+    }
+
+    /// The position of `id` in its sorted list of ids.
+    pub fn position(&self, id: &[u8]) -> Option<u32> {
         let n = self.ids.len() / self.hash_len.max(1);
         let (mut lo, mut hi) = (0usize, n);
         while lo < hi {
@@ -48,10 +61,16 @@ impl Midx {
             match at.cmp(id) {
                 std::cmp::Ordering::Less => lo = mid + 1,
                 std::cmp::Ordering::Greater => hi = mid,
-                std::cmp::Ordering::Equal => return true,
+                std::cmp::Ordering::Equal => return Some(mid as u32),
             }
         }
-        false
+        None
+    }
+
+    /// The name of its bitmap, `multi-pack-index-<checksum>.bitmap`.
+    pub fn bitmap_name(&self) -> String {
+        let hex: String = self.checksum.iter().map(|b| format!("{b:02x}")).collect();
+        format!("multi-pack-index-{hex}.bitmap")
     }
 
     /// Parses a multi-pack-index file.
@@ -95,10 +114,13 @@ impl Midx {
         if ids.len() % hash_len != 0 {
             return Err(bad("bad object id list"));
         }
+        let has_order = table[..chunks].iter().any(|&(id, _)| id == RIDX);
         Ok(Midx {
             packs,
             ids,
             hash_len,
+            checksum: bytes[bytes.len() - hash_len..].to_vec(),
+            has_order,
         })
     }
 }
@@ -111,9 +133,34 @@ pub struct MidxPack<'a> {
     pub entries: &'a IndexEntries,
 }
 
-/// Builds a multi-pack-index over `packs`. Where an object is in several
-/// packs, the copy in the pack listed first in `packs` is chosen.
-pub fn write(packs: &[MidxPack<'_>], hash: gix_hash::Kind) -> Result<(Vec<u8>, Midx), MaintError> {
+/// Where the multi-pack-index reads one object.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Chosen {
+    /// The pack, as its place in the list given to [`write`].
+    pub pack: usize,
+    /// Its position in that pack's index.
+    pub position: u32,
+    /// Its offset in that pack.
+    pub offset: u64,
+}
+
+/// A multi-pack-index built by [`write`].
+#[derive(Debug, Clone)]
+pub struct Written {
+    /// The file.
+    pub bytes: Vec<u8>,
+    /// What it says.
+    pub midx: Midx,
+    /// By index position: the copy of each object it chose.
+    pub chosen: Vec<Chosen>,
+    /// Index positions in pseudo-pack order (its `RIDX` chunk).
+    pub order: Vec<u32>,
+}
+
+/// Builds a multi-pack-index over `packs`, the first of them the preferred
+/// pack. Where an object is in several packs, the copy in the pack listed
+/// first in `packs` is chosen.
+pub fn write(packs: &[MidxPack<'_>], hash: gix_hash::Kind) -> Result<Written, MaintError> {
     let hash_len = hash.len_in_bytes();
     // Pack numbers follow the sorted names.
     let mut order: Vec<usize> = (0..packs.len()).collect();
@@ -122,20 +169,23 @@ pub fn write(packs: &[MidxPack<'_>], hash: gix_hash::Kind) -> Result<(Vec<u8>, M
     for (n, &pack) in order.iter().enumerate() {
         number[pack] = n as u32;
     }
-    // (id, preference, pack number, offset); sorted by id then preference.
-    let mut objects: Vec<(&[u8], usize, u32, u64)> = Vec::new();
+    // (id, preference, index position); sorted by id then preference.
+    let mut objects: Vec<(&[u8], usize, u32)> = Vec::new();
     for (preference, pack) in packs.iter().enumerate() {
         for position in 0..pack.entries.len() {
-            objects.push((
-                pack.entries.id(position),
-                preference,
-                number[preference],
-                pack.entries.offsets[position],
-            ));
+            objects.push((pack.entries.id(position), preference, position as u32));
         }
     }
     objects.sort_unstable_by(|a, b| a.0.cmp(b.0).then(a.1.cmp(&b.1)));
     objects.dedup_by(|later, earlier| later.0 == earlier.0);
+    let chosen: Vec<Chosen> = objects
+        .iter()
+        .map(|&(_, pack, position)| Chosen {
+            pack,
+            position,
+            offset: packs[pack].entries.offsets[position as usize],
+        })
+        .collect();
 
     let mut pnam = Vec::new();
     for &pack in &order {
@@ -159,24 +209,27 @@ pub fn write(packs: &[MidxPack<'_>], hash: gix_hash::Kind) -> Result<(Vec<u8>, M
     for object in &objects {
         oidl.extend_from_slice(object.0);
     }
-    let large_needed = objects.iter().any(|o| o.3 > 0x7fff_ffff);
+    let large_needed = chosen.iter().any(|c| c.offset > 0x7fff_ffff);
     let mut ooff = Vec::with_capacity(objects.len() * 8);
     let mut loff = Vec::new();
-    for object in &objects {
-        ooff.extend_from_slice(&object.2.to_be_bytes());
-        if large_needed && object.3 >> 31 != 0 {
+    for c in &chosen {
+        ooff.extend_from_slice(&number[c.pack].to_be_bytes());
+        if large_needed && c.offset >> 31 != 0 {
             let n = (loff.len() / 8) as u32;
             ooff.extend_from_slice(&(0x8000_0000 | n).to_be_bytes());
-            loff.extend_from_slice(&object.3.to_be_bytes());
+            loff.extend_from_slice(&c.offset.to_be_bytes());
         } else {
-            ooff.extend_from_slice(&(object.3 as u32).to_be_bytes());
+            ooff.extend_from_slice(&(c.offset as u32).to_be_bytes());
         }
     }
+    let pseudo = pseudo_pack_order(&chosen, &number);
+    let ridx: Vec<u8> = pseudo.iter().flat_map(|p| p.to_be_bytes()).collect();
     let mut chunks: Vec<(u32, &[u8])> =
         vec![(PNAM, &pnam), (OIDF, &oidf), (OIDL, &oidl), (OOFF, &ooff)];
     if large_needed {
         chunks.push((LOFF, &loff));
     }
+    chunks.push((RIDX, &ridx));
 
     let mut out = Vec::new();
     out.extend_from_slice(b"MIDX");
@@ -204,8 +257,24 @@ pub fn write(packs: &[MidxPack<'_>], hash: gix_hash::Kind) -> Result<(Vec<u8>, M
         packs: order.iter().map(|&p| packs[p].index_name.clone()).collect(),
         ids: oidl,
         hash_len,
+        checksum: out[out.len() - hash_len..].to_vec(),
+        has_order: true,
     };
-    Ok((out, midx))
+    Ok(Written {
+        bytes: out,
+        midx,
+        chosen,
+        order: pseudo,
+    })
+}
+
+/// Index positions sorted by pseudo-pack order: the preferred pack (the
+/// first given) first, the others by pack number, each by offset.
+fn pseudo_pack_order(chosen: &[Chosen], number: &[u32]) -> Vec<u32> {
+    let mut order: Vec<u32> = (0..chosen.len() as u32).collect();
+    let key = |c: &Chosen| (c.pack != 0, number[c.pack], c.offset);
+    order.sort_unstable_by_key(|&n| key(&chosen[n as usize]));
+    order
 }
 
 #[cfg(test)]
@@ -243,16 +312,31 @@ mod tests {
                 entries: &a,
             },
         ];
-        let (bytes, midx) = write(&packs, gix_hash::Kind::Sha1).unwrap();
+        let written = write(&packs, gix_hash::Kind::Sha1).unwrap();
+        let (bytes, midx) = (&written.bytes, &written.midx);
         assert_eq!(midx.packs, ["pack-a.idx", "pack-b.idx"]);
-        let parsed = Midx::parse(&bytes, 20).unwrap();
+        let parsed = Midx::parse(bytes, 20).unwrap();
         assert_eq!(parsed.packs, midx.packs);
         assert_eq!(parsed.ids.len(), 4 * 20);
         for id in [1u8, 3, 7, 9] {
             assert!(parsed.contains(&[id; 20]));
         }
         assert!(!parsed.contains(&[2; 20]));
-        // Five chunks: PNAM, OIDF, OIDL, OOFF, LOFF.
-        assert_eq!(bytes[6], 5);
+        assert!(parsed.has_order);
+        assert_eq!(parsed.checksum, midx.checksum);
+        // Six chunks: PNAM, OIDF, OIDL, OOFF, LOFF, RIDX.
+        assert_eq!(bytes[6], 6);
+        // The pseudo-pack order: pack b (preferred) by offset — 7 at 12
+        // (b's copy chosen), 3 at 30 — then pack a without 7: 1, 9.
+        let ids: Vec<u8> = written
+            .order
+            .iter()
+            .map(|&n| parsed.ids[n as usize * 20])
+            .collect();
+        assert_eq!(ids, [7, 3, 1, 9]);
+        assert_eq!(
+            written.chosen[parsed.position(&[7; 20]).unwrap() as usize].pack,
+            0
+        );
     }
 }

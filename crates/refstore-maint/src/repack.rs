@@ -14,7 +14,8 @@
 //! inflated object.
 //!
 //! Then a `multi-pack-index` over every pack except the rolled-up ones
-//! replaces the old one. The rolled-up packs stay on disk for
+//! replaces the old one, with its reachability bitmap
+//! ([`crate::midx_write`]). The rolled-up packs stay on disk for
 //! `refstore.redundantPackExpire` (one hour by default): a reader that
 //! listed the pack directory or read the old `multi-pack-index` just
 //! before may still open them, and refstore's pack reader (`Packs`) opens
@@ -27,7 +28,6 @@
 
 use crate::idx::IndexEntries;
 use crate::inventory::{Inventory, PackInfo};
-use crate::midx::MidxPack;
 use crate::pack_out::PackOut;
 use crate::{MaintError, Repo};
 use refstore_fs::config::Component;
@@ -89,29 +89,20 @@ pub fn run(repo: &Repo) -> Result<String, MaintError> {
     }
     covered.sort();
 
-    // The multi-pack-index, rewritten when its set of packs changes.
+    // The multi-pack-index, rewritten when its set of packs changes or it
+    // lacks the bitmap it should have.
     let wanted: Vec<String> = covered.iter().map(|(n, _)| format!("{n}.idx")).collect();
-    let current = inventory.midx.as_ref().map(|m| m.packs.clone());
+    let current = inventory.midx.as_ref();
+    let stale = match current {
+        Some(midx) => midx.packs != wanted || crate::midx_write::lacks_bitmap(repo, midx),
+        None => true,
+    };
     let hash_len = repo.hash().len_in_bytes();
-    let midx = if current.as_ref() != Some(&wanted) && !covered.is_empty() {
-        let mut entries: Vec<IndexEntries> = Vec::with_capacity(covered.len());
-        for (_, path) in &covered {
-            let index = repo.vfs.read_mapped(path)?;
-            entries.push(crate::idx::read(&index, hash_len)?);
-        }
-        let packs: Vec<MidxPack<'_>> = covered
-            .iter()
-            .zip(&entries)
-            .map(|((name, _), entries)| MidxPack {
-                index_name: format!("{name}.idx"),
-                entries,
-            })
-            .collect();
-        let (bytes, midx) = crate::midx::write(&packs, repo.hash())?;
-        let target = repo.pack_dir().join("multi-pack-index");
-        crate::install::replace_file(repo, &target, &bytes, Component::PackMetadata)?;
-        summary.push_str(&format!("multi-pack-index over {} packs; ", covered.len()));
-        Some(midx)
+    let midx = if stale && !covered.is_empty() {
+        let outcome = crate::midx_write::write(repo, &covered)?;
+        summary.push_str(&outcome.summary);
+        summary.push_str("; ");
+        Some(outcome.midx)
     } else {
         inventory.midx.clone()
     };

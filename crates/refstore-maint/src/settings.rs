@@ -31,6 +31,9 @@ pub struct MaintSettings {
     /// quarantine directories and packs without an index are taken for
     /// crash leftovers. Default one hour.
     pub cleanup_expire: Expiry,
+    /// `repack.writeBitmaps` (or its older name `pack.writeBitmaps`), if
+    /// set: whether `incremental-repack` writes a multi-pack bitmap.
+    pub write_bitmaps: Option<bool>,
 }
 
 impl Default for MaintSettings {
@@ -43,6 +46,7 @@ impl Default for MaintSettings {
             task_enabled: HashMap::new(),
             redundant_pack_expire: Some(Duration::from_secs(3600)),
             cleanup_expire: Some(Duration::from_secs(3600)),
+            write_bitmaps: None,
         }
     }
 }
@@ -77,6 +81,10 @@ impl MaintSettings {
                 defaults.redundant_pack_expire,
             )?,
             cleanup_expire: expiry("refstore.cleanupExpire", defaults.cleanup_expire)?,
+            write_bitmaps: match config.bool("repack.writeBitmaps").map_err(bad)? {
+                Some(b) => Some(b),
+                None => config.bool("pack.writeBitmaps").map_err(bad)?,
+            },
         };
         for task in Task::ALL {
             let name = task.name();
@@ -99,6 +107,13 @@ impl MaintSettings {
     /// Whether a run without `--task` performs `task`.
     pub fn enabled(&self, task: Task) -> bool {
         self.task_enabled.get(&task).copied().unwrap_or(true)
+    }
+
+    /// Whether `incremental-repack` writes a multi-pack bitmap: as set, or
+    /// by git's default for `git repack -a`, in bare repositories only
+    /// (the ones that serve fetches).
+    pub fn writes_bitmaps(&self, bare: bool) -> bool {
+        self.write_bitmaps.unwrap_or(bare)
     }
 
     /// `maintenance.<task>.auto`, or git's default for it.

@@ -1,0 +1,144 @@
+//! The reachability bitmap of a multi-pack-index,
+//! `multi-pack-index-<checksum>.bitmap` (git's `BITM` format, version 1),
+//! written.
+//!
+//! Layout: `BITM`, version 1 (2 bytes), flags (2 bytes: "full DAG", every
+//! bitmap closed under reachability, and "hash cache"; no lookup table or
+//! pseudo-merges), the number of entries (4 bytes), the
+//! checksum of the multi-pack-index it belongs to; the four type bitmaps
+//! (commits, trees, blobs, tags); one entry per selected commit — its
+//! multi-pack-index position (4 bytes), the XOR offset (1 byte, always 0:
+//! every bitmap is stored whole, which readers accept and which keeps
+//! each entry readable on its own), flags (1 byte, 0) and its EWAH
+//! stream; the name-hash cache, one 4-byte [`name_hash`] per object in
+//! index order, of the path it was found at (what lets a pack writer
+//! pair versions of one file as deltas); and the checksum of everything
+//! before.
+//!
+//! Bits are positions in the index's pseudo-pack order (its `RIDX`
+//! chunk).
+
+use crate::MaintError;
+use refstore_odb::ewah::{self, Bitmap};
+
+/// Every bitmap is closed under reachability.
+const FULL_DAG: u16 = 0x1;
+/// A name-hash cache follows the entries.
+const HASH_CACHE: u16 = 0x4;
+
+/// git's hash of the path an object was found at: each byte (whitespace
+/// skipped) enters at the top while the earlier ones shift down, so the
+/// last characters, the file name and its extension, weigh most and the
+/// versions of one file hash alike.
+pub fn name_hash(path: &[u8]) -> u32 {
+    path.iter()
+        .filter(|&&c| !matches!(c, b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r'))
+        .fold(0u32, |hash, &c| {
+            (hash >> 2).wrapping_add(u32::from(c) << 24)
+        })
+}
+
+/// One selected commit's bitmap.
+#[derive(Debug, Clone)]
+pub struct Entry {
+    /// The commit's multi-pack-index position.
+    pub position: u32,
+    /// Everything reachable from it, in pseudo-pack bits.
+    pub reachable: Bitmap,
+}
+
+/// The bitmap file of the multi-pack-index whose checksum is `checksum`:
+/// `types` are the commits, trees, blobs and tags among its objects,
+/// `names` their name hashes by index position.
+pub fn write(
+    checksum: &[u8],
+    types: &[Bitmap; 4],
+    entries: &[Entry],
+    names: &[u32],
+    hash: gix_hash::Kind,
+) -> Result<Vec<u8>, MaintError> {
+    let mut out = Vec::new();
+    out.extend_from_slice(b"BITM");
+    out.extend_from_slice(&1u16.to_be_bytes());
+    out.extend_from_slice(&(FULL_DAG | HASH_CACHE).to_be_bytes());
+    out.extend_from_slice(&(entries.len() as u32).to_be_bytes());
+    out.extend_from_slice(checksum);
+    for bitmap in types {
+        ewah::encode(bitmap, &mut out);
+    }
+    for entry in entries {
+        out.extend_from_slice(&entry.position.to_be_bytes());
+        out.push(0);
+        out.push(0);
+        ewah::encode(&entry.reachable, &mut out);
+    }
+    for name in names {
+        out.extend_from_slice(&name.to_be_bytes());
+    }
+    crate::checksum::append(&mut out, hash)?;
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use refstore_odb::{ObjectKind, PackBitmap};
+
+    #[test]
+    fn name_hashes_weigh_the_end_of_the_path() {
+        assert_eq!(name_hash(b""), 0);
+        assert_eq!(name_hash(b"a"), u32::from(b'a') << 24);
+        assert_eq!(name_hash(b"a b"), name_hash(b"ab"));
+        assert_eq!(
+            name_hash(b"ab"),
+            ((u32::from(b'a') << 24) >> 2) + (u32::from(b'b') << 24)
+        );
+        // Sixteen characters on, the start no longer counts.
+        let tail = b"/a/long/path/to/file.rs";
+        let mut one = b"x".to_vec();
+        one.extend_from_slice(tail);
+        let mut other = b"y".to_vec();
+        other.extend_from_slice(tail);
+        assert_eq!(name_hash(&one), name_hash(&other));
+    }
+
+    #[test]
+    fn written_bitmap_is_read_back_by_the_reader() {
+        // Five objects: a commit (bit 0) reaching a tree (1) and a blob
+        // (2); a second commit (3) reaching everything but a tag (4).
+        let types = [
+            [0, 3].into_iter().collect(),
+            [1].into_iter().collect(),
+            [2].into_iter().collect(),
+            [4].into_iter().collect(),
+        ];
+        let entries = [
+            Entry {
+                position: 2,
+                reachable: [0, 1, 2].into_iter().collect(),
+            },
+            Entry {
+                position: 0,
+                reachable: [0, 1, 2, 3].into_iter().collect(),
+            },
+        ];
+        let checksum = [7u8; 20];
+        let names = [0, 0, name_hash(b"d/f.txt"), 0, 0];
+        let bytes = write(&checksum, &types, &entries, &names, gix_hash::Kind::Sha1).unwrap();
+        let file = tempfile::NamedTempFile::new().unwrap();
+        std::fs::write(file.path(), &bytes).unwrap();
+        let vfs = refstore_fs::real::RealFs::new();
+        let mapped = refstore_fs::Vfs::read_mapped(&vfs, file.path()).unwrap();
+        let parsed = PackBitmap::parse(mapped, 5, &checksum, gix_hash::Kind::Sha1).unwrap();
+        assert_eq!(parsed.entries(), 2);
+        assert_eq!(parsed.kind_at(4), Some(ObjectKind::Tag));
+        let reach = parsed.reachable_from(0).unwrap().unwrap();
+        assert_eq!(reach.ones().collect::<Vec<_>>(), [0, 1, 2, 3]);
+        assert!(parsed.reachable_from(1).unwrap().is_none());
+        assert_eq!(parsed.name_hash(2), Some(name_hash(b"d/f.txt")));
+        assert_eq!(parsed.name_hash(0), Some(0));
+        // Another index's checksum: refused.
+        let mapped = refstore_fs::Vfs::read_mapped(&vfs, file.path()).unwrap();
+        assert!(PackBitmap::parse(mapped, 5, &[8u8; 20], gix_hash::Kind::Sha1).is_err());
+    }
+}
