@@ -138,13 +138,15 @@ async fn run(
         Ok(Err(outcome)) => return outcome,
         Err(e) => return internal(&e.to_string()),
     };
-    let Some(_address_slot) = shared.services_per_address.try_take(request.peer.ip()) else {
+    let Some(_permit) = shared
+        .capacity
+        .permits
+        .acquire_unless_busy(request.peer.ip())
+        .await
+    else {
         metrics.rejected(Rejection::OverloadedAddress);
         let message = "fatal: too many requests from your address at once; try again later";
         return Outcome::failed(128, 503, message.to_owned());
-    };
-    let Ok(_permit) = shared.workers.clone().acquire_owned().await else {
-        return internal("the server is shutting down");
     };
     let runtime = tokio::runtime::Handle::current();
     let timeout = shared.options.timeout;
@@ -208,7 +210,10 @@ fn finish(
     match result {
         Ok(()) => {
             if command.service == Service::ReceivePack {
-                shared.maintenance.after_push(&repo.location.git_dir);
+                shared
+                    .capacity
+                    .maintenance
+                    .after_push(&repo.location.git_dir);
             }
             Outcome {
                 exit: 0,
