@@ -123,19 +123,19 @@ fn http_and_ssh_share_the_turns_of_an_address() {
         .build()
         .unwrap();
     let refused = runtime.block_on(async {
-        let config = Arc::new(russh::client::Config::default());
-        let mut session = russh::client::connect(config, server.addr(), Client)
-            .await
-            .unwrap();
-        let key = russh::keys::load_secret_key(&alice, None).unwrap();
-        let auth = session
-            .authenticate_publickey("git", PrivateKeyWithHashAlg::new(Arc::new(key), None))
-            .await
-            .unwrap();
-        assert!(auth.success());
+        let key = Arc::new(russh::keys::load_secret_key(&alice, None).unwrap());
         // Until the push holds the turn, a fetch may still get it; such a
-        // fetch is ended (no wants) and tried again.
+        // fetch is ended (no wants) and tried again on a new connection.
         for _ in 0..1200 {
+            let config = Arc::new(russh::client::Config::default());
+            let mut session = russh::client::connect(config, server.addr(), Client)
+                .await
+                .unwrap();
+            let auth = session
+                .authenticate_publickey("git", PrivateKeyWithHashAlg::new(key.clone(), None))
+                .await
+                .unwrap();
+            assert!(auth.success());
             let mut channel = session.channel_open_session().await.unwrap();
             channel
                 .exec(true, "git-upload-pack '/proj.git'")
@@ -153,6 +153,7 @@ fn http_and_ssh_share_the_turns_of_an_address() {
             channel.eof().await.unwrap();
             let ended = run(&mut channel, false).await;
             assert_eq!(ended.exit, Some(0), "{ended:?}");
+            drop(session);
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
         None
