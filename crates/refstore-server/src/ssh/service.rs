@@ -178,7 +178,7 @@ fn service(
     protocol: Option<String>,
     input: &mut ChannelInput,
     output: &mut ChannelOutput,
-) -> Result<(), String> {
+) -> Result<usize, String> {
     match service {
         Service::UploadPack => {
             let options = upload_pack::Options {
@@ -186,7 +186,9 @@ fn service(
                 advertise_refs: false,
                 version: ProtocolVersion::from_git_protocol(protocol.as_deref()),
             };
-            upload_pack::upload_pack(repo, &options, input, output).map_err(|e| e.to_string())
+            upload_pack::upload_pack(repo, &options, input, output)
+                .map(|()| 0)
+                .map_err(|e| e.to_string())
         }
         Service::ReceivePack => {
             let options = receive_pack::Options {
@@ -203,13 +205,14 @@ fn finish(
     shared: &Shared,
     repo: &Repository,
     command: &Command,
-    result: Result<(), String>,
+    result: Result<usize, String>,
     input: &ChannelInput,
     output: &ChannelOutput,
 ) -> Outcome {
     match result {
-        Ok(()) => {
-            if command.service == Service::ReceivePack {
+        Ok(updated) => {
+            // A refused push stored nothing there is to maintain.
+            if command.service == Service::ReceivePack && updated > 0 {
                 shared
                     .capacity
                     .maintenance
