@@ -81,6 +81,91 @@ fn a_connection_gets_a_few_channels_and_an_address_half_the_workers() {
     });
 }
 
+/// HTTP and SSH run their services in the same turns: a push over HTTP
+/// that holds its address's only turn (its body never comes) makes the
+/// same address's fetch over SSH be refused, as a second SSH fetch would.
+#[test]
+fn http_and_ssh_share_the_turns_of_an_address() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path();
+    let root = home.join("root");
+    setup(home, &root, &["proj.git"]);
+    let (alice, alice_pub) = keygen(home, "alice", "ed25519", "alice");
+    let users = home.join("users");
+    std::fs::write(&users, "alice:pw\n").unwrap();
+    let server = SshServed::start(
+        home,
+        &root,
+        &alice_pub,
+        &[
+            "--workers",
+            "1",
+            "--allow-push",
+            "--credentials",
+            users.to_str().unwrap(),
+        ],
+    );
+
+    // A push whose pack never arrives: once authenticated it takes the
+    // turn and waits for its body.
+    let mut push = TcpStream::connect(&server.http).unwrap();
+    write!(
+        push,
+        "POST /proj.git/git-receive-pack HTTP/1.1\r\nHost: test\r\n\
+         Authorization: Basic YWxpY2U6cHc=\r\n\
+         Content-Type: application/x-git-receive-pack-request\r\n\
+         Content-Length: 100000\r\n\r\n"
+    )
+    .unwrap();
+
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let refused = runtime.block_on(async {
+        let key = Arc::new(russh::keys::load_secret_key(&alice, None).unwrap());
+        // Until the push holds the turn, a fetch may still get it; such a
+        // fetch is ended (no wants) and tried again on a new connection.
+        for _ in 0..1200 {
+            let config = Arc::new(russh::client::Config::default());
+            let mut session = russh::client::connect(config, server.addr(), Client)
+                .await
+                .unwrap();
+            let auth = session
+                .authenticate_publickey("git", PrivateKeyWithHashAlg::new(key.clone(), None))
+                .await
+                .unwrap();
+            assert!(auth.success());
+            let mut channel = session.channel_open_session().await.unwrap();
+            channel
+                .exec(true, "git-upload-pack '/proj.git'")
+                .await
+                .unwrap();
+            let ran = run(&mut channel, true).await;
+            if ran.exit == Some(128) {
+                return Some(ran.err);
+            }
+            assert!(
+                String::from_utf8_lossy(&ran.out).contains("refs/heads/main"),
+                "{ran:?}"
+            );
+            channel.data_bytes(&b"0000"[..]).await.unwrap();
+            channel.eof().await.unwrap();
+            let ended = run(&mut channel, false).await;
+            assert_eq!(ended.exit, Some(0), "{ended:?}");
+            drop(session);
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        None
+    });
+    assert_eq!(
+        refused.as_deref(),
+        Some("fatal: too many requests from your address at once; try again later\n"),
+        "the SSH fetch was never refused while the HTTP push held the turn"
+    );
+    drop(push);
+}
+
 #[test]
 fn garbage_and_silent_clients_are_dropped_while_others_are_served() {
     let tmp = tempfile::tempdir().unwrap();

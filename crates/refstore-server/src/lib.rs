@@ -5,13 +5,16 @@
 
 pub mod access;
 pub mod auth;
+pub mod capacity;
 pub mod http;
 pub mod maintenance;
 pub mod metrics;
 pub mod metrics_endpoint;
 pub mod per_address;
+mod permits;
 pub mod shutdown;
 pub mod ssh;
 
 pub use auth::Credentials;
+pub use capacity::Capacity;
 pub use http::{ServeOptions, Server};

@@ -7,7 +7,7 @@ use refstore_fs::real::RealFs;
 use refstore_server::access::Reloadable;
 use refstore_server::metrics::Metrics;
 use refstore_server::ssh::{keys, AuthorizedKeys, SshOptions, SshServer};
-use refstore_server::ServeOptions;
+use refstore_server::{Capacity, ServeOptions};
 use std::path::Path;
 use std::process::{Command, Output};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -97,7 +97,9 @@ fn ssh_requests_are_counted_as_clients_made_them() {
         host_key: keys::host_key(&std::fs::read_to_string(&host).unwrap()).unwrap(),
         authorized_keys: Arc::new(Reloadable::new(AuthorizedKeys::parse(&alice_pub).unwrap())),
     };
-    let server = SshServer::bind("127.0.0.1:0", ssh, options, Arc::new(RealFs::new())).unwrap();
+    let vfs: Arc<dyn refstore_fs::Vfs> = Arc::new(RealFs::new());
+    let capacity = Capacity::new(&options, vfs.clone());
+    let server = SshServer::bind("127.0.0.1:0", ssh, options, vfs, capacity).unwrap();
     let port = server.local_addr().port();
     let shutdown = Arc::new(AtomicBool::new(false));
     let running = {

@@ -8,7 +8,7 @@ use refstore_server::http::tls::ServerConfig;
 use refstore_server::metrics::Metrics;
 use refstore_server::metrics_endpoint::MetricsEndpoint;
 use refstore_server::ssh::{AuthorizedKeys, SshOptions, SshServer};
-use refstore_server::{Credentials, ServeOptions, Server};
+use refstore_server::{Capacity, Credentials, ServeOptions, Server};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -173,7 +173,6 @@ pub fn run(args: Args, globals: &Globals) -> Result<u8, Fatal> {
             "--allow-push needs --credentials <file> or --ssh-authorized-keys <file> with at least one user: pushes are always authenticated",
         ));
     }
-    let ssh = bind_ssh(&args, globals, &options, ssh_keys.as_ref())?;
     let shutdown = refstore_server::shutdown::on_signals()
         .map_err(|e| Fatal::new(format!("cannot handle signals: {e}")))?;
     let hangup = refstore_server::shutdown::on_hangup()
@@ -188,7 +187,15 @@ pub fn run(args: Args, globals: &Globals) -> Result<u8, Fatal> {
         },
     );
     let metrics = options.metrics.clone();
-    let server = Server::bind(&args.listen, options, globals.vfs().clone()).map_err(Fatal::new)?;
+    let server =
+        Server::bind(&args.listen, options.clone(), globals.vfs().clone()).map_err(Fatal::new)?;
+    let ssh = bind_ssh(
+        &args,
+        globals,
+        options,
+        ssh_keys.as_ref(),
+        server.capacity(),
+    )?;
     let endpoint = match &args.metrics_listen {
         Some(addr) => Some(start_metrics(addr, &metrics, &shutdown)?),
         None => None,
@@ -237,8 +244,9 @@ fn start_metrics(
 fn bind_ssh(
     args: &Args,
     globals: &Globals,
-    options: &ServeOptions,
+    options: ServeOptions,
     keys: Option<&Arc<Reloadable<AuthorizedKeys>>>,
+    capacity: Capacity,
 ) -> Result<Option<SshServer>, Fatal> {
     let (Some(addr), Some(host_key), Some(keys)) = (&args.ssh_listen, &args.ssh_host_key, keys)
     else {
@@ -254,7 +262,7 @@ fn bind_ssh(
         host_key,
         authorized_keys: keys.clone(),
     };
-    SshServer::bind(addr, ssh_options, options.clone(), globals.vfs().clone())
+    SshServer::bind(addr, ssh_options, options, globals.vfs().clone(), capacity)
         .map(Some)
         .map_err(Fatal::new)
 }

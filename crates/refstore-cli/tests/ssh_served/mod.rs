@@ -29,6 +29,8 @@ pub fn keygen(home: &Path, name: &str, kind: &str, user: &str) -> (PathBuf, Stri
 pub struct SshServed {
     child: Child,
     pub port: u16,
+    /// The HTTP listener's `host:port`.
+    pub http: String,
     log: Arc<Mutex<String>>,
     reader: Option<std::thread::JoinHandle<()>>,
 }
@@ -77,7 +79,7 @@ impl SshServed {
         let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
         let http = lines.next();
         let ssh = lines.next();
-        let (Some(Ok(_http)), Some(Ok(ssh))) = (http, ssh) else {
+        let (Some(Ok(http)), Some(Ok(ssh))) = (http, ssh) else {
             let _ = child.kill();
             let _ = child.wait();
             let _ = reader.join();
@@ -87,6 +89,7 @@ impl SshServed {
         SshServed {
             child,
             port,
+            http,
             log,
             reader: Some(reader),
         }

@@ -74,25 +74,27 @@ pub struct Options {
 }
 
 /// Serves one push into `repo`, reading the client's packets and pack from
-/// `input` and writing the advertisement and report to `output`.
+/// `input` and writing the advertisement and report to `output`. Returns
+/// how many refs the push updated (0 when it was refused or asked for
+/// nothing), so a server knows whether there is anything to maintain.
 pub fn receive_pack(
     repo: &Repository,
     options: &Options,
     input: &mut dyn Read,
     output: &mut dyn Write,
-) -> Result<(), ReceivePackError> {
+) -> Result<usize, ReceivePackError> {
     let mut out = PacketWriter::new(output);
     if options.advertise_refs || !options.stateless_rpc {
         advertisement::write(&mut out, repo)?;
         if options.advertise_refs {
-            return Ok(());
+            return Ok(0);
         }
     }
     let mut reader =
         PacketReader::new(BufReader::new(input), Dialect::V0).fail_on_err_packets(false);
     let request = commands::read(&mut reader, repo.object_format())?;
     if request.commands.is_empty() {
-        return Ok(());
+        return Ok(0);
     }
     let mut input = reader.into_inner();
     let mut push = Push {
@@ -127,13 +129,13 @@ pub fn receive_pack(
         }
     };
     let applied = unpack.is_ok();
+    // A command still without a reason for refusal was applied.
+    let updated = if applied {
+        push.results.iter().filter(|r| r.is_none()).count()
+    } else {
+        0
+    };
     if let Some(observer) = refstore_fs::observe::observer() {
-        // A command still without a reason for refusal was applied.
-        let updated = if applied {
-            push.results.iter().filter(|r| r.is_none()).count()
-        } else {
-            0
-        };
         observer.push_received(updated);
     }
     report::write(
@@ -149,7 +151,8 @@ pub fn receive_pack(
     if applied {
         push.after_update()?;
     }
-    report::finish(&mut push.relay, &mut push.messages)
+    report::finish(&mut push.relay, &mut push.messages)?;
+    Ok(updated)
 }
 
 /// The push options for hooks: git gives `pre-receive` and

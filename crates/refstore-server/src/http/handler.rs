@@ -7,7 +7,6 @@ use super::bridge::{ChannelWriter, DEPTH};
 use super::framing::Framing;
 use super::jobs::{blocking, run};
 use super::pace::{Active, PacedBody};
-use super::permits::Permits;
 use super::push;
 use super::respond::{Answer, LogLine, Reply};
 use super::route::{self, Endpoint, Service};
@@ -15,6 +14,7 @@ use super::services;
 use super::ServeOptions;
 use crate::access::{self, Verdict, Want};
 use crate::metrics::Rejection;
+use crate::permits::Permits;
 use hyper::body::Incoming;
 use hyper::{Request, Response};
 use refstore_fs::Vfs;
@@ -31,7 +31,7 @@ pub(super) struct State {
     pub options: ServeOptions,
     pub vfs: Arc<dyn Vfs>,
     pub permits: Permits,
-    pub maintenance: crate::maintenance::Maintenance,
+    pub maintenance: Arc<crate::maintenance::Maintenance>,
 }
 
 /// Answers one request whose head was just read.

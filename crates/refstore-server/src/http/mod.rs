@@ -24,7 +24,6 @@ mod framing;
 mod handler;
 mod jobs;
 mod pace;
-mod permits;
 mod push;
 mod respond;
 pub mod route;
@@ -33,6 +32,7 @@ pub mod tls;
 
 use crate::access::{AccessRules, Reloadable};
 use crate::auth::Credentials;
+use crate::capacity::Capacity;
 use crate::metrics::{Metrics, Rejection};
 use crate::per_address::PerAddress;
 use refstore_fs::Vfs;
@@ -158,20 +158,15 @@ impl Server {
         let listener = TcpListener::bind(addr).map_err(listen_error)?;
         let bound = listener.local_addr().map_err(listen_error)?;
         listener.set_nonblocking(true).map_err(listen_error)?;
-        let permits = permits::Permits::new(options.workers);
-        let maintenance = crate::maintenance::Maintenance::start(
-            options.maintenance_workers,
-            vfs.clone(),
-            options.config_overrides.clone(),
-        );
+        let capacity = Capacity::new(&options, vfs.clone());
         Ok(Server {
             listener,
             addr: bound,
             state: Arc::new(handler::State {
                 options,
                 vfs,
-                permits,
-                maintenance,
+                permits: capacity.permits,
+                maintenance: capacity.maintenance,
             }),
         })
     }
@@ -179,6 +174,15 @@ impl Server {
     /// The address the server listens on.
     pub fn local_addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// Its turns to run services and its maintenance queue, for another
+    /// transport of the same server to share.
+    pub fn capacity(&self) -> Capacity {
+        Capacity {
+            permits: self.state.permits.clone(),
+            maintenance: self.state.maintenance.clone(),
+        }
     }
 
     /// Serves until `shutdown` is set, then waits for requests in flight.

@@ -37,7 +37,8 @@ pub(super) async fn push(
         );
         let mut output = Vec::new();
         let result = services::receive_pack(&repo, &mut input, &mut output);
-        if result.is_ok() && failure.get().is_none() {
+        // A refused push stored nothing there is to maintain.
+        if result.as_ref().is_ok_and(|&updated| updated > 0) && failure.get().is_none() {
             service_state.maintenance.after_push(&repo.location.git_dir);
         }
         (result, output, failure.get())
@@ -88,7 +89,7 @@ pub(super) async fn push(
     if let Some(failure) = failure {
         let message = match &result {
             Err(message) => message.clone(),
-            Ok(()) => String::from_utf8_lossy(&output).into_owned(),
+            Ok(_) => String::from_utf8_lossy(&output).into_owned(),
         };
         tracing::warn!(repo = %route.repo, "push failed: {message}");
         return refuse_body(state, answer, failure, &message);

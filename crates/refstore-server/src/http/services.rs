@@ -47,6 +47,7 @@ pub fn advertise(
             &mut nothing,
             out,
         )
+        .map(|_| ())
         .map_err(|e| e.to_string()),
     }
 }
@@ -66,12 +67,12 @@ pub fn upload_pack(
     upload_pack::upload_pack(repo, &options, input, out).map_err(|e| e.to_string())
 }
 
-/// A push: commands, pack, report.
+/// A push: commands, pack, report; how many refs it updated.
 pub fn receive_pack(
     repo: &Repository,
     input: &mut dyn Read,
     out: &mut dyn Write,
-) -> Result<(), String> {
+) -> Result<usize, String> {
     let options = receive_pack::Options {
         stateless_rpc: true,
         advertise_refs: false,

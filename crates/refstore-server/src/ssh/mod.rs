@@ -7,8 +7,10 @@
 //! connections once the flag is set and returns when the services in
 //! flight are done. It shares HTTP's limits: `--max-connections`,
 //! `--max-connections-per-ip`, `--timeout` (a connection that runs no
-//! service within it is dropped, whether it authenticated or not),
-//! `--workers` (services at once; half of them at most for one address).
+//! service within it is dropped, whether it authenticated or not), and
+//! HTTP's very turns to run services ([`Capacity`]: `--workers` services
+//! at once over both transports, half of them at most for one address;
+//! an address over its share is refused at once) and maintenance queue.
 //! A connection may have at most [`MAX_CHANNELS`] channels.
 
 mod bridge;
@@ -22,6 +24,7 @@ pub use handler::MAX_CHANNELS;
 pub use keys::{AuthorizedKeys, KeyError};
 
 use crate::access::Reloadable;
+use crate::capacity::Capacity;
 use crate::http::{ServeError, ServeOptions};
 use crate::metrics::{Rejection, Transport};
 use crate::per_address::PerAddress;
@@ -33,7 +36,6 @@ use std::net::{SocketAddr, TcpListener};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::Semaphore;
 
 /// What the SSH server needs beyond [`ServeOptions`].
 #[derive(Clone)]
@@ -57,9 +59,7 @@ struct Shared {
     options: ServeOptions,
     vfs: Arc<dyn Vfs>,
     keys: Arc<Reloadable<AuthorizedKeys>>,
-    workers: Arc<Semaphore>,
-    services_per_address: Arc<PerAddress>,
-    maintenance: crate::maintenance::Maintenance,
+    capacity: Capacity,
     /// Services running now, across connections.
     running: AtomicUsize,
 }
@@ -76,12 +76,15 @@ pub struct SshServer {
 }
 
 impl SshServer {
-    /// Listens on `addr` for the repositories below `options.root`.
+    /// Listens on `addr` for the repositories below `options.root`,
+    /// running services in the turns of `capacity` (shared with the HTTP
+    /// server: [`Server::capacity`](crate::Server::capacity)).
     pub fn bind(
         addr: &str,
         ssh: SshOptions,
         options: ServeOptions,
         vfs: Arc<dyn Vfs>,
+        capacity: Capacity,
     ) -> Result<SshServer, ServeError> {
         if !vfs
             .stat(&options.root)
@@ -97,12 +100,6 @@ impl SshServer {
         let bound = listener.local_addr().map_err(listen_error)?;
         listener.set_nonblocking(true).map_err(listen_error)?;
         let config = Arc::new(config(ssh.host_key, options.timeout));
-        let workers = options.workers.max(1);
-        let maintenance = crate::maintenance::Maintenance::start(
-            options.maintenance_workers,
-            vfs.clone(),
-            options.config_overrides.clone(),
-        );
         Ok(SshServer {
             listener,
             addr: bound,
@@ -110,11 +107,7 @@ impl SshServer {
             shared: Arc::new(Shared {
                 vfs,
                 keys: ssh.authorized_keys,
-                workers: Arc::new(Semaphore::new(workers)),
-                // Another address still finds a free worker while one
-                // address runs all it may.
-                services_per_address: PerAddress::new(workers.div_ceil(2)),
-                maintenance,
+                capacity,
                 running: AtomicUsize::new(0),
                 options,
             }),

@@ -138,13 +138,15 @@ async fn run(
         Ok(Err(outcome)) => return outcome,
         Err(e) => return internal(&e.to_string()),
     };
-    let Some(_address_slot) = shared.services_per_address.try_take(request.peer.ip()) else {
+    let Some(_permit) = shared
+        .capacity
+        .permits
+        .acquire_unless_busy(request.peer.ip())
+        .await
+    else {
         metrics.rejected(Rejection::OverloadedAddress);
         let message = "fatal: too many requests from your address at once; try again later";
         return Outcome::failed(128, 503, message.to_owned());
-    };
-    let Ok(_permit) = shared.workers.clone().acquire_owned().await else {
-        return internal("the server is shutting down");
     };
     let runtime = tokio::runtime::Handle::current();
     let timeout = shared.options.timeout;
@@ -176,7 +178,7 @@ fn service(
     protocol: Option<String>,
     input: &mut ChannelInput,
     output: &mut ChannelOutput,
-) -> Result<(), String> {
+) -> Result<usize, String> {
     match service {
         Service::UploadPack => {
             let options = upload_pack::Options {
@@ -184,7 +186,9 @@ fn service(
                 advertise_refs: false,
                 version: ProtocolVersion::from_git_protocol(protocol.as_deref()),
             };
-            upload_pack::upload_pack(repo, &options, input, output).map_err(|e| e.to_string())
+            upload_pack::upload_pack(repo, &options, input, output)
+                .map(|()| 0)
+                .map_err(|e| e.to_string())
         }
         Service::ReceivePack => {
             let options = receive_pack::Options {
@@ -201,14 +205,18 @@ fn finish(
     shared: &Shared,
     repo: &Repository,
     command: &Command,
-    result: Result<(), String>,
+    result: Result<usize, String>,
     input: &ChannelInput,
     output: &ChannelOutput,
 ) -> Outcome {
     match result {
-        Ok(()) => {
-            if command.service == Service::ReceivePack {
-                shared.maintenance.after_push(&repo.location.git_dir);
+        Ok(updated) => {
+            // A refused push stored nothing there is to maintain.
+            if command.service == Service::ReceivePack && updated > 0 {
+                shared
+                    .capacity
+                    .maintenance
+                    .after_push(&repo.location.git_dir);
             }
             Outcome {
                 exit: 0,

@@ -1,6 +1,7 @@
 //! Turns to run a service: at most `workers` requests run one at once,
-//! however many connections are open, and one client address holds at
-//! most its share of them (half, at least one), so that other clients are
+//! however many connections are open and over whichever transport (HTTP
+//! and SSH share one [`Permits`]), and one client address holds at most
+//! its share of them (half, at least one), so that other clients are
 //! served while one keeps the server busy.
 
 use crate::per_address::{AddressGuard, PerAddress};
@@ -8,7 +9,8 @@ use std::net::IpAddr;
 use std::sync::Arc;
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 
-/// The turns of a server.
+/// The turns of a server; clones share them.
+#[derive(Clone)]
 pub struct Permits {
     workers: Arc<Semaphore>,
     per_address: Arc<PerAddress>,
@@ -36,7 +38,7 @@ impl Permits {
         let workers = workers.max(1);
         Permits {
             workers: Arc::new(Semaphore::new(workers)),
-            per_address: PerAddress::new(workers / 2),
+            per_address: PerAddress::new(workers.div_ceil(2)),
             released: Arc::new(Notify::new()),
         }
     }
@@ -67,6 +69,27 @@ impl Permits {
             address: guard,
             released: self.released.clone(),
         }
+    }
+}
+
+impl Permits {
+    /// A turn for a client at `address` if that address holds fewer than
+    /// its share, waiting for a free worker; `None` at once if it holds
+    /// its share already (for transports that cannot ask a client to come
+    /// back later, as HTTP's waiting connection does).
+    pub async fn acquire_unless_busy(&self, address: IpAddr) -> Option<Permit> {
+        let guard = self.per_address.try_take(address)?;
+        let worker = self
+            .workers
+            .clone()
+            .acquire_owned()
+            .await
+            .expect("the semaphore is never closed");
+        Some(Permit {
+            _worker: worker,
+            address: Some(guard),
+            released: self.released.clone(),
+        })
     }
 }
 
@@ -102,5 +125,23 @@ mod tests {
         drop(first);
         drop(_anonymous);
         let _third = third.await;
+    }
+
+    #[tokio::test]
+    async fn clones_share_the_turns_and_a_busy_address_is_refused_at_once() {
+        let permits = Permits::new(2);
+        let other = permits.clone();
+        let a: IpAddr = "10.0.0.1".parse().unwrap();
+        let b: IpAddr = "10.0.0.2".parse().unwrap();
+        let held = permits.acquire(Some(a)).await;
+        assert!(other.acquire_unless_busy(a).await.is_none());
+        let b1 = other.acquire_unless_busy(b).await.unwrap();
+        // Both turns are taken, across the clones: a third waits.
+        let mut waiting = Box::pin(permits.acquire(None));
+        assert!(!ready_now(&mut waiting).await);
+        drop(b1);
+        let _waited = waiting.await;
+        drop(held);
+        assert!(other.acquire_unless_busy(a).await.is_some());
     }
 }
