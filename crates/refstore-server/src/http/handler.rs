@@ -270,7 +270,11 @@ fn headers(content_type: &str) -> Vec<(&str, &str)> {
 fn open(state: &State, route: &Route) -> Result<Repository, Option<String>> {
     let path = refstore_fs::confine::confine(state.vfs.as_ref(), &state.options.root, &route.repo)
         .map_err(|_| None)?;
-    match Repository::open(state.vfs.clone(), &path, &state.options.config_overrides) {
+    match Repository::open(
+        state.vfs.clone(),
+        &path,
+        &state.options.repository_overrides(),
+    ) {
         Ok(repo) => Ok(repo),
         Err(OpenError::NotARepository(_)) => Err(None),
         Err(e) => Err(Some(e.to_string())),
