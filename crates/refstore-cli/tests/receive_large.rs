@@ -5,10 +5,13 @@
 //! memory (measured with `wait4` of the one child, not timed); git then
 //! reads the blob. A pack of zlib bombs that inflates beyond
 //! `refstore.maxPushInflated` is refused with a clear message and leaves
-//! the objects directory as it was.
+//! the objects directory as it was, through `refstore receive-pack` and
+//! through `refstore serve --max-push-inflated`.
 
+mod served;
 mod support;
 
+use served::{git_net, Served};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -325,6 +328,77 @@ fn a_pack_of_zlib_bombs_beyond_the_bound_is_refused_and_leaves_nothing() {
             run.stderr
         );
     }
+}
+
+#[test]
+fn serve_refuses_a_push_beyond_max_push_inflated() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path();
+    let files: Vec<(String, u64, u8)> = (0..4u8)
+        .map(|i| (format!("bomb{i}"), 4 << 20, b'a' + i))
+        .collect();
+    let files: Vec<(&str, u64, u8)> = files.iter().map(|(n, s, b)| (&n[..], *s, *b)).collect();
+    let (src, _) = source(home, &files);
+    let root = home.join("root");
+    std::fs::create_dir_all(&root).unwrap();
+    let served = bare(&root, "proj.git", &[]);
+    let users = home.join("users");
+    std::fs::write(&users, "bob:pw\n").unwrap();
+    let before = listing(&served.join("objects"));
+    let server = Served::start(
+        home,
+        &root,
+        &[
+            "--allow-push",
+            "--credentials",
+            users.to_str().unwrap(),
+            "--max-push-inflated",
+            "10485760",
+        ],
+    );
+    let url = server.url_as("bob", "pw", "proj.git");
+    let push = git_net(home, &src, &["push", &url, "main"]);
+    assert!(!push.status.success());
+    let text = stderr(&push);
+    assert!(
+        text.contains("pack inflates beyond 10485760 bytes (refstore.maxPushInflated)"),
+        "{text}"
+    );
+    assert_eq!(listing(&served.join("objects")), before);
+    assert_eq!(git_ok(home, &served, &["for-each-ref"]), "");
+    drop(server);
+
+    // The repository's own setting gives way to the server's.
+    git_ok(home, &served, &["config", "refstore.maxPushInflated", "1g"]);
+    let server = Served::start(
+        home,
+        &root,
+        &[
+            "--allow-push",
+            "--credentials",
+            users.to_str().unwrap(),
+            "--max-push-inflated",
+            "10485760",
+        ],
+    );
+    let url = server.url_as("bob", "pw", "proj.git");
+    let push = git_net(home, &src, &["push", &url, "main"]);
+    assert!(
+        stderr(&push).contains("pack inflates beyond 10485760 bytes"),
+        "{}",
+        stderr(&push)
+    );
+    drop(server);
+
+    // Within the server's default bound, the same push is taken.
+    let server = Served::start(
+        home,
+        &root,
+        &["--allow-push", "--credentials", users.to_str().unwrap()],
+    );
+    let url = server.url_as("bob", "pw", "proj.git");
+    let push = git_net(home, &src, &["push", &url, "main"]);
+    assert!(push.status.success(), "{}", stderr(&push));
 }
 
 #[test]
