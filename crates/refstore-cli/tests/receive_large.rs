@@ -36,6 +36,7 @@ struct Measured {
 
 /// Runs `cmd` with `input` on its standard input, and reaps it with
 /// `wait4`, which reports the resources of that child alone.
+#[allow(clippy::zombie_processes, reason = "reaped by wait4, not Child::wait")]
 fn measured(cmd: &mut Command, input: Vec<u8>) -> Measured {
     let mut child = cmd
         .stdin(Stdio::piped())
