@@ -402,6 +402,145 @@ fn serve_refuses_a_push_beyond_max_push_inflated() {
     assert!(push.status.success(), "{}", stderr(&push));
 }
 
+/// `len` bytes that do not compress, the same on every run.
+fn noise(seed: u64, len: usize) -> Vec<u8> {
+    let mut state = seed;
+    (0..len)
+        .map(|_| {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (state >> 56) as u8
+        })
+        .collect()
+}
+
+/// A pack of four commits, in `format`: three 3000-byte blobs that git
+/// stores whole, and a small file changed in each commit that it stores
+/// as deltas.
+fn mixed_pack(home: &Path, format: &str) -> Vec<u8> {
+    let src = home.join(format!("mixed-{format}"));
+    git_ok(
+        home,
+        home,
+        &[
+            "init",
+            "-q",
+            &format!("--object-format={format}"),
+            src.to_str().unwrap(),
+        ],
+    );
+    for round in 1..=4u64 {
+        if round < 4 {
+            std::fs::write(src.join(format!("big{round}")), noise(round, 3000)).unwrap();
+        }
+        let small: String = (0..100 * round).map(|i| format!("{i}\n")).collect();
+        std::fs::write(src.join("small"), small).unwrap();
+        git_ok(home, &src, &["add", "."]);
+        git_ok(home, &src, &["commit", "-q", "-m", &round.to_string()]);
+    }
+    let head = git_ok(home, &src, &["rev-parse", "HEAD"]);
+    pack(home, &src, head.trim())
+}
+
+/// Objects of `repo` as `git cat-file --batch-check` lists them, sorted.
+fn all_objects(home: &Path, repo: &Path) -> String {
+    git_ok(
+        home,
+        repo,
+        &["cat-file", "--batch-all-objects", "--batch-check"],
+    )
+}
+
+#[test]
+fn large_objects_among_small_ones_and_deltas_are_indexed_as_git_indexes_them() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path();
+    for format in ["sha1", "sha256"] {
+        let pack = mixed_pack(home, format);
+        let bare_in = |name: &str| {
+            let name = format!("{name}-{format}");
+            git_ok(
+                home,
+                home,
+                &[
+                    "init",
+                    "-q",
+                    "--bare",
+                    &format!("--object-format={format}"),
+                    &name,
+                ],
+            );
+            home.join(name)
+        };
+        let gits = bare_in("git");
+        let mut cmd = Command::new("git");
+        isolate(&mut cmd, home)
+            .current_dir(&gits)
+            .args(["index-pack", "--stdin"]);
+        let theirs = run_with_input(&mut cmd, &pack);
+        assert!(theirs.status.success(), "{}", stderr(&theirs));
+
+        // With a threshold of 2 KiB the three blobs are large, the
+        // small file's versions (up to 1.1 KB) and their deltas are not.
+        let ours = bare_in("indexed");
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_refstore"));
+        isolate(&mut cmd, home).current_dir(&ours).args([
+            "-c",
+            "core.bigFileThreshold=2k",
+            "index-pack",
+            "--stdin",
+        ]);
+        let run = run_with_input(&mut cmd, &pack);
+        assert!(run.status.success(), "{format}: {}", stderr(&run));
+        let checksum = String::from_utf8(run.stdout).unwrap();
+        let checksum = checksum.trim().strip_prefix("pack\t").unwrap();
+        let idx = format!("objects/pack/pack-{checksum}.idx");
+        assert_eq!(
+            std::fs::read(ours.join(&idx)).unwrap(),
+            std::fs::read(gits.join(&idx)).unwrap(),
+            "{format}"
+        );
+
+        let unpacked = bare_in("unpacked");
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_refstore"));
+        isolate(&mut cmd, home).current_dir(&unpacked).args([
+            "-c",
+            "core.bigFileThreshold=2k",
+            "unpack-objects",
+        ]);
+        let run = run_with_input(&mut cmd, &pack);
+        assert!(run.status.success(), "{format}: {}", stderr(&run));
+        assert_eq!(
+            all_objects(home, &unpacked),
+            all_objects(home, &gits),
+            "{format}"
+        );
+        git_ok(home, &unpacked, &["fsck", "--strict", "--no-dangling"]);
+
+        // At 1 KiB the small file's last versions are large too, and
+        // their deltas are refused, by both commands; nothing is stored.
+        for command in [&["index-pack", "--stdin"][..], &["unpack-objects"][..]] {
+            let repo = bare_in(&format!("refused-{}", command[0]));
+            let mut cmd = Command::new(env!("CARGO_BIN_EXE_refstore"));
+            isolate(&mut cmd, home)
+                .current_dir(&repo)
+                .args(["-c", "core.bigFileThreshold=1k"])
+                .args(command);
+            let run = run_with_input(&mut cmd, &pack);
+            assert_eq!(run.status.code(), Some(128), "{format} {command:?}");
+            assert!(
+                stderr(&run).contains(
+                    "deltas of objects of core.bigFileThreshold (1024 bytes) or more are refused"
+                ),
+                "{format} {command:?}: {}",
+                stderr(&run)
+            );
+            assert_eq!(all_objects(home, &repo), "", "{format} {command:?}");
+        }
+    }
+}
+
 #[test]
 fn fsck_judges_a_large_special_blob_by_its_size() {
     let tmp = tempfile::tempdir().unwrap();
