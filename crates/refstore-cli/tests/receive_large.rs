@@ -6,7 +6,9 @@
 //! reads the blob. A pack of zlib bombs that inflates beyond
 //! `refstore.maxPushInflated` is refused with a clear message and leaves
 //! the objects directory as it was, through `refstore receive-pack` and
-//! through `refstore serve --max-push-inflated`.
+//! through `refstore serve --max-push-inflated`. The server, pushed the
+//! 600 MB blob over HTTP, peaks low too (its `VmHWM`, the kernel's record
+//! of its peak resident memory, as it runs many requests in one process).
 
 mod served;
 mod support;
@@ -400,6 +402,40 @@ fn serve_refuses_a_push_beyond_max_push_inflated() {
     let url = server.url_as("bob", "pw", "proj.git");
     let push = git_net(home, &src, &["push", &url, "main"]);
     assert!(push.status.success(), "{}", stderr(&push));
+}
+
+/// The peak resident memory of the running process `pid`, in bytes.
+fn peak_rss(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let line = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .unwrap();
+    let kilobytes: u64 = line.trim().trim_end_matches("kB").trim().parse().unwrap();
+    kilobytes * 1024
+}
+
+#[test]
+fn serve_takes_a_push_of_a_600_mb_blob_in_little_memory() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path();
+    let (src, commit) = source(home, &[("big", BLOB_SIZE, 0)]);
+    let root = home.join("root");
+    std::fs::create_dir_all(&root).unwrap();
+    let served = bare(&root, "proj.git", &[("receive.fsckObjects", "true")]);
+    let users = home.join("users");
+    std::fs::write(&users, "bob:pw\n").unwrap();
+    let server = Served::start(
+        home,
+        &root,
+        &["--allow-push", "--credentials", users.to_str().unwrap()],
+    );
+    let url = server.url_as("bob", "pw", "proj.git");
+    let push = git_net(home, &src, &["push", &url, "main"]);
+    assert!(push.status.success(), "{}", stderr(&push));
+    let peak = peak_rss(server.pid());
+    assert!(peak < MAX_RSS, "the server peaked at {peak} bytes");
+    git_reads_the_blob(home, &served, &commit);
 }
 
 /// `len` bytes that do not compress, the same on every run.
