@@ -10,6 +10,7 @@
 
 use crate::large::{delta_sizes, IngestLimits};
 use crate::OdbError;
+use flate2::Decompress;
 use gix_pack::data::entry::Header;
 use gix_pack::data::input::Entry;
 use std::cell::RefCell;
@@ -32,6 +33,8 @@ pub(crate) struct Admit<I> {
     inner: I,
     limits: IngestLimits,
     inflated: u64,
+    /// Reads the sizes of deltas.
+    inflater: Decompress,
     stop: Stop,
     stopped: bool,
 }
@@ -42,6 +45,7 @@ impl<I> Admit<I> {
             inner,
             limits,
             inflated: 0,
+            inflater: Decompress::new(true),
             stop,
             stopped: false,
         }
@@ -51,7 +55,7 @@ impl<I> Admit<I> {
         let size = match entry.header {
             Header::OfsDelta { .. } | Header::RefDelta { .. } => {
                 let compressed = entry.compressed.as_deref().unwrap_or_default();
-                match delta_sizes(compressed) {
+                match delta_sizes(&mut self.inflater, compressed) {
                     Some((base, result)) if self.limits.is_big(base.max(result)) => {
                         return Err(OdbError::Refused(format!(
                             "delta at offset {} has a base of {base} bytes and a result of \
