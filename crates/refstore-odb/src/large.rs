@@ -18,7 +18,6 @@ use crate::hash::object_header;
 use crate::odb::hash_kind;
 use crate::{ObjectKind, OdbError};
 use flate2::read::ZlibDecoder;
-use flate2::{Decompress, FlushDecompress};
 use refstore_refs::{ObjectFormat, ObjectId};
 use std::io::Read;
 
@@ -157,24 +156,6 @@ pub(crate) fn for_each_piece(
     }
 }
 
-/// The base and result sizes a delta announces, read from the first bytes
-/// of its zlib stream with `inflater` (reused from delta to delta: a
-/// pack may hold millions); `None` if they cannot be read (the delta is
-/// then refused where it is applied).
-pub(crate) fn delta_sizes(inflater: &mut Decompress, compressed: &[u8]) -> Option<(u64, u64)> {
-    // Two base-128 numbers of at most 10 bytes each.
-    let mut prefix = [0u8; 20];
-    inflater.reset(true);
-    // Once the output is full the inflater returns; an error or a short
-    // stream leaves what it produced so far.
-    let _ = inflater.decompress(compressed, &mut prefix, FlushDecompress::Sync);
-    let produced = usize::try_from(inflater.total_out()).ok()?;
-    let mut input = prefix.get(..produced)?;
-    let base = crate::delta::read_size(&mut input).ok()?;
-    let result = crate::delta::read_size(&mut input).ok()?;
-    Some((base, result))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -212,24 +193,5 @@ mod tests {
                     .unwrap_err();
             assert!(error.to_string().contains("inflates to"), "{error}");
         }
-    }
-
-    #[test]
-    fn reads_the_sizes_a_delta_announces() {
-        // Base 300 (0xac 0x02), result 5 (0x05), then an insert.
-        let delta = [0xac, 0x02, 0x05, 0x05, b'h', b'e', b'l', b'l', b'o'];
-        let mut inflater = Decompress::new(true);
-        assert_eq!(
-            delta_sizes(&mut inflater, &compress(&delta)),
-            Some((300, 5))
-        );
-        assert_eq!(delta_sizes(&mut inflater, &compress(&[0x80])), None);
-        assert_eq!(delta_sizes(&mut inflater, b"not zlib"), None);
-        // Sizes of ten bytes each, the longest there are.
-        let long = [[0xff; 9].as_slice(), &[0x01], &[0xff; 9], &[0x01]].concat();
-        assert_eq!(
-            delta_sizes(&mut inflater, &compress(&long)),
-            Some((u64::MAX, u64::MAX))
-        );
     }
 }

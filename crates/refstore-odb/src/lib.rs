@@ -57,6 +57,7 @@ mod check;
 mod commit_graph;
 mod connectivity;
 mod delta;
+mod entries;
 mod entry_header;
 mod error;
 pub mod ewah;

@@ -18,20 +18,20 @@
 //! Objects at or above `core.bigFileThreshold` are hashed in pieces, set
 //! aside from gix-pack's indexer (which inflates each object whole), and
 //! added to the index it writes ([`crate::set_aside`]); the entries are
-//! admitted as [`crate::admit`] says, so a pack that inflates beyond its
-//! bound is refused as it is read, before any file is created.
+//! read by [`crate::entries`] and admitted as [`crate::admit`] says, so a
+//! pack that inflates beyond its bound is refused as it is read, before
+//! any file is created.
 //!
 //! Limitation: the whole pack (compressed) and its index are held in
 //! memory while they are built.
 
-use crate::admit::{Admit, Stop};
+use crate::admit::{stopped, Stop};
+use crate::entries::PackEntries;
 use crate::large::IngestLimits;
 use crate::odb::{from_gix, hash_kind};
 use crate::set_aside::{Aside, SetAside};
 use crate::{Odb, OdbError};
-use gix_pack::data::input::{
-    BytesToEntriesIter, EntriesToBytesIter, Entry, EntryDataMode, LookupRefDeltaObjectsIter, Mode,
-};
+use gix_pack::data::input::{EntriesToBytesIter, Entry, LookupRefDeltaObjectsIter};
 use refstore_fs::flush::{BatchMechanism, FlushBatch, FlushMethod};
 use refstore_fs::{Vfs, VfsFile};
 use refstore_refs::{ObjectFormat, ObjectId};
@@ -172,12 +172,9 @@ type Built = (Arc<Vec<u8>>, Vec<u8>, gix_pack::index::write::Outcome);
 /// Parses, completes and indexes the pack in memory.
 fn build(input: impl BufRead, options: &PackOptions<'_>) -> Result<Built, OdbError> {
     let hash = hash_kind(options.format);
-    let entries =
-        BytesToEntriesIter::new_from_header(input, Mode::Verify, EntryDataMode::KeepAndCrc32, hash)
-            .map_err(|e| OdbError::Pack(format!("not a pack: {}", crate::unpack::describe(&e))))?;
-    let version = entries.version();
     let stop = Stop::default();
-    let entries = Admit::new(entries, options.limits, stop.clone());
+    let entries = PackEntries::new(input, options.format, options.limits, stop.clone())?;
+    let version = entries.version();
     let entries: Box<dyn Iterator<Item = gix_error::Result<Entry>>> = match options.thin_bases {
         Some(odb) => Box::new(LookupRefDeltaObjectsIter::new(
             entries,
@@ -216,10 +213,7 @@ fn build(input: impl BufRead, options: &PackOptions<'_>) -> Result<Built, OdbErr
         None,
         version,
     )
-    .map_err(|e| {
-        let stopped = stop.borrow_mut().take();
-        stopped.unwrap_or_else(|| OdbError::Pack(crate::unpack::describe(&e)))
-    })?;
+    .map_err(|e| stopped(&stop, &e))?;
     let pack = finished
         .lock()
         .expect("not poisoned")

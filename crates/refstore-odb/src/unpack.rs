@@ -1,8 +1,8 @@
 //! Reading a pack stream object by object, with deltas resolved: what
 //! `git unpack-objects` needs.
 //!
-//! Entries are parsed by gix-pack's streaming reader, which also checks the
-//! pack's trailing checksum. Deltas are resolved against objects earlier or
+//! Entries are read by [`crate::entries`], which also checks the pack's
+//! trailing checksum. Deltas are resolved against objects earlier or
 //! later in the same pack, and (for a thin pack) against objects already in
 //! the repository. Resolved objects are handed to the caller in the order
 //! they become complete; the checksum is verified before [`resolve_pack`]
@@ -19,15 +19,15 @@
 //! are admitted as [`crate::admit`] says: a pack that inflates beyond its
 //! bound is refused as it is read.
 
-use crate::admit::{Admit, Stop};
+use crate::admit::{stopped, Stop};
 use crate::delta::apply_delta;
+use crate::entries::PackEntries;
 use crate::hash::object_id;
 use crate::large::{hash_compressed, IngestLimits, LargeObject};
-use crate::odb::{from_gix, hash_kind};
+use crate::odb::from_gix;
 use crate::{ObjectKind, Odb, OdbError};
 use flate2::read::ZlibDecoder;
 use gix_pack::data::entry::Header;
-use gix_pack::data::input::{BytesToEntriesIter, EntryDataMode, Mode};
 use refstore_refs::{ObjectFormat, ObjectId};
 use std::collections::{HashMap, HashSet};
 use std::io::{BufRead, Read};
@@ -93,16 +93,9 @@ pub fn resolve_pack(
     limits: &IngestLimits,
     mut each: impl FnMut(PackObject<'_>) -> Result<(), OdbError>,
 ) -> Result<PackSummary, OdbError> {
-    let entries = BytesToEntriesIter::new_from_header(
-        input,
-        Mode::Verify,
-        EntryDataMode::Keep,
-        hash_kind(format),
-    )
-    .map_err(|e| pack_error(format!("not a pack: {}", describe(&e))))?;
-    let objects = entries.len() as u32;
     let stop = Stop::default();
-    let entries = Admit::new(entries, *limits, stop.clone());
+    let entries = PackEntries::new(input, format, *limits, stop.clone())?;
+    let objects = entries.announced();
     let mut resolver = Resolver {
         format,
         resolved: HashMap::new(),
@@ -113,10 +106,7 @@ pub fn resolve_pack(
     };
     let mut checksum = None;
     for entry in entries {
-        let entry = entry.map_err(|e| {
-            let stopped = stop.borrow_mut().take();
-            stopped.unwrap_or_else(|| pack_error(describe(&e)))
-        })?;
+        let entry = entry.map_err(|e| stopped(&stop, &e))?;
         let offset = entry.pack_offset;
         resolver.entry_offsets.insert(offset);
         checksum = entry.trailer.or(checksum);
