@@ -190,6 +190,11 @@ fn truncated() -> OdbError {
     OdbError::Pack(EARLY_EOF.into())
 }
 
+/// Input that cannot be read (a transport's own limits say why).
+fn unreadable(error: io::Error) -> OdbError {
+    OdbError::Pack(format!("cannot read the pack: {error}"))
+}
+
 /// Input that ends in the middle of an entry's data.
 fn incomplete(offset: u64) -> OdbError {
     OdbError::Pack(format!(
@@ -211,7 +216,10 @@ fn inflate(
 ) -> Result<u64, OdbError> {
     inflater.reset(true);
     loop {
-        let input = read.fill_buf().map_err(|_| incomplete(offset))?;
+        let input = read.fill_buf().map_err(|e| match e.kind() {
+            io::ErrorKind::UnexpectedEof => incomplete(offset),
+            _ => unreadable(e),
+        })?;
         if input.is_empty() {
             return Err(incomplete(offset));
         }
