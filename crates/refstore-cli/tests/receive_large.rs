@@ -453,8 +453,8 @@ fn noise(seed: u64, len: usize) -> Vec<u8> {
 
 /// A pack of four commits, in `format`: three 3000-byte blobs that git
 /// stores whole, and a small file changed in each commit that it stores
-/// as deltas.
-fn mixed_pack(home: &Path, format: &str) -> Vec<u8> {
+/// as deltas; and the pack of the three blobs alone.
+fn mixed_pack(home: &Path, format: &str) -> (Vec<u8>, Vec<u8>) {
     let src = home.join(format!("mixed-{format}"));
     git_ok(
         home,
@@ -476,7 +476,18 @@ fn mixed_pack(home: &Path, format: &str) -> Vec<u8> {
         git_ok(home, &src, &["commit", "-q", "-m", &round.to_string()]);
     }
     let head = git_ok(home, &src, &["rev-parse", "HEAD"]);
-    pack(home, &src, head.trim())
+    let blobs = git_ok(
+        home,
+        &src,
+        &["rev-parse", "HEAD:big1", "HEAD:big2", "HEAD:big3"],
+    );
+    let mut cmd = Command::new("git");
+    isolate(&mut cmd, home)
+        .current_dir(&src)
+        .args(["pack-objects", "--stdout", "-q"]);
+    let only_large = run_with_input(&mut cmd, blobs.as_bytes());
+    assert!(only_large.status.success(), "{}", stderr(&only_large));
+    (pack(home, &src, head.trim()), only_large.stdout)
 }
 
 /// Objects of `repo` as `git cat-file --batch-check` lists them, sorted.
@@ -493,7 +504,7 @@ fn large_objects_among_small_ones_and_deltas_are_indexed_as_git_indexes_them() {
     let tmp = tempfile::tempdir().unwrap();
     let home = tmp.path();
     for format in ["sha1", "sha256"] {
-        let pack = mixed_pack(home, format);
+        let (pack, only_large) = mixed_pack(home, format);
         let bare_in = |name: &str| {
             let name = format!("{name}-{format}");
             git_ok(
@@ -510,33 +521,35 @@ fn large_objects_among_small_ones_and_deltas_are_indexed_as_git_indexes_them() {
             home.join(name)
         };
         let gits = bare_in("git");
-        let mut cmd = Command::new("git");
-        isolate(&mut cmd, home)
-            .current_dir(&gits)
-            .args(["index-pack", "--stdin"]);
-        let theirs = run_with_input(&mut cmd, &pack);
-        assert!(theirs.status.success(), "{}", stderr(&theirs));
-
-        // With a threshold of 2 KiB the three blobs are large, the
-        // small file's versions (up to 1.1 KB) and their deltas are not.
         let ours = bare_in("indexed");
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_refstore"));
-        isolate(&mut cmd, home).current_dir(&ours).args([
-            "-c",
-            "core.bigFileThreshold=2k",
-            "index-pack",
-            "--stdin",
-        ]);
-        let run = run_with_input(&mut cmd, &pack);
-        assert!(run.status.success(), "{format}: {}", stderr(&run));
-        let checksum = String::from_utf8(run.stdout).unwrap();
-        let checksum = checksum.trim().strip_prefix("pack\t").unwrap();
-        let idx = format!("objects/pack/pack-{checksum}.idx");
-        assert_eq!(
-            std::fs::read(ours.join(&idx)).unwrap(),
-            std::fs::read(gits.join(&idx)).unwrap(),
-            "{format}"
-        );
+        // With a threshold of 2 KiB the three blobs are large, the
+        // small file's versions (up to 1.1 KB) and their deltas are not;
+        // then a pack of large objects only.
+        for input in [&pack, &only_large] {
+            let mut cmd = Command::new("git");
+            isolate(&mut cmd, home)
+                .current_dir(&gits)
+                .args(["index-pack", "--stdin"]);
+            let theirs = run_with_input(&mut cmd, input);
+            assert!(theirs.status.success(), "{}", stderr(&theirs));
+            let mut cmd = Command::new(env!("CARGO_BIN_EXE_refstore"));
+            isolate(&mut cmd, home).current_dir(&ours).args([
+                "-c",
+                "core.bigFileThreshold=2k",
+                "index-pack",
+                "--stdin",
+            ]);
+            let run = run_with_input(&mut cmd, input);
+            assert!(run.status.success(), "{format}: {}", stderr(&run));
+            let checksum = String::from_utf8(run.stdout).unwrap();
+            let checksum = checksum.trim().strip_prefix("pack\t").unwrap();
+            let idx = format!("objects/pack/pack-{checksum}.idx");
+            assert_eq!(
+                std::fs::read(ours.join(&idx)).unwrap(),
+                std::fs::read(gits.join(&idx)).unwrap(),
+                "{format}"
+            );
+        }
 
         let unpacked = bare_in("unpacked");
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_refstore"));
