@@ -67,11 +67,12 @@ impl Admission {
     ) -> Result<(), OdbError> {
         let size = match header {
             Header::OfsDelta { .. } | Header::RefDelta { .. } => match delta_sizes(prefix) {
-                Some((base, result)) if self.limits.is_big(base.max(result)) => {
+                // A delta that large itself would be held whole too.
+                Some((base, result)) if self.limits.is_big(base.max(result).max(size)) => {
                     return Err(OdbError::Refused(format!(
-                        "delta at offset {offset} has a base of {base} bytes and a result of \
-                         {result} bytes; deltas of objects of core.bigFileThreshold ({} \
-                         bytes) or more are refused",
+                        "delta at offset {offset} of {size} bytes has a base of {base} bytes \
+                         and a result of {result} bytes; deltas of objects of \
+                         core.bigFileThreshold ({} bytes) or more are refused",
                         self.limits.big_file_threshold
                     )));
                 }
@@ -141,6 +142,11 @@ mod tests {
             .after(&delta, 9, &[0xe8, 0x07, 0x05], 40)
             .unwrap_err();
         assert!(error.to_string().contains("base of 1000 bytes"), "{error}");
+        // So is a delta as large itself, whatever it makes.
+        let error = admission
+            .after(&delta, 1000, &[0x05, 0x05], 60)
+            .unwrap_err();
+        assert!(error.to_string().contains("of 1000 bytes"), "{error}");
         // A prefix too short to say is left to the resolver.
         admission.after(&delta, 1, &[0x80], 50).unwrap();
     }

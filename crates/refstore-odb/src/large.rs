@@ -10,7 +10,8 @@
 //!
 //! Deltas are where git draws the same line: `git pack-objects`
 //! deltifies nothing at or above the threshold, so a delta whose base or
-//! result is that large comes only from a broken or hostile client. Such
+//! result (or itself) is that large comes only from a broken or hostile
+//! client. Such
 //! a delta is refused ([`OdbError::Refused`]) before anything applies it,
 //! rather than resolved by reading its base from the pack again.
 
