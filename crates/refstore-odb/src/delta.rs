@@ -80,7 +80,7 @@ pub fn apply_delta(base: &[u8], delta: &[u8]) -> Result<Vec<u8>, DeltaError> {
 }
 
 /// A little-endian base-128 number (7 bits per byte, high bit: more follow).
-fn read_size(input: &mut &[u8]) -> Result<u64, DeltaError> {
+pub(crate) fn read_size(input: &mut &[u8]) -> Result<u64, DeltaError> {
     let mut value = 0u64;
     for shift in (0..64).step_by(7) {
         let (&byte, rest) = input.split_first().ok_or(DeltaError::Truncated)?;

@@ -58,6 +58,12 @@ pub enum OdbError {
     /// base is missing. Nothing from it is stored.
     #[error("pack is unusable: {0}")]
     Pack(String),
+    /// A pack refused for what it would cost to take in: its objects
+    /// inflate beyond the bound set for it, or it holds a delta of an
+    /// object at or above `core.bigFileThreshold`. Nothing from it is
+    /// stored.
+    #[error("{0}")]
+    Refused(String),
     /// A filesystem operation of a write failed.
     #[error(transparent)]
     Fs(#[from] refstore_fs::Error),

@@ -285,6 +285,8 @@ struct Special {
     gitmodules: HashSet<ObjectId>,
     gitattributes: HashSet<ObjectId>,
     done: HashSet<ObjectId>,
+    /// Blobs at or above `core.bigFileThreshold`, never read.
+    large: HashSet<ObjectId>,
 }
 
 /// A check that ends the object's checks when it reports an error (git
@@ -732,6 +734,48 @@ impl<'o> Fsck<'o> {
         checker.refused
     }
 
+    /// Checks a blob at or above `core.bigFileThreshold` without its
+    /// content, as git does: named `.gitmodules` or `.gitattributes`, it is
+    /// too large to parse (`gitmodulesLarge`, `gitattributesLarge`); any
+    /// other blob needs no check. True if it is refused.
+    pub fn check_large_blob(&mut self, id: &ObjectId, findings: &mut Vec<Finding>) -> bool {
+        if self.options.skip.contains(id) {
+            return false;
+        }
+        self.note_large_blob(*id);
+        if !self.blobs_in_order {
+            return false;
+        }
+        let mut checker = Checker {
+            id: *id,
+            format: id.format(),
+            options: self.options,
+            findings,
+            refused: false,
+            special: Some(&mut self.special),
+        };
+        checker.large_blob();
+        checker.refused
+    }
+
+    /// Records that `id` is a blob too large to read, so that
+    /// [`finish`](Self::finish) judges it without reading it.
+    pub fn note_large_blob(&mut self, id: ObjectId) {
+        self.special.large.insert(id);
+    }
+
+    /// The `.gitmodules` and `.gitattributes` blobs the checked trees
+    /// name that [`finish`](Self::finish) will read.
+    pub fn pending_blobs(&self) -> Vec<ObjectId> {
+        self.special
+            .gitmodules
+            .iter()
+            .chain(&self.special.gitattributes)
+            .filter(|id| !self.special.done.contains(id) && !self.special.large.contains(id))
+            .copied()
+            .collect()
+    }
+
     /// Checks the `.gitmodules` and `.gitattributes` blobs the checked
     /// trees name and not judged yet, read with `read` (from the push and
     /// the repository). True if one is refused.
@@ -762,6 +806,11 @@ impl<'o> Fsck<'o> {
                 refused: false,
                 special: Some(&mut self.special),
             };
+            if checker.is_large() {
+                checker.large_blob();
+                refused |= checker.refused;
+                continue;
+            }
             let _ = match read(&id) {
                 Some((ObjectKind::Blob, data)) => {
                     checker.special_blob(&data);
@@ -788,6 +837,36 @@ impl<'o> Fsck<'o> {
 }
 
 impl Checker<'_> {
+    /// Whether the object is a blob too large to read.
+    fn is_large(&self) -> bool {
+        self.special
+            .as_deref()
+            .is_some_and(|special| special.large.contains(&self.id))
+    }
+
+    /// The checks of a blob too large to read, if a tree names it
+    /// `.gitmodules` or `.gitattributes`: git does not parse it, and says so.
+    fn large_blob(&mut self) {
+        let Some(special) = self.special.as_deref_mut() else {
+            return;
+        };
+        let modules = special.gitmodules.contains(&self.id);
+        let attributes = special.gitattributes.contains(&self.id);
+        if !modules && !attributes {
+            return;
+        }
+        special.done.insert(self.id);
+        if modules {
+            let _ = self.report(MsgId::GitmodulesLarge, ".gitmodules too large to parse");
+        }
+        if attributes {
+            let _ = self.report(
+                MsgId::GitattributesLarge,
+                ".gitattributes too large to parse",
+            );
+        }
+    }
+
     /// The content checks of a blob a tree names `.gitmodules` or
     /// `.gitattributes` (none for other blobs).
     fn special_blob(&mut self, data: &[u8]) {

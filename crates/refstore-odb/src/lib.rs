@@ -11,6 +11,9 @@
 //!   then moves them into the repository durably.
 //! - [`resolve_pack`] reads a pack stream object by object, deltas
 //!   resolved (thin packs against the repository).
+//! - [`IngestLimits`] say which objects are too large to hold whole
+//!   (`core.bigFileThreshold`; [`LargeObject`] reads them in pieces) and
+//!   how much a pack may inflate to; both pack readers keep to them.
 //! - [`DeltaBaseCache`] keeps inflated delta bases for gix-pack's decoder.
 //! - [`Packs`] gives stored pack entries as they are, CRC-checked, for
 //!   a pack writer that copies them without inflating.
@@ -46,6 +49,7 @@
 //! ```
 #![deny(missing_docs, unsafe_code)]
 
+mod admit;
 mod base_cache;
 mod bitmap;
 mod bitmap_index;
@@ -53,18 +57,22 @@ mod check;
 mod commit_graph;
 mod connectivity;
 mod delta;
+mod entries;
 mod entry_header;
 mod error;
 pub mod ewah;
 pub mod fsck;
 mod hash;
+mod idx_v2;
 mod kind;
+mod large;
 mod loose;
 mod odb;
 mod pack;
 mod packed;
 mod quarantine;
 mod rev_index;
+mod set_aside;
 mod tag_peeler;
 mod unpack;
 
@@ -78,6 +86,7 @@ pub use entry_header::encode_entry_header;
 pub use error::OdbError;
 pub use hash::{object_header, object_id};
 pub use kind::ObjectKind;
+pub use large::{big_file_threshold, IngestLimits, LargeObject, DEFAULT_BIG_FILE_THRESHOLD};
 pub use loose::{loose_object_path, LooseWriter};
 pub use odb::Odb;
 pub use pack::{store_pack, PackOptions, StoredPack};
@@ -85,4 +94,4 @@ pub use packed::{PackedAt, Packs, StoredEntry, StoredKind};
 pub use quarantine::{Migrated, Quarantine, QUARANTINE_PREFIX};
 pub use rev_index::reverse_index;
 pub use tag_peeler::TagPeeler;
-pub use unpack::{resolve_pack, PackObject, PackSummary};
+pub use unpack::{resolve_pack, ObjectData, PackObject, PackSummary};

@@ -20,7 +20,8 @@
 //! fresh copy protects them from pruning as a freshened pack would.
 
 use crate::hash::{object_header, object_id};
-use crate::{ObjectKind, OdbError};
+use crate::odb::hash_kind;
+use crate::{LargeObject, ObjectKind, OdbError};
 use flate2::{Compress, Compression, FlushCompress, Status};
 use refstore_fs::flush::{BatchMechanism, FlushBatch, FlushMethod};
 use refstore_fs::Vfs;
@@ -32,6 +33,10 @@ use std::sync::Arc;
 
 /// Prefix of temporary object files; `git gc` removes stale ones.
 const TEMP_PREFIX: &str = "tmp_obj_";
+
+/// How much deflated data of a large object is gathered before it is
+/// written.
+const STREAM_BUFFER: usize = 256 << 10;
 
 /// Attempts at finding an unused temporary name before giving up.
 const TEMP_ATTEMPTS: usize = 100;
@@ -156,6 +161,85 @@ impl LooseWriter {
         self.staged.push(Staged { temp, dest });
         self.seen.insert(id);
         Ok(id)
+    }
+
+    /// Stages an object at or above `core.bigFileThreshold`, inflated,
+    /// hashed and deflated again a piece at a time into its temporary file
+    /// (in the objects directory, as its name is known only at the end),
+    /// and returns its id.
+    pub fn write_large(
+        &mut self,
+        kind: ObjectKind,
+        object: &LargeObject<'_>,
+    ) -> Result<ObjectId, OdbError> {
+        let objects_dir = self.objects_dir.clone();
+        let (temp, mut file) = self.create_temp(&objects_dir)?;
+        let streamed = self.stream(kind, object, file.as_mut());
+        let id = match streamed {
+            Ok(id) => id,
+            Err(e) => {
+                drop(file);
+                let _ = self.vfs.unlink(&temp);
+                return Err(e);
+            }
+        };
+        let dest = loose_object_path(&self.objects_dir, &id);
+        let exists = self.seen.contains(&id) || self.vfs.stat(&dest).is_ok();
+        let staged = match exists {
+            true => self.vfs.touch(&dest).map_err(OdbError::from),
+            false => {
+                let fanout = dest.parent().expect("loose paths have a fan-out directory");
+                self.batch
+                    .create_dir_all(fanout)
+                    .and_then(|()| self.batch.stage(file))
+                    .map_err(OdbError::from)
+            }
+        };
+        if exists || staged.is_err() {
+            let _ = self.vfs.unlink(&temp);
+            return staged.map(|()| id);
+        }
+        self.staged.push(Staged { temp, dest });
+        self.seen.insert(id);
+        Ok(id)
+    }
+
+    /// Writes the deflated object into `file` as it is inflated, and
+    /// returns its id.
+    fn stream(
+        &mut self,
+        kind: ObjectKind,
+        object: &LargeObject<'_>,
+        file: &mut dyn refstore_fs::VfsFile,
+    ) -> Result<ObjectId, OdbError> {
+        let header = object_header(kind.as_str().as_bytes(), object.size() as usize);
+        let mut hasher = gix_hash::hasher(hash_kind(self.format));
+        hasher.update(&header);
+        let compressor = &mut self.compressor;
+        compressor.reset();
+        let mut out = Vec::with_capacity(STREAM_BUFFER + 1024);
+        feed(compressor, &header, &mut out, FlushCompress::None);
+        let inflated = object.for_each_piece(|piece| {
+            hasher.update(piece);
+            feed(compressor, piece, &mut out, FlushCompress::None);
+            if out.len() >= STREAM_BUFFER {
+                file.write_all(&out)?;
+                out.clear();
+            }
+            Ok(())
+        })?;
+        if inflated != object.size() {
+            return Err(OdbError::Pack(format!(
+                "a large object inflates to {inflated} bytes, not {}",
+                object.size()
+            )));
+        }
+        feed(compressor, &[], &mut out, FlushCompress::Finish);
+        file.write_all(&out)?;
+        let id = hasher
+            .try_finalize()
+            .map_err(|source| OdbError::Collision { source })?;
+        Ok(crate::odb::from_gix(&id))
     }
 
     /// Makes every staged object durable and visible: one data flush point,

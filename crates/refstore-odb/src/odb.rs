@@ -89,6 +89,18 @@ impl Odb {
         Ok(header.map(|h| ObjectKind::from_gix(h.kind)))
     }
 
+    /// The object's kind and size, or `None` if it is missing. Reads only
+    /// the object's header: how a large object is judged without being
+    /// inflated.
+    pub fn header(&self, id: &ObjectId) -> Result<Option<(ObjectKind, u64)>, OdbError> {
+        let gid = self.to_gix_checked(id)?;
+        let header = self
+            .handle
+            .try_header(&gid)
+            .map_err(|source| OdbError::Read { id: *id, source })?;
+        Ok(header.map(|h| (ObjectKind::from_gix(h.kind), h.size)))
+    }
+
     /// The object's kind and its content (without the `<type> <size>\0`
     /// header), or `None` if it is missing.
     pub fn read(&self, id: &ObjectId) -> Result<Option<(ObjectKind, Vec<u8>)>, OdbError> {

@@ -15,19 +15,30 @@
 //! protect it from a concurrent `git gc` until the refs that need it are
 //! written; [`StoredPack::release_keep`] removes it.
 //!
-//! Limitation: the whole pack and its index are held in memory while
-//! they are built.
+//! Objects at or above `core.bigFileThreshold` are hashed in pieces, set
+//! aside from gix-pack's indexer (which inflates each object whole), and
+//! added to the index it writes ([`crate::set_aside`]); the entries are
+//! read by [`crate::entries`] and admitted as [`crate::admit`] says, so a
+//! pack that inflates beyond its bound is refused as it is read, before
+//! any file is created.
+//!
+//! Limitation: the whole pack (compressed) and its index are held in
+//! memory while they are built.
 
+use crate::admit::{stopped, Stop};
+use crate::entries::PackEntries;
+use crate::large::IngestLimits;
 use crate::odb::{from_gix, hash_kind};
+use crate::set_aside::{Aside, SetAside};
 use crate::{Odb, OdbError};
-use gix_pack::data::input::{
-    BytesToEntriesIter, EntriesToBytesIter, Entry, EntryDataMode, LookupRefDeltaObjectsIter, Mode,
-};
+use gix_pack::data::input::{EntriesToBytesIter, Entry, LookupRefDeltaObjectsIter};
 use refstore_fs::flush::{BatchMechanism, FlushBatch, FlushMethod};
 use refstore_fs::{Vfs, VfsFile};
 use refstore_refs::{ObjectFormat, ObjectId};
+use std::cell::RefCell;
 use std::io::{self, BufRead, Cursor, Read, Seek, Write};
 use std::path::{Path, PathBuf};
+use std::rc::Rc;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 
@@ -49,6 +60,8 @@ pub struct PackOptions<'a> {
     /// Write the reverse index `pack-<hash>.rev` too
     /// (`pack.writeReverseIndex`, on by default as in git 2.41 and later).
     pub rev_index: bool,
+    /// Which objects are streamed, and how much the pack may inflate to.
+    pub limits: IngestLimits,
 }
 
 /// A pack stored in the repository.
@@ -159,9 +172,8 @@ type Built = (Arc<Vec<u8>>, Vec<u8>, gix_pack::index::write::Outcome);
 /// Parses, completes and indexes the pack in memory.
 fn build(input: impl BufRead, options: &PackOptions<'_>) -> Result<Built, OdbError> {
     let hash = hash_kind(options.format);
-    let entries =
-        BytesToEntriesIter::new_from_header(input, Mode::Verify, EntryDataMode::KeepAndCrc32, hash)
-            .map_err(|e| OdbError::Pack(format!("not a pack: {}", crate::unpack::describe(&e))))?;
+    let stop = Stop::default();
+    let entries = PackEntries::new(input, options.format, options.limits, stop.clone())?;
     let version = entries.version();
     let entries: Box<dyn Iterator<Item = gix_error::Result<Entry>>> = match options.thin_bases {
         Some(odb) => Box::new(LookupRefDeltaObjectsIter::new(
@@ -174,17 +186,25 @@ fn build(input: impl BufRead, options: &PackOptions<'_>) -> Result<Built, OdbErr
     // Entries are written out again (a completed thin pack gains entries and
     // a new header and checksum), into memory shared with the indexer.
     let written = SharedBuffer::default();
-    let mut rewritten = EntriesToBytesIter::new(entries, written.clone(), version, hash);
+    let rewritten = EntriesToBytesIter::new(entries, written.clone(), version, hash);
+    let aside = Rc::new(RefCell::new(Aside::default()));
+    let mut indexed = SetAside::new(
+        rewritten,
+        options.format,
+        options.limits,
+        aside.clone(),
+        stop.clone(),
+    );
     let finished: Arc<Mutex<Option<Arc<Vec<u8>>>>> = Arc::default();
     let mut index = Vec::new();
-    let outcome = gix_pack::index::write_data_iter_to_stream(
+    let mut outcome = gix_pack::index::write_data_iter_to_stream(
         gix_pack::index::Version::V2,
         || {
             let bytes = Arc::new(written.take_bytes());
             *finished.lock().expect("not poisoned") = Some(bytes.clone());
             Ok((entry_bytes, bytes))
         },
-        &mut rewritten,
+        &mut indexed,
         None,
         &mut gix_utils::progress::Discard,
         &mut index,
@@ -193,12 +213,26 @@ fn build(input: impl BufRead, options: &PackOptions<'_>) -> Result<Built, OdbErr
         None,
         version,
     )
-    .map_err(|e| OdbError::Pack(crate::unpack::describe(&e)))?;
+    .map_err(|e| stopped(&stop, &e))?;
     let pack = finished
         .lock()
         .expect("not poisoned")
         .take()
         .ok_or_else(|| OdbError::Pack("the pack holds no objects".into()))?;
+    let aside = aside.take();
+    if !aside.entries.is_empty() {
+        let trailer = aside
+            .trailer
+            .ok_or_else(|| OdbError::Pack("the pack has no checksum".into()))?;
+        index = crate::idx_v2::add_entries(
+            &index,
+            options.format,
+            &aside.entries,
+            &from_gix(&trailer),
+        )?;
+        outcome.data_hash = trailer;
+        outcome.num_objects += aside.entries.len() as u32;
+    }
     Ok((pack, index, outcome))
 }
 

@@ -1,8 +1,8 @@
 //! Reading a pack stream object by object, with deltas resolved: what
 //! `git unpack-objects` needs.
 //!
-//! Entries are parsed by gix-pack's streaming reader, which also checks the
-//! pack's trailing checksum. Deltas are resolved against objects earlier or
+//! Entries are read by [`crate::entries`], which also checks the pack's
+//! trailing checksum. Deltas are resolved against objects earlier or
 //! later in the same pack, and (for a thin pack) against objects already in
 //! the repository. Resolved objects are handed to the caller in the order
 //! they become complete; the checksum is verified before [`resolve_pack`]
@@ -13,15 +13,21 @@
 //! Every object stays in memory until the end, as any of them may be a
 //! delta base: this suits the small packs git unpacks into loose objects
 //! (`transfer.unpackLimit`, 100 objects by default); large packs are better
-//! kept as packs.
+//! kept as packs. Objects at or above `core.bigFileThreshold` are the
+//! exception: they are handed out as [`ObjectData::Large`], to be read in
+//! pieces, and are never delta bases (see [`crate::large`]). The entries
+//! are admitted as [`crate::admit`] says: a pack that inflates beyond its
+//! bound is refused as it is read.
 
+use crate::admit::{stopped, Stop};
 use crate::delta::apply_delta;
+use crate::entries::PackEntries;
 use crate::hash::object_id;
-use crate::odb::{from_gix, hash_kind};
+use crate::large::{hash_compressed, IngestLimits, LargeObject};
+use crate::odb::from_gix;
 use crate::{ObjectKind, Odb, OdbError};
 use flate2::read::ZlibDecoder;
 use gix_pack::data::entry::Header;
-use gix_pack::data::input::{BytesToEntriesIter, EntryDataMode, Mode};
 use refstore_refs::{ObjectFormat, ObjectId};
 use std::collections::{HashMap, HashSet};
 use std::io::{BufRead, Read};
@@ -35,7 +41,16 @@ pub struct PackObject<'a> {
     /// Its kind.
     pub kind: ObjectKind,
     /// Its content.
-    pub data: &'a [u8],
+    pub data: ObjectData<'a>,
+}
+
+/// The content of an object of the pack.
+#[derive(Debug, Clone, Copy)]
+pub enum ObjectData<'a> {
+    /// Below `core.bigFileThreshold`: all of it.
+    Whole(&'a [u8]),
+    /// At or above: to be read in pieces.
+    Large(LargeObject<'a>),
 }
 
 /// What a pack held.
@@ -69,21 +84,18 @@ struct Resolver {
 /// thin pack's external bases), and calls `each` once per object.
 ///
 /// Fails on a pack that is truncated, corrupt (bad zlib data, an unknown
-/// entry type, a checksum mismatch), or has deltas whose base is nowhere.
+/// entry type, a checksum mismatch), or has deltas whose base is nowhere,
+/// and refuses ([`OdbError::Refused`]) one beyond `limits`.
 pub fn resolve_pack(
     input: impl BufRead,
     format: ObjectFormat,
     repository: Option<&Odb>,
+    limits: &IngestLimits,
     mut each: impl FnMut(PackObject<'_>) -> Result<(), OdbError>,
 ) -> Result<PackSummary, OdbError> {
-    let entries = BytesToEntriesIter::new_from_header(
-        input,
-        Mode::Verify,
-        EntryDataMode::Keep,
-        hash_kind(format),
-    )
-    .map_err(|e| pack_error(format!("not a pack: {}", describe(&e))))?;
-    let objects = entries.len() as u32;
+    let stop = Stop::default();
+    let entries = PackEntries::new(input, format, *limits, stop.clone())?;
+    let objects = entries.announced();
     let mut resolver = Resolver {
         format,
         resolved: HashMap::new(),
@@ -94,10 +106,26 @@ pub fn resolve_pack(
     };
     let mut checksum = None;
     for entry in entries {
-        let entry = entry.map_err(|e| pack_error(describe(&e)))?;
+        let entry = entry.map_err(|e| stopped(&stop, &e))?;
         let offset = entry.pack_offset;
         resolver.entry_offsets.insert(offset);
         checksum = entry.trailer.or(checksum);
+        let large = entry
+            .header
+            .as_kind()
+            .filter(|_| limits.is_big(entry.decompressed_size));
+        if let Some(kind) = large {
+            let kind = ObjectKind::from_gix(kind);
+            let size = entry.decompressed_size;
+            let compressed = entry.compressed.as_deref().unwrap_or_default();
+            let id = hash_compressed(format, kind, size, compressed, offset)?;
+            each(PackObject {
+                id,
+                kind,
+                data: ObjectData::Large(LargeObject::new(size, compressed, offset)),
+            })?;
+            continue;
+        }
         let data = inflate(
             entry.compressed.as_deref().unwrap_or_default(),
             entry.decompressed_size,
@@ -188,7 +216,7 @@ impl Resolver {
             each(PackObject {
                 id,
                 kind,
-                data: &data,
+                data: ObjectData::Whole(&data),
             })?;
             self.offset_of.entry(id).or_insert(offset);
             let mut children = self.waiting_for_offset.remove(&offset).unwrap_or_default();

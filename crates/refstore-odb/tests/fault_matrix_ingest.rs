@@ -115,6 +115,7 @@ fn every_fault_in_storing_a_pack_fails_cleanly() {
                 thin_bases: None,
                 keep: Some(b"receive-pack 1 on host\n"),
                 rev_index: true,
+                limits: Default::default(),
             };
             store_pack(
                 Arc::new(fs.clone()),

@@ -54,6 +54,7 @@ fn crash_test(method: FlushMethod, durability: bool) -> Result<usize, String> {
         thin_bases: None,
         keep: Some(b"receiving\n"),
         rev_index: true,
+        limits: Default::default(),
     };
     let stored =
         store_pack(vfs, Path::new(OBJECTS), &input[..], &options).map_err(|e| e.to_string())?;

@@ -54,6 +54,7 @@ fn options(method: FlushMethod) -> PackOptions<'static> {
         thin_bases: None,
         keep: Some(b"receiving\n"),
         rev_index: true,
+        limits: Default::default(),
     }
 }
 

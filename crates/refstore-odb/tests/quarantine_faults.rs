@@ -72,6 +72,7 @@ fn push(fs: &SimFs, pack: &[u8], method: FlushMethod) -> Result<(), String> {
         thin_bases: None,
         keep: Some(b"receiving\n"),
         rev_index: true,
+        limits: Default::default(),
     };
     quarantine.store_pack(pack, &options).map_err(text)?;
     let mut writer = quarantine.loose_writer(method, BatchMechanism::Auto);

@@ -3,13 +3,16 @@
 //! `--fix-thin`; durable (as `core.fsync`'s `pack` component says) before
 //! it is visible.
 //!
+//! Objects at or above `core.bigFileThreshold` are hashed as they are
+//! inflated, never held whole, as git's index-pack does.
+//!
 //! Only packs on standard input are stored; indexing a pack file in place
 //! (`git index-pack <pack-file>`) is not supported.
 
 use super::hash_object::object_format;
 use crate::context::{Fatal, Globals};
 use refstore_fs::config::Component;
-use refstore_odb::{store_pack, Odb, PackOptions};
+use refstore_odb::{big_file_threshold, store_pack, IngestLimits, Odb, PackOptions};
 
 /// Arguments of `index-pack`.
 #[derive(Debug, clap::Args)]
@@ -66,6 +69,12 @@ pub fn run(args: Args, globals: &Globals) -> Result<u8, Fatal> {
                 .bool("pack.writeReverseIndex")
                 .map_err(Fatal::new)?
                 .unwrap_or(true),
+        },
+        // Objects of core.bigFileThreshold or more are hashed in pieces;
+        // as git's index-pack, no bound on the pack's total.
+        limits: IngestLimits {
+            big_file_threshold: big_file_threshold(&repo.config).map_err(Fatal::new)?,
+            max_inflated: None,
         },
     };
     let stored = store_pack(

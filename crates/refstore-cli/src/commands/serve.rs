@@ -55,6 +55,12 @@ pub struct Args {
     /// bytes after decompression (answered 413 beyond).
     #[arg(long, value_name = "bytes", default_value_t = 8 << 30)]
     max_push_request: u64,
+    /// The most the objects of one push may inflate to, in bytes, deltas
+    /// counted by the size of their result: a push beyond it is refused as
+    /// its pack is read, and nothing of it is kept (0: no bound). Sets
+    /// `refstore.maxPushInflated` for every served repository.
+    #[arg(long, value_name = "bytes", default_value_t = refstore_protocol::receive_pack::DEFAULT_MAX_PUSH_INFLATED)]
+    max_push_inflated: u64,
     /// Threads that run `maintenance run --auto` for a repository in the
     /// background after pushes to it (0: none).
     #[arg(long, value_name = "n", default_value_t = 1)]
@@ -135,6 +141,7 @@ pub fn run(args: Args, globals: &Globals) -> Result<u8, Fatal> {
     options.allow_push = args.allow_push;
     options.max_fetch_request = args.max_fetch_request;
     options.max_push_request = args.max_push_request;
+    options.max_push_inflated = args.max_push_inflated;
     options.config_overrides = globals.config_overrides().to_vec();
     if let Some(path) = &args.credentials {
         let path = globals.cwd().join(path);

@@ -5,11 +5,14 @@
 //! written as one batch (one flush point) once the whole pack is read and
 //! its checksum verified: a truncated or corrupt pack stores nothing.
 //! Objects the repository already has are skipped, as git does; deltas
-//! against them (thin packs) are resolved.
+//! against them (thin packs) are resolved. Objects at or above
+//! `core.bigFileThreshold` are inflated, hashed and deflated again a piece
+//! at a time, never held whole, as git streams them; deltas of such objects
+//! are refused.
 
 use super::hash_object::{loose_writer, object_format};
 use crate::context::{Fatal, Globals};
-use refstore_odb::{resolve_pack, Odb};
+use refstore_odb::{big_file_threshold, resolve_pack, IngestLimits, ObjectData, Odb};
 use std::io::IsTerminal;
 
 /// Arguments of `unpack-objects`.
@@ -29,12 +32,19 @@ pub fn run(args: Args, globals: &Globals) -> Result<u8, Fatal> {
     let format = object_format(&repo);
     let odb = Odb::open(&repo.location.common_dir.join("objects"), format).map_err(Fatal::new)?;
     let mut writer = loose_writer(&repo, globals);
+    let limits = IngestLimits {
+        big_file_threshold: big_file_threshold(&repo.config).map_err(Fatal::new)?,
+        max_inflated: None,
+    };
     let stdin = std::io::stdin().lock();
-    let summary = resolve_pack(stdin, format, Some(&odb), |object| {
+    let summary = resolve_pack(stdin, format, Some(&odb), &limits, |object| {
         if args.dry_run || odb.contains(&object.id) {
             return Ok(());
         }
-        writer.write(object.kind, object.data).map(drop)
+        match object.data {
+            ObjectData::Whole(data) => writer.write(object.kind, data).map(drop),
+            ObjectData::Large(large) => writer.write_large(object.kind, &large).map(drop),
+        }
     })
     .map_err(Fatal::new)?;
     writer.commit().map_err(Fatal::new)?;

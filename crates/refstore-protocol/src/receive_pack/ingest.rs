@@ -7,13 +7,18 @@
 //! from a concurrent `git gc` from its migration until the refs that need
 //! it are written. Then the connectivity check of the new tips, against
 //! the quarantine and the repository together.
+//!
+//! Objects at or above `core.bigFileThreshold` are never held whole: the
+//! pack reader hashes them in pieces, a loose write streams them, and the
+//! object checks judge them by their header (see `limits.rs`).
 
 use super::commands::Command;
 use crate::Repository;
 use refstore_fs::config::Component;
 use refstore_odb::fsck::{Finding, Fsck, FsckOptions};
 use refstore_odb::{
-    check_connectivity, resolve_pack, ObjectKind, Odb, OdbError, PackOptions, Quarantine,
+    check_connectivity, resolve_pack, IngestLimits, ObjectData, ObjectKind, Odb, OdbError,
+    PackOptions, Quarantine,
 };
 use refstore_refs::value::Target;
 use refstore_refs::ObjectId;
@@ -60,6 +65,7 @@ pub(crate) fn receive(
         return Ok(None);
     }
     let count = u32::from_be_bytes(header[8..12].try_into().expect("four bytes"));
+    let limits = super::limits::ingest_limits(repo).map_err(|e| failed(messages, e))?;
     let objects_dir = repo.location.common_dir.join("objects");
     let quarantine = Quarantine::create(repo.vfs.clone(), &objects_dir, repo.object_format())
         .map_err(|e| {
@@ -80,6 +86,7 @@ pub(crate) fn receive(
             false => Fsck::new(options).blobs_in_order(),
         }),
         existing: &repo.objects,
+        limits,
         messages,
         refused: false,
         finished: false,
@@ -132,6 +139,7 @@ struct Checks<'a> {
     /// The repository's objects: one it holds already (a thin pack's
     /// base) is not judged again.
     existing: &'a Odb,
+    limits: IngestLimits,
     messages: &'a mut Vec<String>,
     /// Whether an object was refused.
     refused: bool,
@@ -160,12 +168,48 @@ impl Checks<'_> {
         Ok(())
     }
 
+    /// Checks one object too large to read; `Err` if it is refused.
+    fn check_large(&mut self, id: &ObjectId, kind: ObjectKind) -> Result<(), OdbError> {
+        let Some(session) = &mut self.session else {
+            return Ok(());
+        };
+        // Only blobs reach the threshold in practice (git deltifies
+        // nothing that large); another object that large is refused, as
+        // it cannot be parsed without holding it.
+        if kind != ObjectKind::Blob {
+            self.refused = true;
+            self.messages.push(format!(
+                "error: object {id}: {kind} too large to check ({} bytes or more, \
+                 core.bigFileThreshold)",
+                self.limits.big_file_threshold
+            ));
+            return Err(OdbError::Pack(format!("object {id} is refused by fsck")));
+        }
+        let mut findings = Vec::new();
+        let refused = session.check_large_blob(id, &mut findings);
+        self.report(findings);
+        if refused {
+            self.refused = true;
+            return Err(OdbError::Pack(format!("object {id} is refused by fsck")));
+        }
+        Ok(())
+    }
+
     /// The checks that need every object: `Ok(true)` if one is refused.
     fn finish(&mut self, quarantine: &Quarantine) -> Result<bool, String> {
         let Some(session) = &mut self.session else {
             return Ok(false);
         };
         let objects = quarantine.odb().map_err(|e| one_line(&e.to_string()))?;
+        // Special blobs too large to read, pushed earlier or now, are
+        // judged by their size alone.
+        for id in session.pending_blobs() {
+            if let Ok(Some((ObjectKind::Blob, size))) = objects.header(&id) {
+                if self.limits.is_big(size) {
+                    session.note_large_blob(id);
+                }
+            }
+        }
         let mut findings = Vec::new();
         let refused = session.finish(|id| objects.read(id).ok().flatten(), &mut findings);
         self.report(findings);
@@ -207,12 +251,20 @@ fn unpack_loose(
         repo.settings.fsync.method_for(Component::LooseObject),
         repo.settings.fsync.batch_mechanism(),
     );
-    resolve_pack(input, repo.object_format(), Some(&repo.objects), |object| {
-        checks.check(&object.id, object.kind, object.data)?;
+    let limits = checks.limits;
+    let format = repo.object_format();
+    resolve_pack(input, format, Some(&repo.objects), &limits, |object| {
+        match object.data {
+            ObjectData::Whole(data) => checks.check(&object.id, object.kind, data)?,
+            ObjectData::Large(_) => checks.check_large(&object.id, object.kind)?,
+        }
         if repo.objects.contains(&object.id) {
             return Ok(());
         }
-        writer.write(object.kind, object.data).map(drop)
+        match object.data {
+            ObjectData::Whole(data) => writer.write(object.kind, data).map(drop),
+            ObjectData::Large(large) => writer.write_large(object.kind, &large).map(drop),
+        }
     })
     .map_err(|e| one_line(&e.to_string()))?;
     writer.commit().map_err(|e| one_line(&e.to_string()))
@@ -238,6 +290,7 @@ fn store_pack(
             .bool("pack.writeReverseIndex")
             .map_err(|e| e.to_string())?
             .unwrap_or(true),
+        limits: checks.limits,
     };
     let stored = quarantine
         .store_pack(input, &options)
@@ -246,6 +299,14 @@ fn store_pack(
         let text = |e: OdbError| one_line(&e.to_string());
         let objects = quarantine.odb().map_err(text)?;
         for id in stored.object_ids(repo.object_format()).map_err(text)? {
+            let (kind, size) = objects
+                .header(&id)
+                .map_err(text)?
+                .ok_or_else(|| format!("object {id} of the pack cannot be read"))?;
+            if checks.limits.is_big(size) {
+                checks.check_large(&id, kind).map_err(text)?;
+                continue;
+            }
             let (kind, data) = objects
                 .read(&id)
                 .map_err(text)?

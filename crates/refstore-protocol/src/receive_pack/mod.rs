@@ -10,7 +10,10 @@
 //! 3. the objects, into a quarantine directory (loose below
 //!    `receive.unpackLimit`, else a pack with its index and a `.keep`
 //!    file, thin packs completed), then the connectivity check of the new
-//!    tips against quarantine and repository (`ingest.rs`);
+//!    tips against quarantine and repository (`ingest.rs`); objects at or
+//!    above `core.bigFileThreshold` are streamed, and a pack that inflates
+//!    beyond `refstore.maxPushInflated` is refused as it is read
+//!    (`limits.rs`);
 //! 4. the `pre-receive` hook, which sees the quarantined objects; if it
 //!    accepts, the objects move into the repository, durably (`hooks.rs`);
 //! 5. git's per-ref policies and the `update` hook, then all accepted
@@ -47,12 +50,14 @@ mod fast_forward;
 mod fsck_config;
 mod hooks;
 mod ingest;
+mod limits;
 mod ref_transaction;
 mod relay;
 mod report;
 mod update;
 
 pub use error::ReceivePackError;
+pub use limits::{DEFAULT_MAX_PUSH_INFLATED, MAX_PUSH_INFLATED_KEY};
 
 use crate::pkt_line::{Dialect, PacketReader, PacketWriter};
 use crate::Repository;

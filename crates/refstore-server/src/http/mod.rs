@@ -80,6 +80,10 @@ pub struct ServeOptions {
     /// Serve HTTPS with this configuration (`--tls-cert`, `--tls-key`);
     /// replaced on SIGHUP, new connections use the new certificate.
     pub tls: Option<Arc<Reloadable<rustls::ServerConfig>>>,
+    /// The most a push's objects may inflate to, in bytes (0: no bound);
+    /// given to receive-pack as `refstore.maxPushInflated`, over what the
+    /// repository's configuration says.
+    pub max_push_inflated: u64,
 }
 
 impl ServeOptions {
@@ -102,7 +106,19 @@ impl ServeOptions {
             access: None,
             metrics: Arc::new(Metrics::new()),
             tls: None,
+            max_push_inflated: refstore_protocol::receive_pack::DEFAULT_MAX_PUSH_INFLATED,
         }
+    }
+
+    /// The configuration a served repository is opened with: the command
+    /// line's, and the server's bound on what a push inflates to.
+    pub fn repository_overrides(&self) -> Vec<refstore_fs::config::Override> {
+        let mut overrides = self.config_overrides.clone();
+        overrides.push(refstore_fs::config::Override {
+            key: refstore_protocol::receive_pack::MAX_PUSH_INFLATED_KEY.to_owned(),
+            value: Some(self.max_push_inflated.to_string()),
+        });
+        overrides
     }
 }
 
