@@ -5,6 +5,7 @@
 //! git, and so do exit codes: 0 success, 1 a negative answer, 128 a fatal
 //! error (`fatal: ...`), 129 a usage error.
 
+mod allocator;
 mod commands;
 mod context;
 mod progress;

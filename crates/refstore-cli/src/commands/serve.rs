@@ -125,6 +125,7 @@ enum LogFormat {
 
 /// Runs `serve` until SIGTERM or SIGINT.
 pub fn run(args: Args, globals: &Globals) -> Result<u8, Fatal> {
+    crate::allocator::few_arenas();
     init_logging(args.log_format);
     let mut options = ServeOptions::new(globals.cwd().join(&args.root));
     options.workers = args.workers;
