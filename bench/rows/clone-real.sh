@@ -12,6 +12,8 @@
 #   (c) fetch of one new commit
 #   (d) fetch after 100 new commits (the client asks for thin-pack, as
 #       `git fetch` does)
+#   (e) `--depth 1` clone, as CI systems make on every run (FETCH_RUNS
+#       runs; CLONE_DEPTH=0 skips it)
 #
 # The repository is given by path and never modified: CLONE_REPO=/path/to/
 # bare.git (e.g. git.git brought with the `fetch` tool). Without it the row
@@ -140,6 +142,28 @@ if [[ ${CLONE_FULL:-1} == 1 && ${CLONE_BITMAPS:-0} == 1 ]]; then
     "$GIT" -C "$bitmapped" repack -adbq
     rm "$bitmapped/objects/info/alternates"
     full_clone "(b) full clone, bitmaps" "$bitmapped"
+fi
+
+# depth_clone CASE SOURCE DEPTH: (e), a shallow clone of DEPTH commits.
+depth_clone() {
+    local case=$1 source=$2 depth=$3 g r
+    for server in git refstore; do
+        local out=$work/depth-$server
+        : >"$out"
+        local cmd="$GIT upload-pack"
+        [[ $server == git ]] || cmd="$REFSTORE upload-pack"
+        for ((i = 0; i < fetch_runs; i++)); do
+            rm -rf "$work/clone.git"
+            measure "$out" "$cmd" clone -q --bare --no-local --depth "$depth" "file://$source" "$work/clone.git"
+        done
+    done
+    g=$(report "$case" "git" "$work/depth-git")
+    r=$(report "$case" "refstore" "$work/depth-refstore")
+    record clone-real "$case CPU" "$g" "$r"
+}
+
+if [[ ${CLONE_DEPTH:-1} == 1 ]]; then
+    depth_clone "(e) --depth 1 clone" "$repo" 1
 fi
 
 # fetch CASE COMMITS: the server gets COMMITS new commits on its HEAD

@@ -258,7 +258,7 @@ pub fn run(repo: &Repo, options: &Options) -> Result<Option<Vec<TaskReport>>, Ma
             Task::IncrementalRepack => repack::run(repo)?,
             Task::CommitGraph => commit_graph::run(repo)?,
         };
-        tracing::info!(task = task.name(), "{summary}");
+        tracing::debug!(task = task.name(), "{summary}");
         reports.push(TaskReport {
             task,
             ran: true,
