@@ -50,6 +50,7 @@ mod refs;
 pub(crate) mod request;
 mod shallow;
 mod sparse;
+mod sparse_oid;
 mod thin;
 pub(crate) mod v0;
 pub(crate) mod v2;

@@ -91,7 +91,9 @@ pub(super) fn serve(session: &mut Session<'_>) -> Result<(), UploadPackError> {
         .as_ref()
         .map_or(&[][..], |plan| &plan.extra_haves[..]);
     let contents = match &filter {
-        Some(filter) => filtered_walk::pack_contents(&mut graph, &wants, &common, &tags, filter)?,
+        Some(filter) => {
+            filtered_walk::pack_contents(&mut graph, &wants, &common, &tags, filter, &snapshot)?
+        }
         None => walk::pack_contents(&mut graph, &wants, &common, &tags, edges)?,
     };
     let request = PackRequest {

@@ -135,7 +135,9 @@ pub(super) fn serve(
         .as_ref()
         .map_or(&[][..], |plan| &plan.extra_haves[..]);
     let contents = match &filter {
-        Some(filter) => filtered_walk::pack_contents(&mut graph, &wanted, &common, &tags, filter)?,
+        Some(filter) => {
+            filtered_walk::pack_contents(&mut graph, &wanted, &common, &tags, filter, &snapshot)?
+        }
         None => walk::pack_contents(&mut graph, &wanted, &common, &tags, edges)?,
     };
     let request = PackRequest {
