@@ -465,6 +465,9 @@ fn sparse_filters_send_what_git_sends() {
         // Comments, spaces, a pattern matching a blob also met elsewhere.
         ("mixed", "# shared blob\n/copy/  \n"),
         ("empty", ""),
+        ("globs", "docs/**/*.txt\n!/docs/guide.txt\n"),
+        // `*` matches the root itself: everything but what is excluded.
+        ("root", "*\n!*.txt\n"),
     ]);
     let all = f.objects(&f.source);
     let mut cases: Vec<Vec<String>> = specs
@@ -475,6 +478,12 @@ fn sparse_filters_send_what_git_sends() {
     cases.push(vec!["--filter=sparse:oid=patterns:txt".to_owned()]);
     cases.push(vec![
         "--filter=sparse:oid=refs/heads/patterns:dir".to_owned(),
+        "--filter=blob:limit=1k".to_owned(),
+    ]);
+    // The blob at copy/mid is met first at a/same, where `/copy/` does
+    // not include it.
+    cases.push(vec![
+        "--filter=sparse:oid=patterns:mixed".to_owned(),
         "--filter=blob:limit=1k".to_owned(),
     ]);
     for version in VERSIONS {

@@ -7,6 +7,7 @@
 //! client may lack the objects a thin pack's deltas would be based on
 //! (they were filtered out before).
 
+use super::combined_blobs::CombinedBlobs;
 use super::filter::{Filter, Place};
 use super::graph::Graph;
 use super::refs::RefSnapshot;
@@ -84,6 +85,10 @@ pub(crate) fn pack_contents(
         depths: filter.uses_depth(),
         sparse_parts,
         walked: HashSet::new(),
+        combined: match filter {
+            Filter::Combine(parts) if sparse_parts > 0 => Some(CombinedBlobs::new(parts.len())),
+            _ => None,
+        },
     };
     for commit in &commits {
         let tree = graph
@@ -111,10 +116,12 @@ pub(crate) fn pack_contents(
     Ok(contents)
 }
 
-/// A tree to walk: where it is met, and for each sparse part of the
-/// filter whether the directory holding it is included.
+/// A tree to walk or a blob to judge: where it is met, and for each
+/// sparse part of the filter whether the directory holding it is
+/// included.
 struct Dir {
     tree: ObjectId,
+    is_tree: bool,
     depth: u64,
     path_hash: u64,
     /// Its path from the root tree (kept only when a sparse part needs it).
@@ -127,6 +134,7 @@ impl Dir {
     fn root(tree: ObjectId, sparse_parts: usize) -> Dir {
         Dir {
             tree,
+            is_tree: true,
             depth: 0,
             path_hash: ROOT,
             path: Vec::new(),
@@ -150,6 +158,8 @@ struct TreeWalk<'a> {
     sparse_parts: usize,
     /// The trees walked with sparse parts: id, depth, path, answers.
     walked: HashSet<(ObjectId, u64, Vec<u8>, Vec<bool>)>,
+    /// For a `combine:` with sparse parts, what its parts remember.
+    combined: Option<CombinedBlobs>,
 }
 
 impl TreeWalk<'_> {
@@ -181,8 +191,26 @@ impl TreeWalk<'_> {
         dir: Dir,
         contents: &mut PackContents,
     ) -> Result<(), UploadPackError> {
-        let mut stack = vec![dir];
+        self.walk(graph, vec![dir], contents)
+    }
+
+    /// Walks the entries of `stack`, last first, depth first: git's order,
+    /// which decides what a `combine:` with sparse parts sends.
+    fn walk(
+        &mut self,
+        graph: &mut Graph,
+        mut stack: Vec<Dir>,
+        contents: &mut PackContents,
+    ) -> Result<(), UploadPackError> {
         while let Some(mut dir) = stack.pop() {
+            if !dir.is_tree {
+                let place = Place {
+                    path: &dir.path,
+                    included: &dir.included,
+                };
+                self.blob(graph, dir.tree, dir.depth, dir.path_hash, &place, contents)?;
+                continue;
+            }
             if self.excluded.contains(&dir.tree) {
                 continue;
             }
@@ -195,46 +223,37 @@ impl TreeWalk<'_> {
                 contents.add(dir.tree, dir.path_hash);
             }
             if down {
-                self.entries(graph, &dir, contents, &mut stack)?;
+                self.entries(graph, &dir, &mut stack)?;
             }
         }
         Ok(())
     }
 
-    /// Walks what the tree of `dir` holds: its blobs are judged, its
-    /// subtrees pushed on `stack`.
+    /// Pushes what the tree of `dir` holds on `stack`, the first entry
+    /// last.
     fn entries(
         &mut self,
         graph: &mut Graph,
         dir: &Dir,
-        contents: &mut PackContents,
         stack: &mut Vec<Dir>,
     ) -> Result<(), UploadPackError> {
         let mut entries = Vec::new();
         let names = self.sparse_parts > 0;
         named_entries(graph, &dir.tree, dir.path_hash, names, &mut entries)?;
-        for (id, is_tree, path_hash, name) in entries {
+        for (id, is_tree, path_hash, name) in entries.into_iter().rev() {
             let path = match dir.path.is_empty() {
                 // Without sparse parts, names (and so paths) are empty.
                 true => name,
                 false => [&dir.path[..], b"/", &name[..]].concat(),
             };
-            let depth = dir.depth + 1;
-            if is_tree {
-                stack.push(Dir {
-                    tree: id,
-                    depth,
-                    path_hash,
-                    path,
-                    included: dir.included.clone(),
-                });
-            } else {
-                let place = Place {
-                    path: &path,
-                    included: &dir.included,
-                };
-                self.blob(graph, id, depth, path_hash, &place, contents)?;
-            }
+            stack.push(Dir {
+                tree: id,
+                is_tree,
+                depth: dir.depth + 1,
+                path_hash,
+                path,
+                included: dir.included.clone(),
+            });
         }
         Ok(())
     }
@@ -248,11 +267,8 @@ impl TreeWalk<'_> {
     ) -> Result<(), UploadPackError> {
         self.filter.enter_directory(&dir.path, &mut dir.included);
         let mut stack = Vec::new();
-        self.entries(graph, &dir, contents, &mut stack)?;
-        for dir in stack {
-            self.tree(graph, dir, contents)?;
-        }
-        Ok(())
+        self.entries(graph, &dir, &mut stack)?;
+        self.walk(graph, stack, contents)
     }
 
     fn blob(
@@ -270,10 +286,14 @@ impl TreeWalk<'_> {
         if self.sparse_parts == 0 && !self.meet(blob, depth) {
             return Ok(());
         }
-        if self
-            .filter
-            .blob(depth, place, &mut || blob_size(graph, &blob))?
-        {
+        let size = &mut || blob_size(graph, &blob);
+        let sent = match (&mut self.combined, self.filter) {
+            (Some(memory), Filter::Combine(parts)) => {
+                memory.judge(parts, blob, depth, place, size)?
+            }
+            _ => self.filter.blob(depth, place, size)?,
+        };
+        if sent {
             contents.add(blob, path_hash);
         }
         Ok(())

@@ -37,6 +37,7 @@
 
 mod advertisement;
 mod bitmap_walk;
+mod combined_blobs;
 mod delta;
 mod delta_search;
 mod error;
