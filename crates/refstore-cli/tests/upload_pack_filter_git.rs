@@ -474,8 +474,10 @@ fn sparse_filters_send_what_git_sends() {
         .iter()
         .map(|(_, id)| vec![format!("--filter=sparse:oid={id}")])
         .collect();
-    // Named by revision and path, and combined with a size limit.
+    // Named by revision and path, by an abbreviated id, and combined
+    // with a size limit.
     cases.push(vec!["--filter=sparse:oid=patterns:txt".to_owned()]);
+    cases.push(vec![format!("--filter=sparse:oid={}", &specs[4].1[..8])]);
     cases.push(vec![
         "--filter=sparse:oid=refs/heads/patterns:dir".to_owned(),
         "--filter=blob:limit=1k".to_owned(),

@@ -159,9 +159,9 @@ fn resolve(
     spec: &str,
 ) -> Result<Option<ObjectId>, UploadPackError> {
     let Some((rev, path)) = spec.split_once(':') else {
-        return Ok(revision(graph, refs, spec));
+        return revision(graph, refs, spec);
     };
-    let Some(start) = revision(graph, refs, rev) else {
+    let Some(start) = revision(graph, refs, rev)? else {
         return Ok(None);
     };
     let mut tree = match graph.peel(&start, |_| {})? {
@@ -189,15 +189,61 @@ fn resolve(
     Ok(Some(tree))
 }
 
-/// A full object id, or a ref found the way git finds a short name
+/// A full object id, a ref found the way git finds a short name
 /// (`<name>`, `refs/<name>`, `refs/tags/<name>`, `refs/heads/<name>`,
-/// `refs/remotes/<name>`, `refs/remotes/<name>/HEAD`).
-fn revision(graph: &Graph, refs: &RefSnapshot, name: &str) -> Option<ObjectId> {
+/// `refs/remotes/<name>`, `refs/remotes/<name>/HEAD`), or an abbreviated
+/// object id (of 4 digits or more) naming one object, or one blob among
+/// the objects it names.
+fn revision(
+    graph: &mut Graph,
+    refs: &RefSnapshot,
+    name: &str,
+) -> Result<Option<ObjectId>, UploadPackError> {
     if name.len() == graph.hash_kind().len_in_hex() {
         if let Ok(id) = ObjectId::from_hex(name.as_bytes()) {
-            return Some(id);
+            return Ok(Some(id));
         }
     }
+    if let Some(id) = named_by_ref(refs, name) {
+        return Ok(Some(id));
+    }
+    abbreviated(graph, name)
+}
+
+/// The object an abbreviated id names; among several, the only blob.
+fn abbreviated(graph: &mut Graph, name: &str) -> Result<Option<ObjectId>, UploadPackError> {
+    let hex = name.len() >= 4 && name.bytes().all(|b| b.is_ascii_hexdigit());
+    let Some(prefix) = hex.then(|| gix_hash::Prefix::from_hex(name).ok()).flatten() else {
+        return Ok(None);
+    };
+    let handle = graph.handle();
+    let lookup = |candidates| {
+        handle
+            .lookup_prefix(prefix, candidates)
+            .map_err(|e| UploadPackError::objects("cannot look up an abbreviated id", e))
+    };
+    match lookup(None)? {
+        None => Ok(None),
+        Some(Ok(id)) => Ok(Some(id)),
+        Some(Err(())) => {
+            let mut candidates = std::collections::HashSet::new();
+            lookup(Some(&mut candidates))?;
+            let mut blobs = Vec::new();
+            for id in candidates {
+                if graph.kind(&id)? == Some(Kind::Blob) {
+                    blobs.push(id);
+                }
+            }
+            Ok(match blobs[..] {
+                [blob] => Some(blob),
+                _ => None,
+            })
+        }
+    }
+}
+
+/// The object the ref `name` (as git completes a short name) ends at.
+fn named_by_ref(refs: &RefSnapshot, name: &str) -> Option<ObjectId> {
     let candidates = [
         name.to_owned(),
         format!("refs/{name}"),
