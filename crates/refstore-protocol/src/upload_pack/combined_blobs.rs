@@ -60,3 +60,40 @@ impl CombinedBlobs {
         Ok(sent)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::upload_pack::sparse_oid::SparsePatterns;
+    use std::sync::Arc;
+
+    fn parts() -> Vec<Filter> {
+        vec![
+            Filter::Sparse {
+                slot: 0,
+                patterns: Arc::new(SparsePatterns::parse(b"/copy/\n")),
+            },
+            Filter::BlobLimit(1024),
+        ]
+    }
+
+    fn place<'a>(path: &'a [u8], included: &'a [bool]) -> Place<'a> {
+        Place { path, included }
+    }
+
+    #[test]
+    fn a_blob_first_met_where_a_part_leaves_it_out_is_not_sent() {
+        let blob = ObjectId::null(gix_hash::Kind::Sha1);
+        let parts = parts();
+        let mut memory = CombinedBlobs::new(parts.len());
+        let size = &mut || Ok(5);
+        let elsewhere = place(b"a/same", &[false]);
+        assert!(!memory.judge(&parts, blob, 2, &elsewhere, size).unwrap());
+        let included = place(b"copy/mid", &[true]);
+        assert!(!memory.judge(&parts, blob, 2, &included, size).unwrap());
+
+        // Met first where the patterns include it, it is sent.
+        let mut memory = CombinedBlobs::new(parts.len());
+        assert!(memory.judge(&parts, blob, 2, &included, size).unwrap());
+    }
+}

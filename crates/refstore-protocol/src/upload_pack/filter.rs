@@ -430,6 +430,37 @@ mod tests {
     }
 
     #[test]
+    fn sparse_parts_read_their_patterns_and_keep_their_own_answers() {
+        let filter = Filter::parse(b"combine:sparse:oid=one+sparse:oid=two").unwrap();
+        let mut slots = 0;
+        let resolved = filter
+            .resolve(&mut slots, &mut |spec| {
+                Ok(SparsePatterns::parse(match spec {
+                    "one" => b"a/\n",
+                    _ => b"*.txt\n",
+                }))
+            })
+            .unwrap();
+        assert_eq!(slots, 2);
+        let mut included = vec![false, false];
+        resolved.enter_directory(b"a", &mut included);
+        assert_eq!(included, [true, false]);
+        for (path, sent) in [(&b"a/x.txt"[..], true), (b"a/x.md", false)] {
+            let place = Place {
+                path,
+                included: &included,
+            };
+            assert_eq!(resolved.blob(1, &place, &mut || Ok(0)).unwrap(), sent);
+        }
+        let err = filter
+            .resolve(&mut 0, &mut |spec| {
+                Err(UploadPackError::request(format!("no {spec}")))
+            })
+            .unwrap_err();
+        assert_eq!(err.to_string(), "no one");
+    }
+
+    #[test]
     fn the_configuration_restricts_filters() {
         let config = Config::from_local_bytes(
             b"[uploadpack]\nallowFilter\n[uploadpackfilter]\nallow = false\n\
