@@ -401,8 +401,8 @@ fn wants_of_unadvertised_objects_follow_the_configuration() {
 }
 
 impl Fixture {
-    /// Adds a commit with text files at several depths, one blob at two
-    /// paths, and stores sparse-checkout specifications: each as a loose
+    /// Adds commits with text files at several depths, one blob at two
+    /// paths, one file moved, and stores sparse-checkout specifications: each as a loose
     /// blob (named by id) and in the tree of branch `patterns` (named as
     /// `patterns:<name>`), whose commit shares nothing with `main`.
     fn sparse_specs(&self, specs: &[(&str, &str)]) -> Vec<(String, String)> {
@@ -420,6 +420,12 @@ impl Fixture {
         }
         self.git(&self.source, &["add", "-A"]);
         self.git(&self.source, &["commit", "-q", "-m", "text files"]);
+        // A file moved into copy/: the newer path is met first.
+        std::fs::write(self.source.join("draft"), "draft\n").unwrap();
+        self.git(&self.source, &["add", "-A"]);
+        self.git(&self.source, &["commit", "-q", "-m", "draft"]);
+        self.git(&self.source, &["mv", "draft", "copy/draft"]);
+        self.git(&self.source, &["commit", "-q", "-m", "draft moved"]);
         let mut tree = String::new();
         let mut named = Vec::new();
         for (name, spec) in specs {
