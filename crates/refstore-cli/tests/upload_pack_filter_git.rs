@@ -647,3 +647,47 @@ fn sparse_filters_naming_no_blob_get_git_errors() {
         }
     }
 }
+
+#[test]
+fn sparse_clones_check_out_and_pull() {
+    let f = Fixture::new();
+    f.sparse_specs(&[("dir", "a/\n")]);
+    f.git(
+        &f.source,
+        &["config", "uploadpack.allowAnySHA1InWant", "true"],
+    );
+    for version in VERSIONS {
+        let dir = f.root.join(format!("sparse-checkout-v{version}"));
+        let url = f.url();
+        // The checkout fetches the blobs of HEAD the filter left out.
+        f.remote_ok(
+            &f.root,
+            version,
+            true,
+            &[
+                "clone",
+                "-q",
+                "--filter=sparse:oid=patterns:dir",
+                &url,
+                dir.to_str().unwrap(),
+            ],
+        );
+        f.git(&dir, &["config", "protocol.version", version]);
+        let big = std::fs::read_to_string(dir.join("big.txt")).unwrap();
+        assert_eq!(big, f.git(&f.source, &["show", "HEAD:big.txt"]));
+        // Later fetches carry the same filter, resolved again.
+        f.commit(10 + version.parse::<usize>().unwrap());
+        f.git(&dir, &["pull", "-q"]);
+        assert_eq!(
+            f.git(&dir, &["rev-parse", "HEAD"]),
+            f.git(&f.source, &["rev-parse", "HEAD"])
+        );
+        let missing: Vec<String> = f
+            .listing(&dir)
+            .into_iter()
+            .filter(|line| line.starts_with('?'))
+            .collect();
+        assert!(!missing.is_empty(), "v{version}: the clone is not partial");
+        f.fsck(&dir);
+    }
+}
