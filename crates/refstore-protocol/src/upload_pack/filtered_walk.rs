@@ -6,6 +6,11 @@
 //! (no path-by-path comparison), and a filtered pack is never thin: the
 //! client may lack the objects a thin pack's deltas would be based on
 //! (they were filtered out before).
+//!
+//! With `sparse:oid=` parts the answer for a blob depends on its path: a
+//! tree met at another path is walked again, and a blob left out at one
+//! path may be sent at another; trees are walked depth first in entry
+//! order, commits newest first, as git walks them.
 
 use super::combined_blobs::CombinedBlobs;
 use super::filter::{Filter, Place};
