@@ -219,6 +219,16 @@ impl Filter {
         }
     }
 
+    /// How many `sparse:oid=` parts with their patterns read the filter
+    /// has.
+    pub(crate) fn sparse_parts(&self) -> usize {
+        match self {
+            Filter::Sparse { .. } => 1,
+            Filter::Combine(parts) => parts.iter().map(Filter::sparse_parts).sum(),
+            _ => 0,
+        }
+    }
+
     /// True if the depth of an object changes what is sent.
     pub(crate) fn uses_depth(&self) -> bool {
         match self {
@@ -442,6 +452,7 @@ mod tests {
             })
             .unwrap();
         assert_eq!(slots, 2);
+        assert_eq!(resolved.sparse_parts(), 2);
         let mut included = vec![false, false];
         resolved.enter_directory(b"a", &mut included);
         assert_eq!(included, [true, false]);

@@ -15,8 +15,6 @@
 use super::combined_blobs::CombinedBlobs;
 use super::filter::{Filter, Place};
 use super::graph::Graph;
-use super::refs::RefSnapshot;
-use super::sparse_oid;
 use super::walk::{self, PackContents, NO_PATH, ROOT};
 use super::UploadPackError;
 use gix_hash::ObjectId;
@@ -26,21 +24,17 @@ use std::collections::{HashMap, HashSet};
 /// Like [`walk::pack_contents`], leaving out what `filter` omits; the
 /// objects `wants` name are sent whatever the filter says. The client's
 /// side is judged by the whole trees of the boundary commits (no sparse
-/// comparison), and nothing is recorded for a thin pack. The blobs of
-/// `sparse:oid=` parts are looked up first, their names resolved with
-/// `refs`.
+/// comparison), and nothing is recorded for a thin pack. `sparse:oid=`
+/// parts must have their patterns read
+/// ([`resolve_filter`](super::sparse_oid::resolve_filter)).
 pub(crate) fn pack_contents(
     graph: &mut Graph,
     wants: &[ObjectId],
     common: &[ObjectId],
     tags_to_include: &[ObjectId],
     filter: &Filter,
-    refs: &RefSnapshot,
 ) -> Result<PackContents, UploadPackError> {
-    let mut sparse_parts = 0;
-    let filter = &filter.resolve(&mut sparse_parts, &mut |spec| {
-        sparse_oid::load(graph, refs, spec)
-    })?;
+    let sparse_parts = filter.sparse_parts();
     let mut tags = Vec::new();
     let mut want_commits = Vec::new();
     let mut want_others = Vec::new();

@@ -12,6 +12,7 @@
 //! directory decides applies to everything below it unless a deeper
 //! pattern says otherwise.
 
+use super::filter::Filter;
 use super::graph::Graph;
 use super::refs::RefSnapshot;
 use super::UploadPackError;
@@ -132,11 +133,20 @@ fn trim_trailing_spaces(line: &[u8]) -> &[u8] {
     &line[..end]
 }
 
+/// `filter` with the patterns of its `sparse:oid=` parts read.
+pub(crate) fn resolve_filter(
+    filter: &Filter,
+    graph: &mut Graph,
+    refs: &RefSnapshot,
+) -> Result<Filter, UploadPackError> {
+    filter.resolve(&mut 0, &mut |spec| load(graph, refs, spec))
+}
+
 /// Reads the patterns of the blob `spec` names (an object id, or
 /// `<rev>:<path>` with a ref name as git spells it or an object id),
 /// with git's messages when it names nothing or something else than a
 /// blob.
-pub(crate) fn load(
+fn load(
     graph: &mut Graph,
     refs: &RefSnapshot,
     spec: &str,
