@@ -699,3 +699,26 @@ fn sparse_clones_check_out_and_pull() {
         f.fsck(&dir);
     }
 }
+
+#[test]
+fn sparse_patterns_follow_core_ignorecase() {
+    let f = Fixture::new();
+    let specs = f.sparse_specs(&[("upper", "A/\n*.TXT\n")]);
+    f.git(&f.source, &["config", "core.ignoreCase", "true"]);
+    let filter = format!("--filter=sparse:oid={}", specs[0].1);
+    for version in VERSIONS {
+        let ours = f.clone(&format!("case-ours-{version}"), version, true, &[&filter]);
+        let theirs = f.clone(
+            &format!("case-theirs-{version}"),
+            version,
+            false,
+            &[&filter],
+        );
+        let listing = f.listing(&ours);
+        assert_eq!(listing, f.listing(&theirs), "v{version}");
+        assert!(
+            listing.iter().any(|line| line.ends_with(" a/b/large")),
+            "v{version}: A/ did not include a/"
+        );
+    }
+}

@@ -71,7 +71,7 @@ mod tests {
         vec![
             Filter::Sparse {
                 slot: 0,
-                patterns: Arc::new(SparsePatterns::parse(b"/copy/\n")),
+                patterns: Arc::new(SparsePatterns::parse(b"/copy/\n", false)),
             },
             Filter::BlobLimit(1024),
         ]

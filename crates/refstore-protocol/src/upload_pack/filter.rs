@@ -445,10 +445,13 @@ mod tests {
         let mut slots = 0;
         let resolved = filter
             .resolve(&mut slots, &mut |spec| {
-                Ok(SparsePatterns::parse(match spec {
-                    "one" => b"a/\n",
-                    _ => b"*.txt\n",
-                }))
+                Ok(SparsePatterns::parse(
+                    match spec {
+                        "one" => b"a/\n",
+                        _ => b"*.txt\n",
+                    },
+                    false,
+                ))
             })
             .unwrap();
         assert_eq!(slots, 2);

@@ -10,7 +10,8 @@
 //! component of a path; others match the whole path from the root; a
 //! trailing slash makes a pattern match directories only, and what a
 //! directory decides applies to everything below it unless a deeper
-//! pattern says otherwise.
+//! pattern says otherwise. With `core.ignoreCase`, letters match in
+//! either case, as in git.
 
 use super::filter::Filter;
 use super::graph::Graph;
@@ -19,6 +20,7 @@ use super::UploadPackError;
 use gix_glob::wildmatch;
 use gix_hash::ObjectId;
 use gix_object::Kind;
+use refstore_fs::config::Config;
 
 /// One line of a sparse-checkout specification.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -38,13 +40,14 @@ struct Line {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct SparsePatterns {
     lines: Vec<Line>,
+    ignore_case: bool,
 }
 
 impl SparsePatterns {
     /// Reads a specification as git reads one from a blob: a UTF-8 BOM is
     /// skipped, empty lines and `#` comments ignored, a `\r` before the
     /// newline dropped, trailing spaces trimmed unless escaped.
-    pub(crate) fn parse(text: &[u8]) -> SparsePatterns {
+    pub(crate) fn parse(text: &[u8], ignore_case: bool) -> SparsePatterns {
         let text = text.strip_prefix(b"\xef\xbb\xbf").unwrap_or(text);
         let mut lines = Vec::new();
         for line in text.split(|&b| b == b'\n') {
@@ -72,7 +75,7 @@ impl SparsePatterns {
                 basename,
             });
         }
-        SparsePatterns { lines }
+        SparsePatterns { lines, ignore_case }
     }
 
     /// Whether the patterns include (`Some(true)`) or exclude
@@ -86,25 +89,29 @@ impl SparsePatterns {
         self.lines
             .iter()
             .rev()
-            .find(|line| line.matches(path, name, is_dir))
+            .find(|line| line.matches(path, name, is_dir, self.ignore_case))
             .map(|line| !line.negative)
     }
 }
 
 impl Line {
-    fn matches(&self, path: &[u8], name: &[u8], is_dir: bool) -> bool {
+    fn matches(&self, path: &[u8], name: &[u8], is_dir: bool, ignore_case: bool) -> bool {
         if self.directory_only && !is_dir {
             return false;
         }
+        let case = match ignore_case {
+            true => wildmatch::Mode::IGNORE_CASE,
+            false => wildmatch::Mode::empty(),
+        };
         if self.basename {
-            return wildmatch(self.glob[..].into(), name.into(), wildmatch::Mode::empty());
+            return wildmatch(self.glob[..].into(), name.into(), case);
         }
         // A pattern with a slash never matches the root itself.
         !path.is_empty()
             && wildmatch(
                 self.glob[..].into(),
                 path.into(),
-                wildmatch::Mode::NO_MATCH_SLASH_LITERAL,
+                wildmatch::Mode::NO_MATCH_SLASH_LITERAL | case,
             )
     }
 }
@@ -133,13 +140,19 @@ fn trim_trailing_spaces(line: &[u8]) -> &[u8] {
     &line[..end]
 }
 
-/// `filter` with the patterns of its `sparse:oid=` parts read.
+/// `filter` with the patterns of its `sparse:oid=` parts read, matching
+/// letters in either case when `config` sets `core.ignoreCase`.
 pub(crate) fn resolve_filter(
     filter: &Filter,
     graph: &mut Graph,
     refs: &RefSnapshot,
+    config: &Config,
 ) -> Result<Filter, UploadPackError> {
-    filter.resolve(&mut 0, &mut |spec| load(graph, refs, spec))
+    let ignore_case = config
+        .bool("core.ignoreCase")
+        .map_err(|e| UploadPackError::Objects(e.to_string()))?
+        == Some(true);
+    filter.resolve(&mut 0, &mut |spec| load(graph, refs, spec, ignore_case))
 }
 
 /// Reads the patterns of the blob `spec` names (an object id, or
@@ -150,12 +163,13 @@ fn load(
     graph: &mut Graph,
     refs: &RefSnapshot,
     spec: &str,
+    ignore_case: bool,
 ) -> Result<SparsePatterns, UploadPackError> {
     let id = resolve(graph, refs, spec)?.ok_or_else(|| {
         UploadPackError::request(format!("unable to access sparse blob in '{spec}'"))
     })?;
     match graph.read(&id)? {
-        Some((Kind::Blob, data)) => Ok(SparsePatterns::parse(data)),
+        Some((Kind::Blob, data)) => Ok(SparsePatterns::parse(data, ignore_case)),
         _ => Err(UploadPackError::request(format!(
             "unable to parse sparse filter data in {id}"
         ))),
@@ -274,7 +288,15 @@ mod tests {
     use super::*;
 
     fn decide(patterns: &str, path: &str, is_dir: bool) -> Option<bool> {
-        SparsePatterns::parse(patterns.as_bytes()).decide(path.as_bytes(), is_dir)
+        SparsePatterns::parse(patterns.as_bytes(), false).decide(path.as_bytes(), is_dir)
+    }
+
+    #[test]
+    fn core_ignorecase_matches_either_case() {
+        let patterns = SparsePatterns::parse(b"Docs/\n*.TXT\n", true);
+        assert_eq!(patterns.decide(b"docs", true), Some(true));
+        assert_eq!(patterns.decide(b"a/b.txt", false), Some(true));
+        assert_eq!(decide("Docs/\n", "docs", true), None);
     }
 
     #[test]

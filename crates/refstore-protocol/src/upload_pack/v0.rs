@@ -66,7 +66,7 @@ pub(super) fn serve(session: &mut Session<'_>) -> Result<(), UploadPackError> {
     // The blobs of `sparse:oid=` filters are read before the negotiation,
     // so that a bad one is refused in an `ERR` packet the client shows.
     let filter = filter
-        .map(|filter| sparse_oid::resolve_filter(&filter, &mut graph, &snapshot))
+        .map(|filter| sparse_oid::resolve_filter(&filter, &mut graph, &snapshot, &repo.config))
         .transpose()?;
     // The new boundary comes before the negotiation, which then sees the
     // client's history as it is: without the parents of shallow commits.

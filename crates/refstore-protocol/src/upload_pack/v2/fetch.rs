@@ -107,7 +107,7 @@ pub(super) fn serve(
     // The blobs of `sparse:oid=` filters are read before any answer, so
     // that a bad one is refused in an `ERR` packet the client shows.
     let filter = filter
-        .map(|filter| sparse_oid::resolve_filter(&filter, &mut graph, &snapshot))
+        .map(|filter| sparse_oid::resolve_filter(&filter, &mut graph, &snapshot, &repo.config))
         .transpose()?;
     // Worked out before the haves are weighed, which then see the client's
     // history without the parents of its shallow commits.
