@@ -12,6 +12,13 @@
 //! directory decides applies to everything below it unless a deeper
 //! pattern says otherwise. With `core.ignoreCase`, letters match in
 //! either case, as in git.
+//!
+//! The blob is named by an object id (whole or abbreviated), or as
+//! `<rev>:<path>` where `<rev>` is a ref name as git completes it or an
+//! object id; other revision syntax (`main~2`, `v1^{tree}`, reflogs) names
+//! nothing here. What names no object is refused with git's "unable to
+//! access sparse blob in '<spec>'", an object that is not a blob (or is
+//! missing) with "unable to parse sparse filter data in <id>".
 
 use super::filter::Filter;
 use super::graph::Graph;
@@ -155,10 +162,8 @@ pub(crate) fn resolve_filter(
     filter.resolve(&mut 0, &mut |spec| load(graph, refs, spec, ignore_case))
 }
 
-/// Reads the patterns of the blob `spec` names (an object id, or
-/// `<rev>:<path>` with a ref name as git spells it or an object id),
-/// with git's messages when it names nothing or something else than a
-/// blob.
+/// Reads the patterns of the blob `spec` names, with git's messages when
+/// it names nothing or something else than a blob.
 fn load(
     graph: &mut Graph,
     refs: &RefSnapshot,
