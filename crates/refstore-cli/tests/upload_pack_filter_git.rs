@@ -7,7 +7,7 @@
 mod support;
 
 use std::path::{Path, PathBuf};
-use support::{git, git_ok, stderr};
+use support::{git, git_ok, isolate, run_with_input, stderr};
 
 const VERSIONS: [&str; 2] = ["0", "2"];
 
@@ -397,5 +397,328 @@ fn wants_of_unadvertised_objects_follow_the_configuration() {
     for refstore in [true, false] {
         let out = fetch("0", refstore, &blob);
         assert!(!out.status.success(), "refstore {refstore}");
+    }
+}
+
+impl Fixture {
+    /// Adds commits with text files at several depths, one blob at two
+    /// paths, one file moved, and stores sparse-checkout specifications: each as a loose
+    /// blob (named by id) and in the tree of branch `patterns` (named as
+    /// `patterns:<name>`), whose commit shares nothing with `main`.
+    fn sparse_specs(&self, specs: &[(&str, &str)]) -> Vec<(String, String)> {
+        for (path, content) in [
+            ("docs/guide.txt", "guide\n"),
+            ("docs/internal/notes.txt", "notes\n"),
+            ("docs/internal/plan.md", "plan\n"),
+            ("a/b/c.txt", "c\n"),
+            ("copy/mid", "same\n"),
+            ("a/same", "same\n"),
+        ] {
+            let file = self.source.join(path);
+            std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+            std::fs::write(file, content).unwrap();
+        }
+        self.git(&self.source, &["add", "-A"]);
+        self.git(&self.source, &["commit", "-q", "-m", "text files"]);
+        // A file moved into copy/: the newer path is met first.
+        std::fs::write(self.source.join("draft"), "draft\n").unwrap();
+        self.git(&self.source, &["add", "-A"]);
+        self.git(&self.source, &["commit", "-q", "-m", "draft"]);
+        self.git(&self.source, &["mv", "draft", "copy/draft"]);
+        self.git(&self.source, &["commit", "-q", "-m", "draft moved"]);
+        let mut tree = String::new();
+        let mut named = Vec::new();
+        for (name, spec) in specs {
+            let file = self.root.join(name);
+            std::fs::write(&file, spec).unwrap();
+            let id = self.git(&self.source, &["hash-object", "-w", file.to_str().unwrap()]);
+            let id = id.trim().to_owned();
+            tree.push_str(&format!("100644 blob {id}\t{name}\n"));
+            named.push((name.to_string(), id));
+        }
+        let mut mktree = std::process::Command::new("git");
+        isolate(&mut mktree, &self.home)
+            .arg("mktree")
+            .current_dir(&self.source);
+        let out = run_with_input(&mut mktree, tree.as_bytes());
+        assert!(out.status.success(), "mktree: {}", stderr(&out));
+        let tree_id = String::from_utf8(out.stdout).unwrap();
+        let commit = self.git(
+            &self.source,
+            &["commit-tree", tree_id.trim(), "-m", "sparse patterns"],
+        );
+        self.git(
+            &self.source,
+            &["update-ref", "refs/heads/patterns", commit.trim()],
+        );
+        named
+    }
+}
+
+#[test]
+fn sparse_filters_send_what_git_sends() {
+    let f = Fixture::new();
+    let specs = f.sparse_specs(&[
+        // A directory: everything below it, at any depth.
+        ("dir", "a/\n"),
+        // Top-level entries, without one directory.
+        ("negation", "/*\n!a/\n"),
+        // One file, by its whole path.
+        ("nested", "a/b/large\n"),
+        ("txt", "*.txt\n"),
+        // A directory without what a deeper pattern excludes.
+        ("within", "docs/\n!docs/internal/\ndocs/internal/*.md\n"),
+        // Comments, spaces, a pattern matching a blob also met elsewhere.
+        ("mixed", "# shared blob\n/copy/  \n"),
+        ("empty", ""),
+        ("globs", "docs/**/*.txt\n!/docs/guide.txt\n"),
+        // `*` matches the root itself: everything but what is excluded.
+        ("root", "*\n!*.txt\n"),
+    ]);
+    let all = f.objects(&f.source);
+    let mut cases: Vec<Vec<String>> = specs
+        .iter()
+        .map(|(_, id)| vec![format!("--filter=sparse:oid={id}")])
+        .collect();
+    // Named by revision and path, by an abbreviated id, and combined
+    // with a size limit.
+    cases.push(vec!["--filter=sparse:oid=patterns:txt".to_owned()]);
+    cases.push(vec![format!("--filter=sparse:oid={}", &specs[4].1[..8])]);
+    cases.push(vec![
+        "--filter=sparse:oid=refs/heads/patterns:dir".to_owned(),
+        "--filter=blob:limit=1k".to_owned(),
+    ]);
+    // The blob at copy/mid is met first at a/same, where `/copy/` does
+    // not include it.
+    cases.push(vec![
+        "--filter=sparse:oid=patterns:mixed".to_owned(),
+        "--filter=blob:limit=1k".to_owned(),
+    ]);
+    for version in VERSIONS {
+        for (n, filters) in cases.iter().enumerate() {
+            let filters: Vec<&str> = filters.iter().map(String::as_str).collect();
+            let ours = f.clone(
+                &format!("sparse-ours-{version}-{n}"),
+                version,
+                true,
+                &filters,
+            );
+            let theirs = f.clone(
+                &format!("sparse-theirs-{version}-{n}"),
+                version,
+                false,
+                &filters,
+            );
+            let listing = f.listing(&ours);
+            assert_eq!(listing, f.listing(&theirs), "{filters:?} v{version}");
+            assert_eq!(
+                f.objects(&ours),
+                f.objects(&theirs),
+                "{filters:?} v{version}"
+            );
+            assert!(
+                f.objects(&ours).len() < all.len(),
+                "{filters:?} v{version}: nothing left out"
+            );
+            // Every tree is sent.
+            let trees = f.git(
+                &f.source,
+                &[
+                    "rev-list",
+                    "--objects",
+                    "--all",
+                    "--filter=object:type=tree",
+                ],
+            );
+            for line in trees.lines().filter(|l| !l.trim().is_empty()) {
+                let id = line.split(' ').next().unwrap();
+                assert!(
+                    listing.iter().any(|l| l.starts_with(id)),
+                    "{filters:?} v{version}: tree {id} missing"
+                );
+            }
+        }
+    }
+    // `a/` sent the blobs below a/ and nothing else.
+    let ours = f.root.join("sparse-ours-2-0");
+    let blobs: Vec<String> = f
+        .objects(&ours)
+        .into_iter()
+        .filter(|line| line.contains(" blob "))
+        .filter_map(|line| line.split(' ').next().map(str::to_owned))
+        .collect();
+    assert!(!blobs.is_empty());
+    for line in f.listing(&ours) {
+        if let Some((id, path)) = line.split_once(' ') {
+            if blobs.iter().any(|blob| blob == id) {
+                assert!(path.starts_with("a/"), "a/ sent {path}");
+            }
+        }
+    }
+}
+
+#[test]
+fn sparse_filters_naming_no_blob_get_git_errors() {
+    let f = Fixture::new();
+    let tree = f
+        .git(&f.source, &["rev-parse", "HEAD^{tree}"])
+        .trim()
+        .to_owned();
+    let missing = "0123456789012345678901234567890123456789";
+    let cases = [
+        (
+            "main:nonexistent".to_owned(),
+            "unable to access sparse blob in 'main:nonexistent'".to_owned(),
+        ),
+        (
+            "nobranch:file".to_owned(),
+            "unable to access sparse blob in 'nobranch:file'".to_owned(),
+        ),
+        (
+            tree.clone(),
+            format!("unable to parse sparse filter data in {tree}"),
+        ),
+        (
+            missing.to_owned(),
+            format!("unable to parse sparse filter data in {missing}"),
+        ),
+    ];
+    for version in VERSIONS {
+        for (n, (spec, message)) in cases.iter().enumerate() {
+            for refstore in [true, false] {
+                let dir = f.root.join(format!("bad-sparse-{version}-{n}-{refstore}"));
+                let out = f.remote(
+                    &f.root,
+                    version,
+                    refstore,
+                    &[
+                        "clone",
+                        "--bare",
+                        &format!("--filter=sparse:oid={spec}"),
+                        &f.url(),
+                        dir.to_str().unwrap(),
+                    ],
+                );
+                assert!(
+                    !out.status.success(),
+                    "{spec} v{version} refstore {refstore}"
+                );
+                // git's pack-objects dies with the message, relayed on the
+                // side band; refstore refuses the request in an `ERR`
+                // packet (its own standard error, which file:// shows
+                // too, would not reach an HTTP client).
+                let expected = match refstore {
+                    true => format!("fatal: remote error: {message}"),
+                    false => format!("remote: fatal: {message}"),
+                };
+                assert!(
+                    stderr(&out).contains(&expected),
+                    "{spec} v{version} refstore {refstore}: {}",
+                    stderr(&out)
+                );
+            }
+        }
+    }
+
+    // The configuration may forbid the filter by its name, `sparse:oid`.
+    let spec = f
+        .git(&f.source, &["rev-parse", "HEAD:small0"])
+        .trim()
+        .to_owned();
+    f.git(
+        &f.source,
+        &["config", "uploadpackfilter.sparse:oid.allow", "false"],
+    );
+    for version in VERSIONS {
+        for refstore in [true, false] {
+            let dir = f
+                .root
+                .join(format!("forbidden-sparse-{version}-{refstore}"));
+            let out = f.remote(
+                &f.root,
+                version,
+                refstore,
+                &[
+                    "clone",
+                    "--bare",
+                    &format!("--filter=sparse:oid={spec}"),
+                    &f.url(),
+                    dir.to_str().unwrap(),
+                ],
+            );
+            assert!(!out.status.success(), "v{version} refstore {refstore}");
+            assert!(
+                stderr(&out).contains("filter 'sparse:oid' not supported"),
+                "v{version} refstore {refstore}: {}",
+                stderr(&out)
+            );
+        }
+    }
+}
+
+#[test]
+fn sparse_clones_check_out_and_pull() {
+    let f = Fixture::new();
+    f.sparse_specs(&[("dir", "a/\n")]);
+    f.git(
+        &f.source,
+        &["config", "uploadpack.allowAnySHA1InWant", "true"],
+    );
+    for version in VERSIONS {
+        let dir = f.root.join(format!("sparse-checkout-v{version}"));
+        let url = f.url();
+        // The checkout fetches the blobs of HEAD the filter left out.
+        f.remote_ok(
+            &f.root,
+            version,
+            true,
+            &[
+                "clone",
+                "-q",
+                "--filter=sparse:oid=patterns:dir",
+                &url,
+                dir.to_str().unwrap(),
+            ],
+        );
+        f.git(&dir, &["config", "protocol.version", version]);
+        let big = std::fs::read_to_string(dir.join("big.txt")).unwrap();
+        assert_eq!(big, f.git(&f.source, &["show", "HEAD:big.txt"]));
+        // Later fetches carry the same filter, resolved again.
+        f.commit(10 + version.parse::<usize>().unwrap());
+        f.git(&dir, &["pull", "-q"]);
+        assert_eq!(
+            f.git(&dir, &["rev-parse", "HEAD"]),
+            f.git(&f.source, &["rev-parse", "HEAD"])
+        );
+        let missing: Vec<String> = f
+            .listing(&dir)
+            .into_iter()
+            .filter(|line| line.starts_with('?'))
+            .collect();
+        assert!(!missing.is_empty(), "v{version}: the clone is not partial");
+        f.fsck(&dir);
+    }
+}
+
+#[test]
+fn sparse_patterns_follow_core_ignorecase() {
+    let f = Fixture::new();
+    let specs = f.sparse_specs(&[("upper", "A/\n*.TXT\n")]);
+    f.git(&f.source, &["config", "core.ignoreCase", "true"]);
+    let filter = format!("--filter=sparse:oid={}", specs[0].1);
+    for version in VERSIONS {
+        let ours = f.clone(&format!("case-ours-{version}"), version, true, &[&filter]);
+        let theirs = f.clone(
+            &format!("case-theirs-{version}"),
+            version,
+            false,
+            &[&filter],
+        );
+        let listing = f.listing(&ours);
+        assert_eq!(listing, f.listing(&theirs), "v{version}");
+        assert!(
+            listing.iter().any(|line| line.ends_with(" a/b/large")),
+            "v{version}: A/ did not include a/"
+        );
     }
 }

@@ -8,7 +8,9 @@
 //! tree are left out; an object met at several depths counts at its
 //! smallest), `object:type=<type>` (only objects of that type are sent) and
 //! `combine:<spec>+<spec>...` (URL-encoded parts; an object is sent only if
-//! every part sends it). `sparse:oid=` is parsed but refused.
+//! every part sends it) and `sparse:oid=<blob-ish>` (blobs whose paths
+//! the sparse-checkout patterns of that blob include, `sparse_oid.rs`;
+//! every tree is sent).
 //!
 //! Objects the client names in `want` lines are sent whatever the filter
 //! says, as git does: that is how a partial clone fetches the blobs it
@@ -16,10 +18,12 @@
 //!
 //! The walk that applies a filter is `filtered_walk.rs`.
 
+use super::sparse_oid::SparsePatterns;
 use super::UploadPackError;
 use gix_object::Kind;
 use refstore_fs::config::Config;
 use std::collections::HashMap;
+use std::sync::Arc;
 
 /// A parsed filter spec.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -32,8 +36,15 @@ pub(crate) enum Filter {
     TreeDepth(u64),
     /// `object:type=<type>`.
     ObjectType(Kind),
-    /// `sparse:oid=<blob-ish>` (refused when checked).
+    /// `sparse:oid=<blob-ish>`, as the client named the blob.
     SparseOid(String),
+    /// `sparse:oid=` with the patterns of its blob read: what a walk
+    /// applies. `slot` numbers the sparse parts of one filter, each
+    /// keeping its own answers for the directories of the walk.
+    Sparse {
+        slot: usize,
+        patterns: Arc<SparsePatterns>,
+    },
     /// `combine:<spec>+...`.
     Combine(Vec<Filter>),
 }
@@ -102,7 +113,7 @@ impl Filter {
             Filter::BlobLimit(_) => "blob:limit",
             Filter::TreeDepth(_) => "tree",
             Filter::ObjectType(_) => "object:type",
-            Filter::SparseOid(_) => "sparse:oid",
+            Filter::SparseOid(_) | Filter::Sparse { .. } => "sparse:oid",
             Filter::Combine(_) => "combine",
         }
     }
@@ -120,7 +131,10 @@ impl Filter {
     /// it is sent, and whether anything below it can be.
     pub(crate) fn tree(&self, depth: u64) -> (bool, bool) {
         match self {
-            Filter::BlobNone | Filter::BlobLimit(_) | Filter::SparseOid(_) => (true, true),
+            Filter::BlobNone
+            | Filter::BlobLimit(_)
+            | Filter::SparseOid(_)
+            | Filter::Sparse { .. } => (true, true),
             Filter::TreeDepth(limit) => (depth < *limit, depth.saturating_add(1) < *limit),
             Filter::ObjectType(kind) => {
                 (*kind == Kind::Tree, matches!(kind, Kind::Tree | Kind::Blob))
@@ -132,11 +146,12 @@ impl Filter {
         }
     }
 
-    /// Whether a blob at `depth` is sent; its size is asked for only when
-    /// it matters.
+    /// Whether a blob at `depth` and `place` is sent; its size is asked
+    /// for only when it matters.
     pub(crate) fn blob(
         &self,
         depth: u64,
+        place: &Place<'_>,
         size: &mut dyn FnMut() -> Result<u64, UploadPackError>,
     ) -> Result<bool, UploadPackError> {
         Ok(match self {
@@ -145,15 +160,73 @@ impl Filter {
             Filter::TreeDepth(limit) => depth < *limit,
             Filter::ObjectType(kind) => *kind == Kind::Blob,
             Filter::SparseOid(_) => true,
+            Filter::Sparse { slot, patterns } => patterns
+                .decide(place.path, false)
+                .unwrap_or(place.included[*slot]),
             Filter::Combine(parts) => {
                 for part in parts {
-                    if !part.blob(depth, size)? {
+                    if !part.blob(depth, place, size)? {
                         return Ok(false);
                     }
                 }
                 true
             }
         })
+    }
+
+    /// Reads the patterns of every `sparse:oid=` part with `load`,
+    /// numbering them from `*slots` on.
+    pub(crate) fn resolve(
+        &self,
+        slots: &mut usize,
+        load: &mut dyn FnMut(&str) -> Result<SparsePatterns, UploadPackError>,
+    ) -> Result<Filter, UploadPackError> {
+        Ok(match self {
+            Filter::SparseOid(spec) => {
+                let patterns = Arc::new(load(spec)?);
+                *slots += 1;
+                Filter::Sparse {
+                    slot: *slots - 1,
+                    patterns,
+                }
+            }
+            Filter::Combine(parts) => Filter::Combine(
+                parts
+                    .iter()
+                    .map(|part| part.resolve(slots, load))
+                    .collect::<Result<_, _>>()?,
+            ),
+            other => other.clone(),
+        })
+    }
+
+    /// Records in `included`, for each sparse part, whether the directory
+    /// at `path` is included; on entry `included` holds its parent's
+    /// answers (for the root tree: not included).
+    pub(crate) fn enter_directory(&self, path: &[u8], included: &mut [bool]) {
+        match self {
+            Filter::Sparse { slot, patterns } => {
+                if let Some(decided) = patterns.decide(path, true) {
+                    included[*slot] = decided;
+                }
+            }
+            Filter::Combine(parts) => {
+                for part in parts {
+                    part.enter_directory(path, included);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// How many `sparse:oid=` parts with their patterns read the filter
+    /// has.
+    pub(crate) fn sparse_parts(&self) -> usize {
+        match self {
+            Filter::Sparse { .. } => 1,
+            Filter::Combine(parts) => parts.iter().map(Filter::sparse_parts).sum(),
+            _ => 0,
+        }
     }
 
     /// True if the depth of an object changes what is sent.
@@ -164,6 +237,22 @@ impl Filter {
             _ => false,
         }
     }
+}
+
+/// Where a blob is met in a walk: its path from the root tree and, for
+/// each sparse part of the filter, whether its directory is included.
+pub(crate) struct Place<'a> {
+    pub path: &'a [u8],
+    pub included: &'a [bool],
+}
+
+#[cfg(test)]
+impl Place<'_> {
+    /// For filters with no sparse part: no path is needed.
+    pub(crate) const NOWHERE: Place<'static> = Place {
+        path: b"",
+        included: &[],
+    };
 }
 
 /// git's unsigned number with an optional `k`, `m` or `g` unit.
@@ -280,11 +369,6 @@ impl FilterPolicy {
                     self.check(part)?;
                 }
             }
-            Filter::SparseOid(_) => {
-                return Err(UploadPackError::request(
-                    "filter 'sparse:oid' not supported by this server",
-                ))
-            }
             _ => {}
         }
         Ok(())
@@ -352,7 +436,42 @@ mod tests {
         assert_eq!(Filter::TreeDepth(0).tree(0), (false, false));
         let combined = Filter::Combine(vec![Filter::BlobNone, Filter::TreeDepth(2)]);
         assert_eq!(combined.tree(0), (true, true));
-        assert!(!combined.blob(1, &mut || Ok(0)).unwrap());
+        assert!(!combined.blob(1, &Place::NOWHERE, &mut || Ok(0)).unwrap());
+    }
+
+    #[test]
+    fn sparse_parts_read_their_patterns_and_keep_their_own_answers() {
+        let filter = Filter::parse(b"combine:sparse:oid=one+sparse:oid=two").unwrap();
+        let mut slots = 0;
+        let resolved = filter
+            .resolve(&mut slots, &mut |spec| {
+                Ok(SparsePatterns::parse(
+                    match spec {
+                        "one" => b"a/\n",
+                        _ => b"*.txt\n",
+                    },
+                    false,
+                ))
+            })
+            .unwrap();
+        assert_eq!(slots, 2);
+        assert_eq!(resolved.sparse_parts(), 2);
+        let mut included = vec![false, false];
+        resolved.enter_directory(b"a", &mut included);
+        assert_eq!(included, [true, false]);
+        for (path, sent) in [(&b"a/x.txt"[..], true), (b"a/x.md", false)] {
+            let place = Place {
+                path,
+                included: &included,
+            };
+            assert_eq!(resolved.blob(1, &place, &mut || Ok(0)).unwrap(), sent);
+        }
+        let err = filter
+            .resolve(&mut 0, &mut |spec| {
+                Err(UploadPackError::request(format!("no {spec}")))
+            })
+            .unwrap_err();
+        assert_eq!(err.to_string(), "no one");
     }
 
     #[test]

@@ -6,19 +6,27 @@
 //! (no path-by-path comparison), and a filtered pack is never thin: the
 //! client may lack the objects a thin pack's deltas would be based on
 //! (they were filtered out before).
+//!
+//! With `sparse:oid=` parts the answer for a blob depends on its path: a
+//! tree met at another path is walked again, and a blob left out at one
+//! path may be sent at another; trees are walked depth first in entry
+//! order, commits newest first, as git walks them.
 
-use super::filter::Filter;
+use super::combined_blobs::CombinedBlobs;
+use super::filter::{Filter, Place};
 use super::graph::Graph;
 use super::walk::{self, PackContents, NO_PATH, ROOT};
 use super::UploadPackError;
 use gix_hash::ObjectId;
 use gix_object::Kind;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 /// Like [`walk::pack_contents`], leaving out what `filter` omits; the
 /// objects `wants` name are sent whatever the filter says. The client's
 /// side is judged by the whole trees of the boundary commits (no sparse
-/// comparison), and nothing is recorded for a thin pack.
+/// comparison), and nothing is recorded for a thin pack. `sparse:oid=`
+/// parts must have their patterns read
+/// ([`resolve_filter`](super::sparse_oid::resolve_filter)).
 pub(crate) fn pack_contents(
     graph: &mut Graph,
     wants: &[ObjectId],
@@ -26,6 +34,7 @@ pub(crate) fn pack_contents(
     tags_to_include: &[ObjectId],
     filter: &Filter,
 ) -> Result<PackContents, UploadPackError> {
+    let sparse_parts = filter.sparse_parts();
     let mut tags = Vec::new();
     let mut want_commits = Vec::new();
     let mut want_others = Vec::new();
@@ -73,13 +82,19 @@ pub(crate) fn pack_contents(
         excluded: &excluded,
         met: HashMap::default(),
         depths: filter.uses_depth(),
+        sparse_parts,
+        walked: HashSet::new(),
+        combined: match filter {
+            Filter::Combine(parts) if sparse_parts > 0 => Some(CombinedBlobs::new(parts.len())),
+            _ => None,
+        },
     };
     for commit in &commits {
         let tree = graph
             .commit(commit)?
             .map(|c| c.tree)
             .expect("walked commits exist");
-        trees.tree(graph, tree, 0, ROOT, &mut contents)?;
+        trees.tree(graph, Dir::root(tree, sparse_parts), &mut contents)?;
     }
     for (id, kind) in want_others {
         match kind {
@@ -87,7 +102,7 @@ pub(crate) fn pack_contents(
                 // The tree is asked for; what it holds is filtered, a level
                 // below it.
                 contents.add(id, ROOT);
-                trees.children(graph, id, 0, ROOT, &mut contents)?;
+                trees.children(graph, Dir::root(id, sparse_parts), &mut contents)?;
             }
             _ => {
                 contents.add(id, walk::path_hash(ROOT, b""));
@@ -100,6 +115,33 @@ pub(crate) fn pack_contents(
     Ok(contents)
 }
 
+/// A tree to walk or a blob to judge: where it is met, and for each
+/// sparse part of the filter whether the directory holding it is
+/// included.
+struct Dir {
+    tree: ObjectId,
+    is_tree: bool,
+    depth: u64,
+    path_hash: u64,
+    /// Its path from the root tree (kept only when a sparse part needs it).
+    path: Vec<u8>,
+    included: Vec<bool>,
+}
+
+impl Dir {
+    /// A root tree (or a tree asked for, which git walks as a root).
+    fn root(tree: ObjectId, sparse_parts: usize) -> Dir {
+        Dir {
+            tree,
+            is_tree: true,
+            depth: 0,
+            path_hash: ROOT,
+            path: Vec::new(),
+            included: vec![false; sparse_parts],
+        }
+    }
+}
+
 /// The filtered walk of trees, remembering the smallest depth each tree
 /// and blob was met at (a later meeting nearer a root may send it).
 struct TreeWalk<'a> {
@@ -108,6 +150,15 @@ struct TreeWalk<'a> {
     met: HashMap<ObjectId, u64, super::graph::IdHasher>,
     /// Depth matters (`tree:`); otherwise every object is met once.
     depths: bool,
+    /// How many `sparse:oid` parts the filter has. With any, a tree met
+    /// at another path (or with other answers of its parents) is walked
+    /// again, and a blob left out at one path may be sent at another,
+    /// as git does.
+    sparse_parts: usize,
+    /// The trees walked with sparse parts: id, depth, path, answers.
+    walked: HashSet<(ObjectId, u64, Vec<u8>, Vec<bool>)>,
+    /// For a `combine:` with sparse parts, what its parts remember.
+    combined: Option<CombinedBlobs>,
 }
 
 impl TreeWalk<'_> {
@@ -123,58 +174,100 @@ impl TreeWalk<'_> {
         }
     }
 
+    /// True the first time the tree of `dir` is met where it is.
+    fn first_visit(&mut self, dir: &Dir) -> bool {
+        if self.sparse_parts == 0 {
+            return self.meet(dir.tree, dir.depth);
+        }
+        let depth = if self.depths { dir.depth } else { 0 };
+        self.walked
+            .insert((dir.tree, depth, dir.path.clone(), dir.included.clone()))
+    }
+
     fn tree(
         &mut self,
         graph: &mut Graph,
-        tree: ObjectId,
-        depth: u64,
-        path: u64,
+        dir: Dir,
         contents: &mut PackContents,
     ) -> Result<(), UploadPackError> {
-        let mut stack = vec![(tree, depth, path)];
-        let mut entries = Vec::new();
-        while let Some((tree, depth, path)) = stack.pop() {
-            if self.excluded.contains(&tree) || !self.meet(tree, depth) {
+        self.walk(graph, vec![dir], contents)
+    }
+
+    /// Walks the entries of `stack`, last first, depth first: git's order,
+    /// which decides what a `combine:` with sparse parts sends.
+    fn walk(
+        &mut self,
+        graph: &mut Graph,
+        mut stack: Vec<Dir>,
+        contents: &mut PackContents,
+    ) -> Result<(), UploadPackError> {
+        while let Some(mut dir) = stack.pop() {
+            if !dir.is_tree {
+                let place = Place {
+                    path: &dir.path,
+                    included: &dir.included,
+                };
+                self.blob(graph, dir.tree, dir.depth, dir.path_hash, &place, contents)?;
                 continue;
             }
-            let (show, down) = self.filter.tree(depth);
+            if self.excluded.contains(&dir.tree) {
+                continue;
+            }
+            self.filter.enter_directory(&dir.path, &mut dir.included);
+            if !self.first_visit(&dir) {
+                continue;
+            }
+            let (show, down) = self.filter.tree(dir.depth);
             if show {
-                contents.add(tree, path);
+                contents.add(dir.tree, dir.path_hash);
             }
-            if !down {
-                continue;
-            }
-            graph.tree_entries(&tree, |name| walk::path_hash(path, name), &mut entries)?;
-            for &(id, is_tree, entry_path) in &entries {
-                if is_tree {
-                    stack.push((id, depth + 1, entry_path));
-                } else {
-                    self.blob(graph, id, depth + 1, entry_path, contents)?;
-                }
+            if down {
+                self.entries(graph, &dir, &mut stack)?;
             }
         }
         Ok(())
     }
 
-    /// Walks what `tree` (at `depth`) holds, not `tree` itself.
+    /// Pushes what the tree of `dir` holds on `stack`, the first entry
+    /// last.
+    fn entries(
+        &mut self,
+        graph: &mut Graph,
+        dir: &Dir,
+        stack: &mut Vec<Dir>,
+    ) -> Result<(), UploadPackError> {
+        let mut entries = Vec::new();
+        let names = self.sparse_parts > 0;
+        named_entries(graph, &dir.tree, dir.path_hash, names, &mut entries)?;
+        for (id, is_tree, path_hash, name) in entries.into_iter().rev() {
+            let path = match dir.path.is_empty() {
+                // Without sparse parts, names (and so paths) are empty.
+                true => name,
+                false => [&dir.path[..], b"/", &name[..]].concat(),
+            };
+            stack.push(Dir {
+                tree: id,
+                is_tree,
+                depth: dir.depth + 1,
+                path_hash,
+                path,
+                included: dir.included.clone(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Walks what the root tree of `dir` holds, not the tree itself.
     fn children(
         &mut self,
         graph: &mut Graph,
-        tree: ObjectId,
-        depth: u64,
-        path: u64,
+        mut dir: Dir,
         contents: &mut PackContents,
     ) -> Result<(), UploadPackError> {
-        let mut entries = Vec::new();
-        graph.tree_entries(&tree, |name| walk::path_hash(path, name), &mut entries)?;
-        for (id, is_tree, entry_path) in entries {
-            if is_tree {
-                self.tree(graph, id, depth + 1, entry_path, contents)?;
-            } else {
-                self.blob(graph, id, depth + 1, entry_path, contents)?;
-            }
-        }
-        Ok(())
+        self.filter.enter_directory(&dir.path, &mut dir.included);
+        let mut stack = Vec::new();
+        self.entries(graph, &dir, &mut stack)?;
+        self.walk(graph, stack, contents)
     }
 
     fn blob(
@@ -182,17 +275,59 @@ impl TreeWalk<'_> {
         graph: &mut Graph,
         blob: ObjectId,
         depth: u64,
-        path: u64,
+        path_hash: u64,
+        place: &Place<'_>,
         contents: &mut PackContents,
     ) -> Result<(), UploadPackError> {
-        if self.excluded.contains(&blob) || contents.contains(&blob) || !self.meet(blob, depth) {
+        if self.excluded.contains(&blob) || contents.contains(&blob) {
             return Ok(());
         }
-        if self.filter.blob(depth, &mut || blob_size(graph, &blob))? {
-            contents.add(blob, path);
+        if self.sparse_parts == 0 && !self.meet(blob, depth) {
+            return Ok(());
+        }
+        let size = &mut || blob_size(graph, &blob);
+        let sent = match (&mut self.combined, self.filter) {
+            (Some(memory), Filter::Combine(parts)) => {
+                memory.judge(parts, blob, depth, place, size)?
+            }
+            _ => self.filter.blob(depth, place, size)?,
+        };
+        if sent {
+            contents.add(blob, path_hash);
         }
         Ok(())
     }
+}
+
+/// The entries of tree `id` (at `path_hash`) but submodules: id, whether
+/// a tree, the hash of its path, and its name when `names` asks for it
+/// (empty otherwise).
+fn named_entries(
+    graph: &mut Graph,
+    id: &ObjectId,
+    path_hash: u64,
+    names: bool,
+    entries: &mut Vec<(ObjectId, bool, u64, Vec<u8>)>,
+) -> Result<(), UploadPackError> {
+    let hash = graph.hash_kind();
+    let Some((Kind::Tree, data)) = graph.read(id)? else {
+        return Err(UploadPackError::Objects(format!(
+            "missing tree {id}: the repository is incomplete"
+        )));
+    };
+    for entry in gix_object::TreeRefIter::from_bytes(data, hash) {
+        let entry =
+            entry.map_err(|e| UploadPackError::objects(&format!("corrupt tree {id}"), e))?;
+        if !entry.mode.is_commit() {
+            let name = match names {
+                true => entry.filename.to_vec(),
+                false => Vec::new(),
+            };
+            let hash = walk::path_hash(path_hash, entry.filename);
+            entries.push((entry.oid.to_owned(), entry.mode.is_tree(), hash, name));
+        }
+    }
+    Ok(())
 }
 
 /// The size of blob `id`: from its entry header when stored whole, from

@@ -37,6 +37,7 @@
 
 mod advertisement;
 mod bitmap_walk;
+mod combined_blobs;
 mod delta;
 mod delta_search;
 mod error;
@@ -50,6 +51,7 @@ mod refs;
 pub(crate) mod request;
 mod shallow;
 mod sparse;
+mod sparse_oid;
 mod thin;
 pub(crate) mod v0;
 pub(crate) mod v2;

@@ -14,7 +14,7 @@ use super::refs::{Offering, RefSnapshot};
 use super::request::{parse_id, ClientOptions, MultiAck};
 use super::shallow::{self, ShallowRequest};
 use super::wants::{Protocol, WantPolicy};
-use super::{advertisement, walk, wants, Session, UploadPackError};
+use super::{advertisement, sparse_oid, walk, wants, Session, UploadPackError};
 use crate::pkt_line::{Packet, PacketReader};
 use crate::ProtocolVersion;
 use gix_hash::ObjectId;
@@ -63,6 +63,11 @@ pub(super) fn serve(session: &mut Session<'_>) -> Result<(), UploadPackError> {
         want_policy,
         Protocol::V0 { stateless },
     )?;
+    // The blobs of `sparse:oid=` filters are read before the negotiation,
+    // so that a bad one is refused in an `ERR` packet the client shows.
+    let filter = filter
+        .map(|filter| sparse_oid::resolve_filter(&filter, &mut graph, &snapshot, &repo.config))
+        .transpose()?;
     // The new boundary comes before the negotiation, which then sees the
     // client's history as it is: without the parents of shallow commits.
     let shallow = shallow::plan(&mut graph, &snapshot, &wants, &shallow_request)?;

@@ -10,6 +10,7 @@ use super::super::pack_output::{self, PackRequest};
 use super::super::refs::RefSnapshot;
 use super::super::request::{parse_id, ClientOptions};
 use super::super::shallow::{self, ShallowRequest};
+use super::super::sparse_oid;
 use super::super::wants::{Protocol, WantPolicy};
 use super::super::{v0, walk, wants, Session, UploadPackError};
 use super::unexpected;
@@ -103,6 +104,11 @@ pub(super) fn serve(
     let mut graph = Graph::open(repo.vfs.clone(), repo.objects.objects_dir(), format)?;
     let policy = WantPolicy::read(&repo.config)?;
     wants::check(&mut graph, &snapshot, &wanted, policy, Protocol::V2)?;
+    // The blobs of `sparse:oid=` filters are read before any answer, so
+    // that a bad one is refused in an `ERR` packet the client shows.
+    let filter = filter
+        .map(|filter| sparse_oid::resolve_filter(&filter, &mut graph, &snapshot, &repo.config))
+        .transpose()?;
     // Worked out before the haves are weighed, which then see the client's
     // history without the parents of its shallow commits.
     let shallow = shallow::plan(&mut graph, &snapshot, &wanted, &shallow)?;
