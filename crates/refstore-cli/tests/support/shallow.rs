@@ -206,10 +206,7 @@ impl Fixture {
             commits: sorted(self.git(repo, &["rev-list", "--all"])),
             objects: sorted(self.git(repo, &["rev-list", "--all", "--objects"])),
             shallow: sorted(shallow),
-            refs: sorted(self.git(
-                repo,
-                &["for-each-ref", "--format=%(objectname) %(refname)"],
-            )),
+            refs: sorted(self.git(repo, &["for-each-ref", "--format=%(objectname) %(refname)"])),
         }
     }
 
