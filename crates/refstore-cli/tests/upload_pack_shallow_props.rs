@@ -218,3 +218,26 @@ proptest! {
         check(&case);
     }
 }
+
+/// A tag on a commit that the excluded branch's tip, dated no later,
+/// hides only once both were met: nothing is left to send, and refstore
+/// refuses the clone as git does.
+#[test]
+fn exclude_hides_a_tag_below_a_skewed_tip() {
+    for v2 in [false, true] {
+        check(&Case {
+            ops: vec![
+                Op::Commit { branch: 0, back: 0 },
+                Op::Tag { branch: 0 },
+                Op::Commit { branch: 0, back: 1 },
+            ],
+            packed: false,
+            v2,
+            single_branch: false,
+            depth: 1,
+            deepen: 1,
+            since: 0,
+            exclude: 0,
+        });
+    }
+}
