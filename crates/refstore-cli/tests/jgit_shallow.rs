@@ -1,6 +1,6 @@
 //! JGit's client makes shallow clones from `refstore serve` over HTTP, in
-//! protocol v0 and v2: `setDepth(1)`, `setDepth(2)` and `setShallowSince`
-//! leave a clone that the machine's git finds complete, as deep as asked,
+//! protocol v0 and v2: `setDepth(1)`, `setDepth(2)`, `setShallowSince` and
+//! `addShallowExclude` leave a clone that the machine's git finds complete, as deep as asked,
 //! with the commits and `.git/shallow` of git's own clone of the same
 //! repository.
 
@@ -41,22 +41,21 @@ fn fixture() -> Fixture {
     f
 }
 
-/// Clones `url` into `dir` with JGit, its user configuration in `home`.
-fn jgit_clone(home: &Path, url: &str, dir: &Path, depth: u32, since: Option<i64>) {
+/// Clones `url` into `dir` with JGit and `options` (see `JGitFetch.java`),
+/// its user configuration in `home`.
+fn jgit_clone(home: &Path, url: &str, dir: &Path, options: &[&str]) {
     let mut cmd = jgit::java("JGitFetch");
     isolate(&mut cmd, home)
         .env(
             "JDK_JAVA_OPTIONS",
             format!("-Duser.home={}", home.display()),
         )
-        .args(["clone", url, dir.to_str().unwrap(), &depth.to_string()]);
-    if let Some(since) = since {
-        cmd.arg(since.to_string());
-    }
+        .args(["clone", url, dir.to_str().unwrap()])
+        .args(options);
     let out = cmd.output().expect("cannot run java");
     assert!(
         out.status.success(),
-        "JGit clone {url} depth {depth} since {since:?}: {}",
+        "JGit clone {url} {options:?}: {}",
         stderr(&out)
     );
 }
@@ -96,7 +95,22 @@ fn jgit_shallow_clones_over_http_match_git() {
         ],
     );
     let file_url = format!("file://{}", bare.display());
-    let since = time_of(5);
+    let since = time_of(5).to_string();
+    // JGit's options and git's for the same clone.
+    let cases: [(&str, &[&str], String); 4] = [
+        ("depth1", &["--depth", "1"], "--depth=1".to_owned()),
+        ("depth2", &["--depth", "2"], "--depth=2".to_owned()),
+        (
+            "since",
+            &["--since", &since],
+            format!("--shallow-since=@{since}"),
+        ),
+        (
+            "exclude",
+            &["--exclude", "side"],
+            "--shallow-exclude=side".to_owned(),
+        ),
+    ];
 
     for version in ["0", "2"] {
         f.git(
@@ -105,22 +119,22 @@ fn jgit_shallow_clones_over_http_match_git() {
         );
         let server = Served::start(&f.home, &root, &[]);
         let url = server.url("proj.git");
-        for depth in [1u32, 2] {
-            let what = format!("JGit depth {depth} v{version}");
-            let dir = f.root.join(format!("jgit-depth{depth}-v{version}"));
-            jgit_clone(&f.home, &url, &dir, depth, None);
-            let count = f.git(&dir, &["rev-list", "--count", "HEAD"]);
-            assert_eq!(count.trim(), depth.to_string(), "{what}");
-
-            let git_dir = f.root.join(format!("git-depth{depth}-v{version}"));
+        for (name, jgit_options, git_option) in &cases {
+            let what = format!("JGit {jgit_options:?} v{version}");
+            let dir = f.root.join(format!("jgit-{name}-v{version}"));
+            jgit_clone(&f.home, &url, &dir, jgit_options);
+            if let ["--depth", depth] = jgit_options {
+                let count = f.git(&dir, &["rev-list", "--count", "HEAD"]);
+                assert_eq!(count.trim(), *depth, "{what}");
+            }
+            let git_dir = f.root.join(format!("git-{name}-v{version}"));
             f.git(
                 &f.root,
                 &[
                     "clone",
                     "-q",
                     "--no-single-branch",
-                    "--depth",
-                    &depth.to_string(),
+                    git_option,
                     &file_url,
                     git_dir.to_str().unwrap(),
                 ],
@@ -128,28 +142,11 @@ fn jgit_shallow_clones_over_http_match_git() {
             assert_like_git(&f, &dir, &git_dir, &what);
         }
 
-        let what = format!("JGit shallow since v{version}");
-        let dir = f.root.join(format!("jgit-since-v{version}"));
-        jgit_clone(&f.home, &url, &dir, 0, Some(since));
-        let git_dir = f.root.join(format!("git-since-v{version}"));
-        f.git(
-            &f.root,
-            &[
-                "clone",
-                "-q",
-                "--no-single-branch",
-                &format!("--shallow-since=@{since}"),
-                &file_url,
-                git_dir.to_str().unwrap(),
-            ],
-        );
-        assert_like_git(&f, &dir, &git_dir, &what);
-
         // JGit spoke the version asked for: a clone with nothing to
         // negotiate is one request in v0, and `ls-refs` then `fetch` in v2.
         let (_, log) = server.stop();
         let posts = log.matches("method=POST").count();
         let per_clone = if version == "2" { 2 } else { 1 };
-        assert_eq!(posts, 3 * per_clone, "v{version}: {log}");
+        assert_eq!(posts, cases.len() * per_clone, "v{version}: {log}");
     }
 }

@@ -13,30 +13,37 @@ import org.eclipse.jgit.api.Git;
  * sets it.
  *
  * <pre>
- * clone URL DIR DEPTH [SINCE]   a clone of every branch, DEPTH commits deep
- *                               (0: not limited), and no commit older than
- *                               SINCE (seconds since the epoch) when given
+ * clone URL DIR [OPTION...]   a clone of every branch, with the options:
+ *   --depth N                   N commits deep
+ *   --since TIME                no commit older than TIME (seconds since the epoch)
+ *   --exclude REF               none of the history of REF on the server
  * </pre>
  */
 public final class JGitFetch {
     private JGitFetch() {}
 
     public static void main(String[] args) throws Exception {
-        if (args.length < 4 || args.length > 5 || !args[0].equals("clone")) {
-            System.err.println("usage: JGitFetch clone URL DIR DEPTH [SINCE]");
-            System.exit(2);
+        if (args.length < 3 || args.length % 2 == 0 || !args[0].equals("clone")) {
+            usage();
         }
         CloneCommand clone = Git.cloneRepository()
                 .setURI(args[1])
                 .setDirectory(new File(args[2]))
                 .setCloneAllBranches(true);
-        int depth = Integer.parseInt(args[3]);
-        if (depth > 0) {
-            clone.setDepth(depth);
-        }
-        if (args.length == 5) {
-            clone.setShallowSince(Instant.ofEpochSecond(Long.parseLong(args[4])));
+        for (int i = 3; i < args.length; i += 2) {
+            String value = args[i + 1];
+            switch (args[i]) {
+                case "--depth" -> clone.setDepth(Integer.parseInt(value));
+                case "--since" -> clone.setShallowSince(Instant.ofEpochSecond(Long.parseLong(value)));
+                case "--exclude" -> clone.addShallowExclude(value);
+                default -> usage();
+            }
         }
         clone.call().close();
+    }
+
+    private static void usage() {
+        System.err.println("usage: JGitFetch clone URL DIR [--depth N] [--since TIME] [--exclude REF]");
+        System.exit(2);
     }
 }
