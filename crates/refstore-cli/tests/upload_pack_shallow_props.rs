@@ -1,6 +1,7 @@
 //! Shallow clones of generated histories: branches, merges and commit
 //! dates (some of them skewed into the past) made by a small program of
-//! operations, then `clone --depth`, `fetch --deepen`, `clone
+//! operations, then `clone --depth` followed by `fetch --deepen` and a
+//! `fetch --shallow-since` or `--shallow-exclude`, `clone
 //! --shallow-since` and `clone --shallow-exclude` through `refstore
 //! upload-pack` and through git's own, in protocol v0 or v2, must leave
 //! the two clients with the same commits, objects, refs and `.git/shallow`
@@ -133,6 +134,10 @@ struct Case {
     since: usize,
     /// Picks the ref `--shallow-exclude` names.
     exclude: usize,
+    /// Whether the depth clone's last fetch is by ref, not by date.
+    refetch_by_ref: bool,
+    /// Picks the ref or the commit whose date that fetch names.
+    refetch: usize,
 }
 
 fn case() -> impl Strategy<Value = Case> {
@@ -145,9 +150,10 @@ fn case() -> impl Strategy<Value = Case> {
         1..4u32,
         any::<usize>(),
         any::<usize>(),
+        (any::<bool>(), any::<usize>()),
     )
         .prop_map(
-            |(ops, packed, v2, single_branch, depth, deepen, since, exclude)| Case {
+            |(ops, packed, v2, single_branch, depth, deepen, since, exclude, refetch)| Case {
                 ops,
                 packed,
                 v2,
@@ -156,6 +162,8 @@ fn case() -> impl Strategy<Value = Case> {
                 deepen,
                 since,
                 exclude,
+                refetch_by_ref: refetch.0,
+                refetch: refetch.1,
             },
         )
 }
@@ -176,6 +184,21 @@ fn check(case: &Case) {
     let deepen = format!("--deepen={}", case.deepen);
     f.both(&ours, &theirs, version, &["fetch", "-q", &deepen]);
     f.assert_same(&ours, &theirs, &format!("{what}, fetch {deepen}"), None);
+    // And a new boundary by date or by ref, below or above the old one.
+    let refetch = if case.refetch_by_ref {
+        format!("--shallow-exclude={}", refs[case.refetch % refs.len()])
+    } else {
+        let commit = u32::try_from(case.refetch).unwrap_or(u32::MAX) % (f.commit_count() + 1);
+        format!("--shallow-since=@{}", time_of(commit))
+    };
+    let what = format!("{what}, fetch {deepen}, fetch {refetch}");
+    let args = ["fetch", "-q", &refetch];
+    let outcome = (
+        f.remote(&ours, version, true, &args),
+        f.remote(&theirs, version, false, &args),
+    );
+    same_outcome(&what, outcome);
+    f.assert_same(&ours, &theirs, &what, None);
 
     let commits = u32::try_from(case.since).unwrap_or(u32::MAX) % (f.commit_count() + 1);
     let since = format!("--shallow-since=@{}", time_of(commits));
@@ -238,6 +261,8 @@ fn exclude_hides_a_tag_below_a_skewed_tip() {
             deepen: 1,
             since: 0,
             exclude: 0,
+            refetch_by_ref: false,
+            refetch: 0,
         });
     }
 }
