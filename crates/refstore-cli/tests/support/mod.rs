@@ -87,3 +87,6 @@ pub fn assert_agrees(home: &Path, cwd: &Path, args: &[&str], same_stderr: bool) 
 
 /// Reading `/metrics`.
 pub mod prometheus;
+
+/// Shallow clones from refstore and from git compared.
+pub mod shallow;

@@ -341,8 +341,8 @@ fn by_rev_list(
         }
     }
     let mut listed = Vec::new();
-    // Every commit is popped once; hiding reaches all of the history
-    // below `not`, which keeps the answer exact when dates are skewed.
+    // Every commit is popped once. A commit can be popped before a newer
+    // (or equally old) commit hides it, so the hiding is completed below.
     while let Some((time, id)) = queue.pop() {
         let mut is_hidden = hidden.contains(&id);
         if !is_hidden && too_old(time) {
@@ -367,6 +367,7 @@ fn by_rev_list(
             }
         }
     }
+    let hidden = with_ancestors(graph, hidden)?;
     let listed: HashSet<ObjectId> = listed
         .into_iter()
         .filter(|id| !hidden.contains(id))
@@ -385,6 +386,28 @@ fn by_rev_list(
     }
     let above = listed.difference(&boundary).copied().collect();
     Ok((boundary, above))
+}
+
+/// `commits` and all of their history: what git's `rev-list` marks
+/// uninteresting below its uninteresting commits, whatever the order in
+/// which their dates had it meet them.
+fn with_ancestors(
+    graph: &mut Graph,
+    commits: HashSet<ObjectId>,
+) -> Result<HashSet<ObjectId>, UploadPackError> {
+    let mut stack: Vec<ObjectId> = commits.iter().copied().collect();
+    let mut closed = commits;
+    while let Some(id) = stack.pop() {
+        let commit = graph
+            .commit(&id)?
+            .ok_or_else(|| UploadPackError::Objects(format!("missing commit {id}")))?;
+        for parent in &commit.parents {
+            if closed.insert(*parent) {
+                stack.push(*parent);
+            }
+        }
+    }
+    Ok(closed)
 }
 
 fn commit_time(graph: &mut Graph, id: &ObjectId) -> Result<i64, UploadPackError> {

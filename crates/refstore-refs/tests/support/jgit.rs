@@ -37,14 +37,21 @@ pub fn classpath() -> &'static str {
     })
 }
 
+/// A `java` command that runs `class` of the interop program (the class
+/// name without its package).
+pub fn java(class: &str) -> Command {
+    let mut cmd = Command::new("java");
+    cmd.arg("-cp")
+        .arg(classpath())
+        .arg(format!("refstore.interop.{class}"));
+    cmd
+}
+
 /// Runs `JGitRefs <args>` with `stdin`, returning stdout; panics with JGit's
 /// stderr if it fails.
 pub fn run(args: &[&str], stdin: &str) -> String {
     use std::io::Write;
-    let mut child = Command::new("java")
-        .arg("-cp")
-        .arg(classpath())
-        .arg("refstore.interop.JGitRefs")
+    let mut child = java("JGitRefs")
         .args(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
