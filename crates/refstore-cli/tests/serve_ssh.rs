@@ -3,7 +3,8 @@
 //! RSA keys made by ssh-keygen, protocol v0 and v2, packs larger than the
 //! channel's window; unknown keys, pushes of read-only users, private
 //! repositories and other commands refused in git's words; key files
-//! checked at startup and read again on SIGHUP.
+//! checked at startup and read again on SIGHUP; shallow and partial
+//! clones and push hooks as over the other transports.
 
 mod ssh_served;
 mod support;
@@ -484,4 +485,122 @@ fn packs_larger_than_the_channel_window_stream_both_ways() {
         git_ok(home, &clone, &["rev-parse", "HEAD"])
     );
     git_ok(home, &served, &["fsck", "--no-progress"]);
+}
+
+/// What stdio and HTTP serve, SSH serves too: shallow clones and their
+/// deepening, partial clones with their lazy fetches, and push hooks whose
+/// words reach the user, in protocol v0 and v2.
+#[test]
+fn shallow_and_partial_clones_and_hooks_over_ssh() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path();
+    let root = home.join("root");
+    setup(home, &root, &["proj.git"]);
+    let served = root.join("proj.git");
+    git_ok(home, &served, &["config", "uploadpack.allowFilter", "true"]);
+    // Lazy fetches over v0 ask for objects no ref names, as with git.
+    git_ok(home, &served, &["config", "uploadpack.allowAnySHA1InWant", "true"]);
+    let (alice, alice_pub) = keygen(home, "alice", "ed25519", "alice");
+    let server = SshServed::start(home, &root, &alice_pub, &["--allow-push"]);
+    let url = server.url("proj.git");
+
+    for version in ["0", "2"] {
+        let protocol = format!("protocol.version={version}");
+        let shallow = home.join(format!("shallow-v{version}"));
+        let o = git_ssh(
+            home,
+            home,
+            &alice,
+            &[
+                "-c",
+                &protocol,
+                "clone",
+                "-q",
+                "--depth",
+                "1",
+                &url,
+                shallow.to_str().unwrap(),
+            ],
+        );
+        assert!(o.status.success(), "depth clone v{version}: {}", stderr(&o));
+        assert_eq!(
+            git_ok(home, &shallow, &["rev-list", "--count", "HEAD"]).trim(),
+            "1"
+        );
+        assert!(shallow.join(".git/shallow").exists());
+        let o = git_ssh(
+            home,
+            &shallow,
+            &alice,
+            &["-c", &protocol, "fetch", "-q", "--unshallow"],
+        );
+        assert!(o.status.success(), "unshallow v{version}: {}", stderr(&o));
+        assert_eq!(
+            git_ok(home, &shallow, &["rev-list", "--count", "HEAD"]).trim(),
+            "3"
+        );
+        assert!(!shallow.join(".git/shallow").exists());
+        git_ok(home, &shallow, &["fsck", "--no-progress"]);
+
+        let partial = home.join(format!("partial-v{version}"));
+        let o = git_ssh(
+            home,
+            home,
+            &alice,
+            &[
+                "-c",
+                &protocol,
+                "clone",
+                "-q",
+                "--no-checkout",
+                "--filter=blob:none",
+                &url,
+                partial.to_str().unwrap(),
+            ],
+        );
+        assert!(
+            o.status.success(),
+            "partial clone v{version}: {}",
+            stderr(&o)
+        );
+        let missing = git_ok(
+            home,
+            &partial,
+            &["rev-list", "--objects", "--missing=print", "--all"],
+        );
+        assert_eq!(
+            missing.lines().filter(|l| l.starts_with('?')).count(),
+            3,
+            "v{version}: {missing}"
+        );
+        let o = git_ssh(
+            home,
+            &partial,
+            &alice,
+            &["-c", &protocol, "checkout", "-q", "main"],
+        );
+        assert!(o.status.success(), "lazy fetch v{version}: {}", stderr(&o));
+        assert_eq!(std::fs::read_to_string(partial.join("c")).unwrap(), "2\n");
+    }
+
+    let hooks = served.join("hooks");
+    std::fs::create_dir_all(&hooks).unwrap();
+    let hook = hooks.join("pre-receive");
+    std::fs::write(&hook, "#!/bin/sh\necho no pushes over ssh today\nexit 1\n").unwrap();
+    let mut mode = std::fs::metadata(&hook).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut mode, 0o755);
+    std::fs::set_permissions(&hook, mode).unwrap();
+    let before = refs_of(home, &served);
+    let clone = home.join("shallow-v2");
+    git_ok(
+        home,
+        &clone,
+        &["commit", "-q", "--allow-empty", "-m", "refused"],
+    );
+    let o = git_ssh(home, &clone, &alice, &["push", "-q", "origin", "HEAD:main"]);
+    assert!(!o.status.success());
+    let err = stderr(&o);
+    assert!(err.contains("remote: no pushes over ssh today"), "{err}");
+    assert!(err.contains("pre-receive hook declined"), "{err}");
+    assert_eq!(refs_of(home, &served), before);
 }
