@@ -499,7 +499,11 @@ fn shallow_and_partial_clones_and_hooks_over_ssh() {
     let served = root.join("proj.git");
     git_ok(home, &served, &["config", "uploadpack.allowFilter", "true"]);
     // Lazy fetches over v0 ask for objects no ref names, as with git.
-    git_ok(home, &served, &["config", "uploadpack.allowAnySHA1InWant", "true"]);
+    git_ok(
+        home,
+        &served,
+        &["config", "uploadpack.allowAnySHA1InWant", "true"],
+    );
     let (alice, alice_pub) = keygen(home, "alice", "ed25519", "alice");
     let server = SshServed::start(home, &root, &alice_pub, &["--allow-push"]);
     let url = server.url("proj.git");

@@ -37,7 +37,7 @@ use crate::metrics::{Metrics, Rejection};
 use crate::per_address::PerAddress;
 use refstore_fs::Vfs;
 use std::net::{SocketAddr, TcpListener};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -154,6 +154,29 @@ const SHUTDOWN_POLL: Duration = Duration::from_millis(100);
 /// server's resident memory.
 const SPARE_BLOCKING_THREADS: usize = 2;
 
+/// Checks that `root` is a directory and listens on `addr` without
+/// blocking, as each transport of `refstore serve` starts.
+pub(crate) fn listen(
+    addr: &str,
+    root: &Path,
+    vfs: &dyn Vfs,
+) -> Result<(TcpListener, SocketAddr), ServeError> {
+    if !vfs
+        .stat(root)
+        .is_ok_and(|m| m.kind == refstore_fs::FileKind::Dir)
+    {
+        return Err(ServeError::Root(root.to_owned()));
+    }
+    let listen_error = |e: std::io::Error| ServeError::Listen {
+        addr: addr.to_owned(),
+        reason: e.to_string(),
+    };
+    let listener = TcpListener::bind(addr).map_err(listen_error)?;
+    let bound = listener.local_addr().map_err(listen_error)?;
+    listener.set_nonblocking(true).map_err(listen_error)?;
+    Ok((listener, bound))
+}
+
 impl Server {
     /// Listens on `addr` (`host:port`; port 0 picks a free one).
     pub fn bind(
@@ -161,19 +184,7 @@ impl Server {
         options: ServeOptions,
         vfs: Arc<dyn Vfs>,
     ) -> Result<Server, ServeError> {
-        if !vfs
-            .stat(&options.root)
-            .is_ok_and(|m| m.kind == refstore_fs::FileKind::Dir)
-        {
-            return Err(ServeError::Root(options.root));
-        }
-        let listen_error = |e: std::io::Error| ServeError::Listen {
-            addr: addr.to_owned(),
-            reason: e.to_string(),
-        };
-        let listener = TcpListener::bind(addr).map_err(listen_error)?;
-        let bound = listener.local_addr().map_err(listen_error)?;
-        listener.set_nonblocking(true).map_err(listen_error)?;
+        let (listener, bound) = listen(addr, &options.root, vfs.as_ref())?;
         let capacity = Capacity::new(&options, vfs.clone());
         Ok(Server {
             listener,

@@ -86,19 +86,7 @@ impl SshServer {
         vfs: Arc<dyn Vfs>,
         capacity: Capacity,
     ) -> Result<SshServer, ServeError> {
-        if !vfs
-            .stat(&options.root)
-            .is_ok_and(|m| m.kind == refstore_fs::FileKind::Dir)
-        {
-            return Err(ServeError::Root(options.root));
-        }
-        let listen_error = |e: std::io::Error| ServeError::Listen {
-            addr: addr.to_owned(),
-            reason: e.to_string(),
-        };
-        let listener = TcpListener::bind(addr).map_err(listen_error)?;
-        let bound = listener.local_addr().map_err(listen_error)?;
-        listener.set_nonblocking(true).map_err(listen_error)?;
+        let (listener, bound) = crate::http::listen(addr, &options.root, vfs.as_ref())?;
         let config = Arc::new(config(ssh.host_key, options.timeout));
         Ok(SshServer {
             listener,
