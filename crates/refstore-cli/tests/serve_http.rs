@@ -371,6 +371,11 @@ fn partial_clones_over_http_fetch_missing_blobs_lazily() {
             .count()
         };
         assert_eq!(missing(), 3, "v{version}: one blob per commit left out");
+        // blame reads the one version of `b` there is, fetched lazily.
+        let o = git_net(home, &clone, &["blame", "--porcelain", "main", "--", "b"]);
+        assert!(o.status.success(), "blame v{version}: {}", stderr(&o));
+        assert!(stdout(&o).contains("\n\t1\n"), "{}", stdout(&o));
+        assert_eq!(missing(), 2, "v{version}");
         let o = git_net(home, &clone, &["log", "-p", "--format=%s"]);
         assert!(o.status.success(), "log -p v{version}: {}", stderr(&o));
         assert!(stdout(&o).contains("+2"), "{}", stdout(&o));

@@ -249,6 +249,11 @@ fn blobless_clones_fetch_missing_blobs_lazily() {
         assert!(missing(&f) > 0, "v{version}: the clone is not partial");
         let head_file = std::fs::read_to_string(dir.join("a").join("b").join("large")).unwrap();
         assert_eq!(head_file, f.git(&f.source, &["show", "HEAD:a/b/large"]));
+        // blame reads the file's older versions, fetched lazily.
+        let before = missing(&f);
+        let blame = f.git(&dir, &["blame", "--porcelain", "HEAD", "--", "a/b/large"]);
+        assert!(blame.contains("\n\t"), "v{version}: {blame}");
+        assert!(missing(&f) < before, "v{version}: blame fetched nothing");
         // The history's blobs, one lazy fetch per commit.
         let log = f.git(&dir, &["log", "-p", "--format=%s"]);
         assert!(log.contains("+0 199"), "v{version}: {log}");
