@@ -146,11 +146,13 @@ pub fn run(args: Args, globals: &Globals) -> Result<u8, Fatal> {
     options.config_overrides = globals.config_overrides().to_vec();
     if let Some(path) = &args.credentials {
         let path = globals.cwd().join(path);
-        let bytes = globals.vfs().read(&path).map_err(Fatal::new)?;
-        let text = String::from_utf8(bytes)
-            .map_err(|_| Fatal::new(format!("credentials '{}' are not UTF-8", path.display())))?;
-        options.credentials = Credentials::parse(&text)
-            .map_err(|e| Fatal::new(format!("credentials '{}': {e}", path.display())))?;
+        options.credentials = read_parsed(
+            globals.vfs().as_ref(),
+            &path,
+            "credentials",
+            Credentials::parse,
+        )
+        .map_err(Fatal::new)?;
     }
     let access_file = args.access.as_ref().map(|path| globals.cwd().join(path));
     if let Some(path) = &access_file {
@@ -261,11 +263,13 @@ fn bind_ssh(
         return Ok(None);
     };
     let path = globals.cwd().join(host_key);
-    let bytes = globals.vfs().read(&path).map_err(Fatal::new)?;
-    let text = String::from_utf8(bytes)
-        .map_err(|_| Fatal::new(format!("host key '{}' is not UTF-8", path.display())))?;
-    let host_key = refstore_server::ssh::keys::host_key(&text)
-        .map_err(|e| Fatal::new(format!("'{}': {e}", path.display())))?;
+    let host_key = read_parsed(
+        globals.vfs().as_ref(),
+        &path,
+        "host key",
+        refstore_server::ssh::keys::host_key,
+    )
+    .map_err(Fatal::new)?;
     let ssh_options = SshOptions {
         host_key,
         authorized_keys: keys.clone(),
@@ -275,20 +279,28 @@ fn bind_ssh(
         .map_err(Fatal::new)
 }
 
-/// Reads and parses an authorized keys file.
-fn read_authorized_keys(vfs: &dyn Vfs, path: &Path) -> Result<AuthorizedKeys, String> {
+/// Reads a text file named on the command line and parses it; errors
+/// name the file as `<what> '<path>'`.
+fn read_parsed<T, E: std::fmt::Display>(
+    vfs: &dyn Vfs,
+    path: &Path,
+    what: &str,
+    parse: impl FnOnce(&str) -> Result<T, E>,
+) -> Result<T, String> {
     let bytes = vfs.read(path).map_err(|e| e.to_string())?;
     let text = String::from_utf8(bytes)
-        .map_err(|_| format!("authorized keys '{}' are not UTF-8", path.display()))?;
-    AuthorizedKeys::parse(&text).map_err(|e| format!("authorized keys '{}': {e}", path.display()))
+        .map_err(|_| format!("{what} '{}' is not UTF-8", path.display()))?;
+    parse(&text).map_err(|e| format!("{what} '{}': {e}", path.display()))
+}
+
+/// Reads and parses an authorized keys file.
+fn read_authorized_keys(vfs: &dyn Vfs, path: &Path) -> Result<AuthorizedKeys, String> {
+    read_parsed(vfs, path, "authorized keys", AuthorizedKeys::parse)
 }
 
 /// Reads and parses an access file.
 fn read_access(vfs: &dyn Vfs, path: &Path) -> Result<AccessRules, String> {
-    let bytes = vfs.read(path).map_err(|e| e.to_string())?;
-    let text = String::from_utf8(bytes)
-        .map_err(|_| format!("access rules '{}' are not UTF-8", path.display()))?;
-    AccessRules::parse(&text).map_err(|e| format!("access rules '{}': {e}", path.display()))
+    read_parsed(vfs, path, "access rules", AccessRules::parse)
 }
 
 /// The certificate and key files of HTTPS.
