@@ -23,6 +23,8 @@
 //! answers. A client that may not read a repository is never told whether
 //! it exists.
 
+use refstore_fs::Vfs;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
 
 /// What a request does to a repository.
@@ -160,6 +162,17 @@ pub fn decide(
     } else {
         Verdict::NotFound
     }
+}
+
+/// Where the repository a client names as `repo` is below `root`, and its
+/// name for the rules: its path below the root after symbolic links are
+/// followed, so that a link cannot open a private repository under a
+/// public name. `None` if it leads nowhere inside the root.
+pub(crate) fn locate(vfs: &dyn Vfs, root: &Path, repo: &str) -> Option<(String, PathBuf)> {
+    let path = refstore_fs::confine::confine(vfs, root, repo).ok()?;
+    let root = refstore_fs::confine::resolve(vfs, root).ok()?;
+    let name = path.strip_prefix(&root).ok()?.to_str()?.to_owned();
+    Some((name, path))
 }
 
 /// A value shared by every connection and replaced as a whole on reload

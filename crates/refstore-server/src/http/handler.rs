@@ -20,7 +20,6 @@ use hyper::{Request, Response};
 use refstore_fs::Vfs;
 use std::io::Write;
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::time::Instant;
@@ -138,7 +137,9 @@ async fn answer_request(
     }
     let located = {
         let (state, repo) = (state.clone(), route.repo.clone());
-        blocking(move || locate(&state, &repo)).await.flatten()
+        blocking(move || crate::access::locate(state.vfs.as_ref(), &state.options.root, &repo))
+            .await
+            .flatten()
     };
     let key = located
         .as_ref()
@@ -303,17 +304,6 @@ pub(super) fn refuse_body(
         Failure::Malformed => Rejection::BadRequest,
     };
     refuse(state, answer, reason, failure.status(), message, &[])
-}
-
-/// Where the repository a route names is, and its name for the access
-/// rules (its path below the served root with symbolic links followed);
-/// `None` if the route leads nowhere inside the root.
-fn locate(state: &State, repo: &str) -> Option<(String, PathBuf)> {
-    let vfs = state.vfs.as_ref();
-    let path = refstore_fs::confine::confine(vfs, &state.options.root, repo).ok()?;
-    let root = refstore_fs::confine::resolve(vfs, &state.options.root).ok()?;
-    let key = path.strip_prefix(&root).ok()?.to_str()?.to_owned();
-    Some((key, path))
 }
 
 /// The pkt-line and flush that start a v0 advertisement over HTTP.

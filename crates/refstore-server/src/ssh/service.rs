@@ -242,29 +242,20 @@ fn finish(
 fn permitted(shared: &Shared, user: &str, command: &Command) -> Result<PathBuf, Outcome> {
     let options = &shared.options;
     let vfs = shared.vfs.as_ref();
-    let not_found = || not_found(command);
-    let root = refstore_fs::confine::confine(vfs, &options.root, "").map_err(|_| not_found())?;
-    let path = refstore_fs::confine::confine(vfs, &options.root, command.relative())
-        .map_err(|_| not_found())?;
-    // Rules match the path below the root after links are followed, as
-    // for HTTP, so a link cannot open a private repository.
-    let name = path
-        .strip_prefix(&root)
-        .ok()
-        .and_then(|p| p.to_str())
-        .ok_or_else(not_found)?;
+    let (name, path) = crate::access::locate(vfs, &options.root, command.relative())
+        .ok_or_else(|| not_found(command))?;
     let rules = options.access.as_ref().map(|rules| rules.get());
     match decide(
         rules.as_deref(),
         options.allow_push,
         Some(user),
-        name,
+        &name,
         command.service.want(),
     ) {
         Verdict::Allowed => Ok(path),
         Verdict::NotFound | Verdict::AuthenticationRequired => {
             options.metrics.rejected(Rejection::Forbidden);
-            Err(not_found())
+            Err(not_found(command))
         }
         Verdict::Forbidden(reason) => {
             options.metrics.rejected(Rejection::Forbidden);
