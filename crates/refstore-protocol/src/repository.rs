@@ -45,6 +45,9 @@ pub struct Repository {
     pub refs: Arc<dyn Backend>,
     /// Its objects.
     pub objects: Odb,
+    /// What must hold a push's packs before its refs change (`None`:
+    /// this repository alone).
+    pub objects_stored: Option<Arc<dyn crate::ObjectsStored>>,
 }
 
 impl std::fmt::Debug for Repository {
@@ -120,6 +123,7 @@ impl Repository {
             vfs,
             refs,
             objects,
+            objects_stored: None,
         })
     }
 

@@ -25,6 +25,7 @@ pub(super) async fn run<T: Send + 'static>(
     let permit = state.permits.acquire(address).await;
     let (opened_tx, opened) = tokio::sync::oneshot::channel();
     let job_state = state.clone();
+    let repo_name = route.repo.clone();
     let job = tokio::task::spawn_blocking(move || {
         let _permit = permit;
         let options = &job_state.options;
@@ -33,7 +34,10 @@ pub(super) async fn run<T: Send + 'static>(
             &path,
             &options.repository_overrides(),
         ) {
-            Ok(repo) => {
+            Ok(mut repo) => {
+                if let Some(replica) = &options.replication {
+                    repo.objects_stored = Some(replica.for_repository(&repo_name));
+                }
                 let _ = opened_tx.send(Ok(()));
                 Some(service(repo))
             }
