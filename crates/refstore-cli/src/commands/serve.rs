@@ -114,7 +114,7 @@ pub struct Args {
     #[arg(long)]
     print_address: bool,
     #[command(flatten)]
-    replicate: replicate::Args,
+    replicate: replicate::ReplicationArgs,
 }
 
 /// How log lines are written.
@@ -204,7 +204,7 @@ pub fn run(args: Args, globals: &Globals) -> Result<u8, Fatal> {
     let metrics = options.metrics.clone();
     let server =
         Server::bind(&args.listen, options.clone(), globals.vfs().clone()).map_err(Fatal::new)?;
-    replicate::start_repair(&options, globals, &shutdown)?;
+    replicate::start_repair(&args.replicate, &options, globals, &shutdown)?;
     let ssh = bind_ssh(
         &args,
         globals,

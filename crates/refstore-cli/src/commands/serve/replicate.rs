@@ -13,7 +13,7 @@ use std::time::Duration;
 
 /// The replication flags.
 #[derive(Debug, clap::Args)]
-pub struct Args {
+pub struct ReplicationArgs {
     /// This node's name, one of --replicate-peer's.
     #[arg(long, hide = true, value_name = "name", requires_all = ["replicate_peer", "replicate_secret"])]
     replicate_node: Option<String>,
@@ -38,10 +38,13 @@ pub struct Args {
     /// Seconds between background repairs (0: only at startup).
     #[arg(long, hide = true, value_name = "seconds", default_value_t = 60.0)]
     replicate_repair_every: f64,
+    /// No background repair at all (fetches still catch up).
+    #[arg(long, hide = true)]
+    replicate_no_repair: bool,
 }
 
 /// The replication the flags ask for, if any.
-pub fn replica(args: &Args, globals: &Globals) -> Result<Option<Arc<Replica>>, Fatal> {
+pub fn replica(args: &ReplicationArgs, globals: &Globals) -> Result<Option<Arc<Replica>>, Fatal> {
     let Some(node) = &args.replicate_node else {
         return Ok(None);
     };
@@ -81,6 +84,7 @@ pub fn replica(args: &Args, globals: &Globals) -> Result<Option<Arc<Replica>>, F
 
 /// Starts the background repair of a replicating server.
 pub fn start_repair(
+    args: &ReplicationArgs,
     options: &ServeOptions,
     globals: &Globals,
     shutdown: &Arc<AtomicBool>,
@@ -88,6 +92,9 @@ pub fn start_repair(
     let Some(replica) = &options.replication else {
         return Ok(());
     };
+    if args.replicate_no_repair {
+        return Ok(());
+    }
     refstore_replica::repair::spawn(
         replica.clone(),
         globals.vfs().clone(),
