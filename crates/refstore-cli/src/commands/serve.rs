@@ -114,7 +114,7 @@ pub struct Args {
     #[arg(long)]
     print_address: bool,
     #[command(flatten)]
-    replicate: replicate::ReplicationArgs,
+    replicate: Box<replicate::ReplicationArgs>,
 }
 
 /// How log lines are written.

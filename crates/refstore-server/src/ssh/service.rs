@@ -267,7 +267,13 @@ fn permitted(shared: &Shared, user: &str, command: &Command) -> Result<PathBuf, 
 fn open(shared: &Shared, path: &std::path::Path, command: &Command) -> Result<Repository, Outcome> {
     let options = &shared.options;
     match Repository::open(shared.vfs.clone(), path, &options.repository_overrides()) {
-        Ok(repo) => Ok(repo),
+        Ok(mut repo) => {
+            // Pushes over SSH reach the cluster's quorum as over HTTP.
+            if let Some(replica) = &options.replication {
+                repo.objects_stored = Some(replica.for_repository(command.relative()));
+            }
+            Ok(repo)
+        }
         Err(OpenError::NotARepository(_)) => Err(not_found(command)),
         Err(e) => {
             tracing::error!(repo = %command.path, "ssh: cannot open repository: {e}");
