@@ -115,6 +115,11 @@ fn packs(repo: &Path) -> Vec<String> {
 
 /// A work repository with one commit of `file`; its id.
 fn commit(home: &Path, work: &Path, file: &str) -> String {
+    commit_text(home, work, file, &format!("{file}\n"))
+}
+
+/// A commit of `file` holding `text`; its id.
+fn commit_text(home: &Path, work: &Path, file: &str, text: &str) -> String {
     if !work.exists() {
         git_ok(
             home,
@@ -122,7 +127,7 @@ fn commit(home: &Path, work: &Path, file: &str) -> String {
             &["init", "-q", "-b", "main", work.to_str().unwrap()],
         );
     }
-    std::fs::write(work.join(file), format!("{file}\n")).unwrap();
+    std::fs::write(work.join(file), text).unwrap();
     git_ok(home, work, &["add", file]);
     git_ok(home, work, &["commit", "-q", "-m", file]);
     git_ok(home, work, &["rev-parse", "HEAD"]).trim().to_owned()
@@ -335,7 +340,8 @@ fn a_node_that_was_down_catches_up_on_fetch_and_by_repair() {
     let n1 = cluster.start(1, &["--replicate-no-repair"]);
     let n2 = cluster.start(2, &["--replicate-no-repair"]);
     let work = home.join("work");
-    let first = commit(home, &work, "a");
+    let lines: Vec<String> = (0..2000).map(|i| format!("line {i}\n")).collect();
+    let first = commit_text(home, &work, "big", &lines.concat());
     let o = push(home, &work, &n1);
     assert!(o.status.success(), "{}", stderr(&o));
 
@@ -345,12 +351,16 @@ fn a_node_that_was_down_catches_up_on_fetch_and_by_repair() {
     assert!(packs(&cluster.repo(3)).is_empty());
     set_main(&cluster.repo(3), &first);
     assert_eq!(clone_and_fsck(home, &n3, &home.join("c1")), first);
-    assert_eq!(packs(&cluster.repo(3)), packs(&cluster.repo(1)));
+    let packs_before = packs(&cluster.repo(1));
+    assert_eq!(packs(&cluster.repo(3)), packs_before);
     drop(n3);
 
-    // Down again for a second push; its repair at startup brings it up
-    // to date before any fetch.
-    let second = commit(home, &work, "b");
+    // Down again for a second push, a thin pack (a delta against the
+    // first version of the file) that n2 completes before it replicates
+    // it; n3's repair at startup brings it up to date before any fetch.
+    let mut changed = lines;
+    changed[1000] = "changed\n".to_owned();
+    let second = commit_text(home, &work, "big", &changed.concat());
     let o = push(home, &work, &n2);
     assert!(o.status.success(), "{}", stderr(&o));
     let mut n3 = cluster.start(3, &[]);
@@ -358,6 +368,12 @@ fn a_node_that_was_down_catches_up_on_fetch_and_by_repair() {
     let expected = packs(&cluster.repo(2));
     assert_eq!(expected.len(), 2);
     assert_eq!(packs(&cluster.repo(3)), expected);
+    // The replicated pack holds the delta's base, added by completion.
+    let base = git_ok(home, &work, &["rev-parse", &format!("{first}:big")]);
+    let new_pack = expected.iter().find(|p| !packs_before.contains(p)).unwrap();
+    let idx = cluster.repo(3).join(format!("objects/pack/{new_pack}.idx"));
+    let listed = git_ok(home, home, &["verify-pack", "-v", idx.to_str().unwrap()]);
+    assert!(listed.contains(base.trim()), "{listed}");
     set_main(&cluster.repo(3), &second);
     assert_eq!(clone_and_fsck(home, &n3, &home.join("c2")), second);
     drop(n1);
