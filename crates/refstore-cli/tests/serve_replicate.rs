@@ -25,6 +25,8 @@ struct Cluster {
     home: PathBuf,
     ports: Vec<u16>,
     copies: usize,
+    /// `--replicate-timeout`.
+    timeout: &'static str,
 }
 
 impl Cluster {
@@ -45,6 +47,7 @@ impl Cluster {
             home: home.to_owned(),
             ports,
             copies,
+            timeout: "10",
         }
     }
 
@@ -70,7 +73,7 @@ impl Cluster {
             "--replicate-copies",
             &copies,
             "--replicate-timeout",
-            "10",
+            self.timeout,
         ];
         let node = format!("n{i}");
         args.extend(["--replicate-node", &node]);
@@ -315,10 +318,13 @@ fn a_push_is_acknowledged_once_a_peer_holds_its_pack() {
 fn without_enough_peers_a_push_is_refused_and_refs_stay() {
     let tmp = tempfile::tempdir().unwrap();
     let home = tmp.path();
-    let cluster = Cluster::new(home, 3, 2);
+    let mut cluster = Cluster::new(home, 3, 2);
+    cluster.timeout = "1";
     let n1 = cluster.start(1, &["--replicate-no-repair"]);
+    // n2 takes connections and never answers; n3 is down.
+    let hung = TcpListener::bind(("127.0.0.1", cluster.ports[1])).unwrap();
     let work = home.join("work");
-    commit(home, &work, "a");
+    let id = commit(home, &work, "a");
     let o = push(home, &work, &n1);
     assert!(!o.status.success());
     let err = stderr(&o);
@@ -330,6 +336,18 @@ fn without_enough_peers_a_push_is_refused_and_refs_stay() {
     let refs = git_ok(home, home, &["ls-remote", &n1.url("r.git")]);
     assert_eq!(refs, "");
     assert!(!cluster.repo(1).join("refs/heads/main").exists());
+
+    // Once n2 answers, the same push goes through.
+    drop(hung);
+    let n2 = cluster.start(2, &["--replicate-no-repair"]);
+    let o = push(home, &work, &n1);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let refs = git_ok(home, home, &["ls-remote", &n1.url("r.git")]);
+    assert_eq!(refs, format!("{id}\tHEAD\n{id}\trefs/heads/main\n"));
+    let pushed = packs(&cluster.repo(1));
+    assert!(!pushed.is_empty());
+    assert_eq!(packs(&cluster.repo(2)), pushed);
+    drop(n2);
 }
 
 #[test]
