@@ -149,10 +149,17 @@ fn set_main(repo: &Path, id: &str) {
 
 /// Clones `r.git` from `node` into `dest` and checks it with fsck.
 fn clone_and_fsck(home: &Path, node: &Served, dest: &Path) -> String {
+    clone_and_fsck_with(home, node, dest, "2")
+}
+
+/// [`clone_and_fsck`] in protocol `version`.
+fn clone_and_fsck_with(home: &Path, node: &Served, dest: &Path, version: &str) -> String {
+    let protocol = format!("protocol.version={version}");
+    let url = node.url("r.git");
     let o = git_net(
         home,
         home,
-        &["clone", "-q", &node.url("r.git"), dest.to_str().unwrap()],
+        &["-c", &protocol, "clone", "-q", &url, dest.to_str().unwrap()],
     );
     assert!(o.status.success(), "clone: {}", stderr(&o));
     git_ok(home, dest, &["fsck", "--full", "--strict"]);
@@ -352,6 +359,18 @@ fn without_enough_peers_a_push_is_refused_and_refs_stay() {
 
 #[test]
 fn a_node_that_was_down_catches_up_on_fetch_and_by_repair() {
+    catch_up("2");
+}
+
+#[test]
+fn a_node_that_was_down_catches_up_on_a_protocol_v0_fetch() {
+    catch_up("0");
+}
+
+/// A node down during a push catches up when a fetch in protocol
+/// `version` wants what it missed; down during another, it catches up by
+/// its repair at startup.
+fn catch_up(version: &str) {
     let tmp = tempfile::tempdir().unwrap();
     let home = tmp.path();
     let cluster = Cluster::new(home, 3, 2);
@@ -368,7 +387,8 @@ fn a_node_that_was_down_catches_up_on_fetch_and_by_repair() {
     let n3 = cluster.start(3, &["--replicate-no-repair"]);
     assert!(packs(&cluster.repo(3)).is_empty());
     set_main(&cluster.repo(3), &first);
-    assert_eq!(clone_and_fsck(home, &n3, &home.join("c1")), first);
+    let c1 = home.join("c1");
+    assert_eq!(clone_and_fsck_with(home, &n3, &c1, version), first);
     let packs_before = packs(&cluster.repo(1));
     assert_eq!(packs(&cluster.repo(3)), packs_before);
     drop(n3);

@@ -5,6 +5,7 @@
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod objects_stored;
+pub mod objects_wanted;
 pub mod pkt_line;
 pub mod receive_pack;
 pub mod repository;
@@ -12,5 +13,6 @@ pub mod upload_pack;
 pub mod version;
 
 pub use objects_stored::ObjectsStored;
+pub use objects_wanted::ObjectsWanted;
 pub use repository::Repository;
 pub use version::ProtocolVersion;

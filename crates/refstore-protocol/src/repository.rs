@@ -48,6 +48,9 @@ pub struct Repository {
     /// What must hold a push's packs before its refs change (`None`:
     /// this repository alone).
     pub objects_stored: Option<Arc<dyn crate::ObjectsStored>>,
+    /// What brings in objects a fetch wants and the repository lacks
+    /// (`None`: they are refused).
+    pub objects_wanted: Option<Arc<dyn crate::ObjectsWanted>>,
 }
 
 impl std::fmt::Debug for Repository {
@@ -124,6 +127,7 @@ impl Repository {
             refs,
             objects,
             objects_stored: None,
+            objects_wanted: None,
         })
     }
 

@@ -11,7 +11,6 @@
 use crate::packs;
 use crate::Replica;
 use refstore_protocol::Repository;
-use refstore_refs::ObjectId;
 
 impl Replica {
     /// Brings `repo` (named `name` on every node) up to the union of its
@@ -29,16 +28,6 @@ impl Replica {
             tracing::info!(repo = name, packs = added, "caught up from peers");
         }
         added
-    }
-
-    /// Catches up as [`Replica::catch_up`] if any of `wanted` is missing
-    /// here (a fetch wants what this node missed); true if packs were
-    /// added.
-    pub fn catch_up_for(&self, repo: &Repository, name: &str, wanted: &[ObjectId]) -> bool {
-        if wanted.iter().all(|id| repo.objects.contains(id)) {
-            return false;
-        }
-        self.catch_up(repo, name) > 0
     }
 
     fn catch_up_from(&self, repo: &Repository, name: &str, base: &str) -> Result<usize, String> {

@@ -11,9 +11,11 @@
 //! - [`packs`]: the local side of the replication endpoint (list, read,
 //!   index a received pack durably), which `refstore serve` exposes.
 //! - [`Replica`]: the remote side: sending a push's packs to peers until
-//!   a quorum holds them ([`Replica::for_repository`] gives receive-pack's
-//!   [`refstore_protocol::ObjectsStored`] step), and catching up from
-//!   peers ([`Replica::catch_up`], [`repair`]).
+//!   a quorum holds them, and catching up from peers
+//!   ([`Replica::catch_up`], [`repair`]). [`Replica::for_repository`]
+//!   gives a repository's steps: receive-pack's
+//!   [`refstore_protocol::ObjectsStored`] and upload-pack's
+//!   [`refstore_protocol::ObjectsWanted`].
 #![deny(missing_docs, unsafe_code)]
 
 mod catch_up;
@@ -24,10 +26,10 @@ mod peers;
 mod quorum;
 pub mod repair;
 pub mod secret;
-pub mod wants;
+mod steps;
 
 pub use peers::Peers;
-pub use quorum::ForRepository;
+pub use steps::ForRepository;
 
 use client::Client;
 use std::sync::Arc;
@@ -55,8 +57,8 @@ impl Replica {
         &self.peers
     }
 
-    /// Receive-pack's step for the repository a client named `name`
-    /// (its path below the served root, the same on every node).
+    /// The quorum and catch-up steps for the repository a client named
+    /// `name` (its path below the served root, the same on every node).
     pub fn for_repository(self: &Arc<Self>, name: &str) -> Arc<ForRepository> {
         Arc::new(ForRepository {
             replica: self.clone(),

@@ -7,23 +7,9 @@
 
 use crate::packs::{self, PackFile};
 use crate::Replica;
-use refstore_protocol::{ObjectsStored, Repository};
+use refstore_protocol::Repository;
 use std::sync::mpsc;
 use std::sync::Arc;
-
-/// Receive-pack's step for one repository of a replicating node.
-#[derive(Debug)]
-pub struct ForRepository {
-    pub(crate) replica: Arc<Replica>,
-    /// The repository's path below the served root.
-    pub(crate) name: String,
-}
-
-impl ObjectsStored for ForRepository {
-    fn objects_stored(&self, repo: &Repository, packs: &[String]) -> Result<(), String> {
-        self.replica.replicate(repo, &self.name, packs)
-    }
-}
 
 impl Replica {
     /// Sends the packs `packs` of `repo` (named `name` on every node) to

@@ -18,7 +18,6 @@ use crate::permits::Permits;
 use hyper::body::Incoming;
 use hyper::{Request, Response};
 use refstore_fs::Vfs;
-use refstore_protocol::repository::Repository;
 use std::io::Write;
 use std::net::SocketAddr;
 use std::sync::atomic::AtomicU64;
@@ -259,9 +258,7 @@ async fn answer_request(
             };
             let (tx, rx) = mpsc::channel(DEPTH);
             let name = route.repo.clone();
-            let catch_up = state.clone();
             let started = run(state, answer, &route, path, move |repo| {
-                let repo = caught_up(&catch_up, repo, &name, &request);
                 let mut out = ChannelWriter::new(tx);
                 let result = services::upload_pack(&repo, version, &mut &request[..], &mut out)
                     .and_then(|()| out.flush().map_err(|e| e.to_string()));
@@ -278,27 +275,6 @@ async fn answer_request(
         }
         Service::ReceivePack => {
             push::push(state, answer, &route, path, input, encoding, limit).await
-        }
-    }
-}
-
-/// The repository, reopened after fetching from the cluster's other
-/// nodes the packs it lacks if the fetch wants objects it does not have
-/// (this node was down when they were pushed); as it is otherwise.
-fn caught_up(state: &State, repo: Repository, name: &str, request: &[u8]) -> Repository {
-    let Some(replica) = &state.options.replication else {
-        return repo;
-    };
-    let wanted = refstore_replica::wants::wanted(request, repo.object_format());
-    if !replica.catch_up_for(&repo, name, &wanted) {
-        return repo;
-    }
-    let overrides = state.options.repository_overrides();
-    match Repository::open_location(state.vfs.clone(), repo.location.clone(), &overrides) {
-        Ok(reopened) => reopened,
-        Err(e) => {
-            tracing::warn!(repo = %name, "cannot reopen the repository after catching up: {e}");
-            repo
         }
     }
 }

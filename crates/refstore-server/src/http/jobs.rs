@@ -36,7 +36,9 @@ pub(super) async fn run<T: Send + 'static>(
         ) {
             Ok(mut repo) => {
                 if let Some(replica) = &options.replication {
-                    repo.objects_stored = Some(replica.for_repository(&repo_name));
+                    let steps = replica.for_repository(&repo_name);
+                    repo.objects_stored = Some(steps.clone());
+                    repo.objects_wanted = Some(steps);
                 }
                 let _ = opened_tx.send(Ok(()));
                 Some(service(repo))

@@ -268,9 +268,11 @@ fn open(shared: &Shared, path: &std::path::Path, command: &Command) -> Result<Re
     let options = &shared.options;
     match Repository::open(shared.vfs.clone(), path, &options.repository_overrides()) {
         Ok(mut repo) => {
-            // Pushes over SSH reach the cluster's quorum as over HTTP.
+            // Pushes and fetches over SSH reach the cluster as over HTTP.
             if let Some(replica) = &options.replication {
-                repo.objects_stored = Some(replica.for_repository(command.relative()));
+                let steps = replica.for_repository(command.relative());
+                repo.objects_stored = Some(steps.clone());
+                repo.objects_wanted = Some(steps);
             }
             Ok(repo)
         }
