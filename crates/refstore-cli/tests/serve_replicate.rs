@@ -2,8 +2,10 @@
 //! machine's git over HTTP on loopback: the internal endpoint opens only
 //! to the shared secret and stays below the served root; a push is
 //! acknowledged once `object_copies` nodes hold its pack, and refused
-//! with every ref unchanged when too few can; a node that was down
-//! catches up when a fetch needs what it missed, and by its repair.
+//! with every ref unchanged when too few can (down, or never answering);
+//! concurrent pushes through every node, with few workers, each reach a
+//! quorum; a node that was down catches up when a fetch (protocol v0 or
+//! v2) needs what it missed, and by its repair.
 //!
 //! Each node keeps its refs in its own repository here; where a test
 //! needs a node to show a ref another node wrote (as a shared ref store
@@ -415,4 +417,48 @@ fn catch_up(version: &str) {
     set_main(&cluster.repo(3), &second);
     assert_eq!(clone_and_fsck(home, &n3, &home.join("c2")), second);
     drop(n1);
+}
+
+#[test]
+fn concurrent_pushes_through_every_node_each_reach_a_quorum() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path();
+    let cluster = Cluster::new(home, 3, 2);
+    // Two workers each: pushes waiting for their peers hold every turn
+    // while the peers' replication requests must still be served.
+    let nodes: Vec<Served> = (1..=3)
+        .map(|i| cluster.start(i, &["--replicate-no-repair", "--workers", "2"]))
+        .collect();
+    let pushes: Vec<(usize, String)> = (0..9)
+        .map(|i| {
+            let work = home.join(format!("work{i}"));
+            (i % 3, commit(home, &work, &format!("f{i}")))
+        })
+        .collect();
+    std::thread::scope(|scope| {
+        for (i, (node, _)) in pushes.iter().enumerate() {
+            let (nodes, work) = (&nodes, home.join(format!("work{i}")));
+            scope.spawn(move || {
+                let url = nodes[*node].url_as("alice", "pw", "r.git");
+                let refspec = format!("main:refs/heads/b{i}");
+                let o = git_net(home, &work, &["push", &url, &refspec]);
+                assert!(o.status.success(), "push {i}: {}", stderr(&o));
+            });
+        }
+    });
+    for (i, (_, id)) in pushes.iter().enumerate() {
+        let holders = (1..=3)
+            .filter(|&n| {
+                let repo = cluster.repo(n);
+                git(
+                    home,
+                    &repo,
+                    &["cat-file", "-e", &format!("{id}^{{commit}}")],
+                )
+                .status
+                .success()
+            })
+            .count();
+        assert!(holders >= 2, "push {i} is on {holders} node(s)");
+    }
 }
