@@ -44,6 +44,8 @@ pub struct Migrated {
     pub loose: usize,
     /// Packs installed (or found already there).
     pub packs: usize,
+    /// Their names (`pack-<hex>`).
+    pub pack_names: Vec<String>,
     /// `.keep` files this migration created, to remove once the refs that
     /// need the packs are written.
     pub keep_files: Vec<PathBuf>,
@@ -193,6 +195,11 @@ impl Quarantine {
                 self.link(from, to, false)?;
                 batch.dir_changed(to.parent().expect("in objects/pack"));
                 migrated.packs += 1;
+                if let Some(name) = to.file_stem() {
+                    migrated
+                        .pack_names
+                        .push(name.to_string_lossy().into_owned());
+                }
             }
             batch.flush_dirs()?;
         }

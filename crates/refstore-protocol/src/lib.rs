@@ -4,11 +4,15 @@
 
 #[doc(hidden)]
 pub mod fuzzing;
+pub mod objects_stored;
+pub mod objects_wanted;
 pub mod pkt_line;
 pub mod receive_pack;
 pub mod repository;
 pub mod upload_pack;
 pub mod version;
 
+pub use objects_stored::ObjectsStored;
+pub use objects_wanted::ObjectsWanted;
 pub use repository::Repository;
 pub use version::ProtocolVersion;

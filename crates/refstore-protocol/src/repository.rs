@@ -45,6 +45,12 @@ pub struct Repository {
     pub refs: Arc<dyn Backend>,
     /// Its objects.
     pub objects: Odb,
+    /// What must hold a push's packs before its refs change (`None`:
+    /// this repository alone).
+    pub objects_stored: Option<Arc<dyn crate::ObjectsStored>>,
+    /// What brings in objects a fetch wants and the repository lacks
+    /// (`None`: they are refused).
+    pub objects_wanted: Option<Arc<dyn crate::ObjectsWanted>>,
 }
 
 impl std::fmt::Debug for Repository {
@@ -120,6 +126,8 @@ impl Repository {
             vfs,
             refs,
             objects,
+            objects_stored: None,
+            objects_wanted: None,
         })
     }
 

@@ -1,6 +1,8 @@
 //! `refstore serve`: smart HTTP, and SSH with `--ssh-listen`, for every
 //! repository below a directory.
 
+mod replicate;
+
 use crate::context::{Fatal, Globals};
 use refstore_fs::Vfs;
 use refstore_server::access::{AccessRules, Reloadable};
@@ -111,6 +113,8 @@ pub struct Args {
     /// address after it.
     #[arg(long)]
     print_address: bool,
+    #[command(flatten)]
+    replicate: Box<replicate::ReplicationArgs>,
 }
 
 /// How log lines are written.
@@ -144,6 +148,7 @@ pub fn run(args: Args, globals: &Globals) -> Result<u8, Fatal> {
     options.max_push_request = args.max_push_request;
     options.max_push_inflated = args.max_push_inflated;
     options.config_overrides = globals.config_overrides().to_vec();
+    options.replication = replicate::replica(&args.replicate, globals)?;
     if let Some(path) = &args.credentials {
         let path = globals.cwd().join(path);
         options.credentials = read_parsed(
@@ -199,6 +204,7 @@ pub fn run(args: Args, globals: &Globals) -> Result<u8, Fatal> {
     let metrics = options.metrics.clone();
     let server =
         Server::bind(&args.listen, options.clone(), globals.vfs().clone()).map_err(Fatal::new)?;
+    replicate::start_repair(&args.replicate, &options, globals, &shutdown)?;
     let ssh = bind_ssh(
         &args,
         globals,

@@ -34,10 +34,21 @@ impl Served {
         extra: &[&str],
         env: &[(&str, &str)],
     ) -> Served {
+        Served::start_listening(home, root, "127.0.0.1:0", extra, env)
+    }
+
+    /// [`Served::start_with_env`] on the address `listen`.
+    pub fn start_listening(
+        home: &Path,
+        root: &Path,
+        listen: &str,
+        extra: &[&str],
+        env: &[(&str, &str)],
+    ) -> Served {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_refstore"));
         isolate(&mut cmd, home)
             .envs(env.iter().copied())
-            .args(["serve", "--listen", "127.0.0.1:0", "--print-address"])
+            .args(["serve", "--listen", listen, "--print-address"])
             .arg("--root")
             .arg(root)
             .args(extra);

@@ -15,7 +15,10 @@
 //!    beyond `refstore.maxPushInflated` is refused as it is read
 //!    (`limits.rs`);
 //! 4. the `pre-receive` hook, which sees the quarantined objects; if it
-//!    accepts, the objects move into the repository, durably (`hooks.rs`);
+//!    accepts, the objects move into the repository, durably (`hooks.rs`),
+//!    and the repository's [`crate::ObjectsStored`] step, if any, may
+//!    still refuse every ref (a cluster whose other nodes do not hold the
+//!    packs);
 //! 5. git's per-ref policies and the `update` hook, then all accepted
 //!    updates in one transaction with one flush point, atomic or per ref,
 //!    with the `reference-transaction` hook (`update.rs`,
@@ -226,7 +229,14 @@ impl<W: Write> Push<'_, '_, W> {
             let method = fsync.method_for(Component::Pack);
             match quarantine.migrate(method, fsync.batch_mechanism()) {
                 Ok(migrated) => {
-                    let applied = self.apply();
+                    let applied = match self.objects_stored(&migrated.pack_names) {
+                        Ok(()) => self.apply(),
+                        Err(reason) => {
+                            self.messages.push(format!("error: {reason}"));
+                            self.fail_rest(&reason);
+                            Ok(())
+                        }
+                    };
                     // The refs are written (or refused): the packs no
                     // longer need protection from gc, whatever happened.
                     for keep in &migrated.keep_files {
@@ -247,6 +257,16 @@ impl<W: Write> Push<'_, '_, W> {
             }
         }
         self.apply()
+    }
+
+    /// Asks the repository's [`crate::ObjectsStored`], if it has one,
+    /// whether the migrated packs are stored well enough for refs to
+    /// change.
+    fn objects_stored(&self, packs: &[String]) -> Result<(), String> {
+        match &self.repo.objects_stored {
+            Some(step) => step.objects_stored(self.repo, packs),
+            None => Ok(()),
+        }
     }
 
     /// Applies the commands not refused yet, recording each outcome.

@@ -54,6 +54,7 @@ pub(super) fn serve(session: &mut Session<'_>) -> Result<(), UploadPackError> {
         // `git ls-remote` reads the advertisement and leaves.
         return Ok(());
     };
+    crate::objects_wanted::bring_in(repo, &wants);
     let mut graph = Graph::open(repo.vfs.clone(), repo.objects.objects_dir(), format)?;
     let stateless = session.options.stateless_rpc;
     wants::check(

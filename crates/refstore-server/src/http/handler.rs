@@ -85,6 +85,9 @@ async fn answer_request(
         .as_ref()
         .map(|l| l.target.clone())
         .unwrap_or_default();
+    if target.starts_with(refstore_replica::ENDPOINT_PREFIX) {
+        return super::replicate::handle(state, request, answer, &target).await;
+    }
     let route = match route::route(request.method().as_str(), &target) {
         Ok(route) => route,
         Err(refusal) => {

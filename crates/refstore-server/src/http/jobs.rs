@@ -25,6 +25,7 @@ pub(super) async fn run<T: Send + 'static>(
     let permit = state.permits.acquire(address).await;
     let (opened_tx, opened) = tokio::sync::oneshot::channel();
     let job_state = state.clone();
+    let repo_name = route.repo.clone();
     let job = tokio::task::spawn_blocking(move || {
         let _permit = permit;
         let options = &job_state.options;
@@ -33,7 +34,12 @@ pub(super) async fn run<T: Send + 'static>(
             &path,
             &options.repository_overrides(),
         ) {
-            Ok(repo) => {
+            Ok(mut repo) => {
+                if let Some(replica) = &options.replication {
+                    let steps = replica.for_repository(&repo_name);
+                    repo.objects_stored = Some(steps.clone());
+                    repo.objects_wanted = Some(steps);
+                }
                 let _ = opened_tx.send(Ok(()));
                 Some(service(repo))
             }

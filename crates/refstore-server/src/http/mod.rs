@@ -25,6 +25,7 @@ mod handler;
 mod jobs;
 mod pace;
 mod push;
+mod replicate;
 mod respond;
 pub mod route;
 mod services;
@@ -84,6 +85,11 @@ pub struct ServeOptions {
     /// given to receive-pack as `refstore.maxPushInflated`, over what the
     /// repository's configuration says.
     pub max_push_inflated: u64,
+    /// Replicate pushes' objects to the other nodes of a cluster, and
+    /// serve them the internal replication endpoint (`None`: a node
+    /// alone). Pushes then always keep their objects as a pack
+    /// (`receive.unpackLimit` is 0): packs are what nodes exchange.
+    pub replication: Option<Arc<refstore_replica::Replica>>,
 }
 
 impl ServeOptions {
@@ -107,17 +113,25 @@ impl ServeOptions {
             metrics: Arc::new(Metrics::new()),
             tls: None,
             max_push_inflated: refstore_protocol::receive_pack::DEFAULT_MAX_PUSH_INFLATED,
+            replication: None,
         }
     }
 
     /// The configuration a served repository is opened with: the command
-    /// line's, and the server's bound on what a push inflates to.
+    /// line's, the server's bound on what a push inflates to, and, when
+    /// replicating, pushes kept as packs.
     pub fn repository_overrides(&self) -> Vec<refstore_fs::config::Override> {
         let mut overrides = self.config_overrides.clone();
         overrides.push(refstore_fs::config::Override {
             key: refstore_protocol::receive_pack::MAX_PUSH_INFLATED_KEY.to_owned(),
             value: Some(self.max_push_inflated.to_string()),
         });
+        if self.replication.is_some() {
+            overrides.push(refstore_fs::config::Override {
+                key: "receive.unpackLimit".to_owned(),
+                value: Some("0".to_owned()),
+            });
+        }
         overrides
     }
 }

@@ -119,7 +119,7 @@ pub fn route(method: &str, url: &str) -> Result<Route, Refusal> {
 }
 
 /// Decodes `%xx` escapes; `None` for a bad escape, a NUL or invalid UTF-8.
-fn percent_decode(text: &str) -> Option<String> {
+pub(crate) fn percent_decode(text: &str) -> Option<String> {
     let bytes = text.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;

@@ -99,6 +99,7 @@ pub(super) fn serve(
         shallow,
         filter,
     } = parse_arguments(arguments, format, &FilterPolicy::read(&repo.config)?)?;
+    crate::objects_wanted::bring_in(repo, &wanted);
 
     let snapshot = RefSnapshot::read(repo.refs.as_ref(), &repo.objects)?;
     let mut graph = Graph::open(repo.vfs.clone(), repo.objects.objects_dir(), format)?;

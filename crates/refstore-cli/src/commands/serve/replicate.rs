@@ -1,0 +1,107 @@
+//! `serve`'s hidden replication flags: a node of a cluster whose pushes'
+//! objects reach `--replicate-copies` nodes before their refs change. A
+//! cluster's configuration file fills the same values; these flags give
+//! them directly.
+
+use crate::context::{Fatal, Globals};
+use refstore_replica::{Peers, Replica};
+use refstore_server::ServeOptions;
+use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The replication flags.
+#[derive(Debug, clap::Args)]
+pub struct ReplicationArgs {
+    /// This node's name, one of --replicate-peer's.
+    #[arg(long, hide = true, value_name = "name", requires_all = ["replicate_peer", "replicate_secret"])]
+    replicate_node: Option<String>,
+    /// A node of the cluster, this one included: `<name>=http://host:port`.
+    #[arg(
+        long,
+        hide = true,
+        value_name = "name=url",
+        requires = "replicate_node"
+    )]
+    replicate_peer: Vec<String>,
+    /// Nodes, this one included, that hold a push's objects before its
+    /// refs change.
+    #[arg(long, hide = true, value_name = "n", default_value_t = 2)]
+    replicate_copies: usize,
+    /// A file holding the secret the nodes share (its whitespace trimmed).
+    #[arg(long, hide = true, value_name = "file", requires = "replicate_node")]
+    replicate_secret: Option<PathBuf>,
+    /// How long a peer may take to answer one request.
+    #[arg(long, hide = true, value_name = "seconds", default_value_t = 30.0)]
+    replicate_timeout: f64,
+    /// Seconds between background repairs (0: only at startup).
+    #[arg(long, hide = true, value_name = "seconds", default_value_t = 60.0)]
+    replicate_repair_every: f64,
+    /// No background repair at all (fetches still catch up).
+    #[arg(long, hide = true)]
+    replicate_no_repair: bool,
+}
+
+/// The replication the flags ask for, if any.
+pub fn replica(args: &ReplicationArgs, globals: &Globals) -> Result<Option<Arc<Replica>>, Fatal> {
+    let Some(node) = &args.replicate_node else {
+        return Ok(None);
+    };
+    let mut nodes = Vec::new();
+    for peer in &args.replicate_peer {
+        let (name, url) = peer.split_once('=').ok_or_else(|| {
+            Fatal::new(format!("--replicate-peer '{peer}': expected <name>=<url>"))
+        })?;
+        nodes.push((name.to_owned(), url.to_owned()));
+    }
+    let secret_file = args
+        .replicate_secret
+        .as_ref()
+        .map(|path| globals.cwd().join(path))
+        .ok_or_else(|| Fatal::new("--replicate-node needs --replicate-secret <file>"))?;
+    let secret = globals
+        .vfs()
+        .read(&secret_file)
+        .map_err(|e| Fatal::new(format!("replication secret: {e}")))?;
+    let secret = secret.trim_ascii().to_vec();
+    let seconds = |value: f64, flag: &str| {
+        if value.is_finite() && value >= 0.0 {
+            Ok(Duration::from_secs_f64(value))
+        } else {
+            Err(Fatal::new(format!(
+                "--{flag} {value}: give a number of seconds"
+            )))
+        }
+    };
+    let mut peers = Peers::new(node.clone(), nodes, args.replicate_copies, secret);
+    peers.timeout = seconds(args.replicate_timeout, "replicate-timeout")?;
+    let every = seconds(args.replicate_repair_every, "replicate-repair-every")?;
+    peers.repair_every = (!every.is_zero()).then_some(every);
+    peers.check().map_err(Fatal::new)?;
+    Ok(Some(Arc::new(Replica::new(peers))))
+}
+
+/// Starts the background repair of a replicating server.
+pub fn start_repair(
+    args: &ReplicationArgs,
+    options: &ServeOptions,
+    globals: &Globals,
+    shutdown: &Arc<AtomicBool>,
+) -> Result<(), Fatal> {
+    let Some(replica) = &options.replication else {
+        return Ok(());
+    };
+    if args.replicate_no_repair {
+        return Ok(());
+    }
+    refstore_replica::repair::spawn(
+        replica.clone(),
+        globals.vfs().clone(),
+        options.root.clone(),
+        options.repository_overrides(),
+        shutdown.clone(),
+    )
+    .map(drop)
+    .map_err(|e| Fatal::new(format!("cannot start the repair: {e}")))
+}

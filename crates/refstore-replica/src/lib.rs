@@ -1,0 +1,68 @@
+//! A push's objects on a quorum of refstore nodes.
+//!
+//! Every node of a cluster serves the same repositories. A push received
+//! by one node is acknowledged only once `object_copies` nodes, this one
+//! included, hold its packs durably; a node that missed packs (it was
+//! down) fetches them from its peers before it serves a fetch that needs
+//! them, and a background repair brings it up to date.
+//!
+//! - [`Peers`]: the configuration, as plain values.
+//! - [`secret`]: how nodes authenticate to each other.
+//! - [`packs`]: the local side of the replication endpoint (list, read,
+//!   index a received pack durably), which `refstore serve` exposes.
+//! - [`Replica`]: the remote side: sending a push's packs to peers until
+//!   a quorum holds them, and catching up from peers
+//!   ([`Replica::catch_up`], [`repair`]). [`Replica::for_repository`]
+//!   gives a repository's steps: receive-pack's
+//!   [`refstore_protocol::ObjectsStored`] and upload-pack's
+//!   [`refstore_protocol::ObjectsWanted`].
+#![deny(missing_docs, unsafe_code)]
+
+mod catch_up;
+mod client;
+mod idx;
+pub mod packs;
+mod peers;
+mod quorum;
+pub mod repair;
+pub mod secret;
+mod steps;
+
+pub use peers::Peers;
+pub use steps::ForRepository;
+
+use client::Client;
+use std::sync::Arc;
+
+/// The paths of the replication endpoint start with this, below a node's
+/// address.
+pub const ENDPOINT_PREFIX: &str = "/_refstore/replicate/";
+
+/// A node's replication: its peers and a client to reach them.
+#[derive(Debug)]
+pub struct Replica {
+    peers: Peers,
+    client: Client,
+}
+
+impl Replica {
+    /// Replication as `peers` configures it.
+    pub fn new(peers: Peers) -> Replica {
+        let client = Client::new(&peers.secret, peers.timeout);
+        Replica { peers, client }
+    }
+
+    /// Its configuration.
+    pub fn peers(&self) -> &Peers {
+        &self.peers
+    }
+
+    /// The quorum and catch-up steps for the repository a client named
+    /// `name` (its path below the served root, the same on every node).
+    pub fn for_repository(self: &Arc<Self>, name: &str) -> Arc<ForRepository> {
+        Arc::new(ForRepository {
+            replica: self.clone(),
+            name: name.to_owned(),
+        })
+    }
+}
