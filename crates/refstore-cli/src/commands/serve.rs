@@ -111,6 +111,12 @@ pub struct Args {
     /// address after it.
     #[arg(long)]
     print_address: bool,
+    /// Join the cluster this file describes: the served repositories'
+    /// refs are kept in the cluster's etcd (seed them once with
+    /// `refstore cluster import`), pushes are stored as packs, and
+    /// background maintenance is off.
+    #[arg(long, value_name = "file")]
+    cluster: Option<PathBuf>,
 }
 
 /// How log lines are written.
@@ -144,6 +150,9 @@ pub fn run(args: Args, globals: &Globals) -> Result<u8, Fatal> {
     options.max_push_request = args.max_push_request;
     options.max_push_inflated = args.max_push_inflated;
     options.config_overrides = globals.config_overrides().to_vec();
+    if let Some(path) = &args.cluster {
+        join_cluster(&mut options, globals, &globals.cwd().join(path))?;
+    }
     if let Some(path) = &args.credentials {
         let path = globals.cwd().join(path);
         options.credentials = read_parsed(
@@ -234,6 +243,24 @@ pub fn run(args: Args, globals: &Globals) -> Result<u8, Fatal> {
         endpoint.join();
     }
     Ok(0)
+}
+
+/// Serves the repositories' refs from the cluster `path` describes. A
+/// push's objects are kept as one pack (`receive.unpackLimit=0`), the unit
+/// nodes copy; maintenance, which would judge reachability by the local
+/// refs, does not run.
+fn join_cluster(options: &mut ServeOptions, globals: &Globals, path: &Path) -> Result<(), Fatal> {
+    let config = super::cluster::read_config(globals.vfs().as_ref(), path)?;
+    let cluster = refstore_cluster::Cluster::connect(config).map_err(Fatal::new)?;
+    options.ref_source = Some(Arc::new(super::cluster::ClusterRefs(cluster)));
+    options.maintenance_workers = 0;
+    options
+        .config_overrides
+        .push(refstore_fs::config::Override {
+            key: "receive.unpackLimit".to_owned(),
+            value: Some("0".to_owned()),
+        });
+    Ok(())
 }
 
 /// Starts the metrics listener and makes `metrics` the observer of the

@@ -28,11 +28,7 @@ pub(super) async fn run<T: Send + 'static>(
     let job = tokio::task::spawn_blocking(move || {
         let _permit = permit;
         let options = &job_state.options;
-        match Repository::open(
-            job_state.vfs.clone(),
-            &path,
-            &options.repository_overrides(),
-        ) {
+        match options.open_repository(job_state.vfs.clone(), &path) {
             Ok(repo) => {
                 let _ = opened_tx.send(Ok(()));
                 Some(service(repo))

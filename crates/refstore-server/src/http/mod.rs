@@ -84,6 +84,9 @@ pub struct ServeOptions {
     /// given to receive-pack as `refstore.maxPushInflated`, over what the
     /// repository's configuration says.
     pub max_push_inflated: u64,
+    /// Where served repositories' refs are kept instead of their own ref
+    /// store (`--cluster`); `None`: their own.
+    pub ref_source: Option<Arc<dyn crate::ref_source::RefSource>>,
 }
 
 impl ServeOptions {
@@ -107,6 +110,7 @@ impl ServeOptions {
             metrics: Arc::new(Metrics::new()),
             tls: None,
             max_push_inflated: refstore_protocol::receive_pack::DEFAULT_MAX_PUSH_INFLATED,
+            ref_source: None,
         }
     }
 

@@ -266,7 +266,7 @@ fn permitted(shared: &Shared, user: &str, command: &Command) -> Result<PathBuf, 
 
 fn open(shared: &Shared, path: &std::path::Path, command: &Command) -> Result<Repository, Outcome> {
     let options = &shared.options;
-    match Repository::open(shared.vfs.clone(), path, &options.repository_overrides()) {
+    match options.open_repository(shared.vfs.clone(), path) {
         Ok(repo) => Ok(repo),
         Err(OpenError::NotARepository(_)) => Err(not_found(command)),
         Err(e) => {
