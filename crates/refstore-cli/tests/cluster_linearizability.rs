@@ -243,7 +243,7 @@ fn refs_are_linearizable_under_node_kills_pauses_and_etcd_member_kills() {
     let history = history.into_inner().unwrap();
     let mut json = String::from("[\n");
     for (i, record) in history.iter().enumerate() {
-        let _ = write!(json, "{}{}\n", if i > 0 { "," } else { "" }, record.json());
+        let _ = writeln!(json, "{}{}", if i > 0 { "," } else { "" }, record.json());
     }
     json.push(']');
     let file = tmp.path().join("history.json");

@@ -46,7 +46,8 @@ pub enum Command {
     /// Show where the repository is and what format it has (like `git rev-parse`).
     RevParse(rev_parse::Args),
     /// Serve the repositories below a directory over smart HTTP (clone, fetch, push).
-    Serve(serve::Args),
+    // Boxed: by far the largest arguments, parsed once.
+    Serve(Box<serve::Args>),
     /// List references, or check that they exist (like `git show-ref`).
     ShowRef(show_ref::Args),
     /// Read, set or delete a symbolic ref (like `git symbolic-ref`).
@@ -161,7 +162,7 @@ pub fn run(command: Command, globals: &Globals) -> Result<u8, Fatal> {
         Command::ReceivePack(args) => receive_pack::run(args, globals),
         Command::Refs(args) => refs::run(args, globals),
         Command::RevParse(args) => rev_parse::run(args, globals),
-        Command::Serve(args) => serve::run(args, globals),
+        Command::Serve(args) => serve::run(*args, globals),
         Command::ShowRef(args) => show_ref::run(args, globals),
         Command::SymbolicRef(args) => symbolic_ref::run(args, globals),
         Command::UnpackObjects(args) => unpack_objects::run(args, globals),
