@@ -94,7 +94,12 @@ impl ClusterConfig {
             ));
         }
         for endpoint in &raw.etcd {
-            if !(endpoint.starts_with("http://") || endpoint.starts_with("https://")) {
+            if endpoint.starts_with("https://") {
+                return Err(fail(format!(
+                    "etcd endpoint '{endpoint}': TLS to etcd is not supported; reach etcd over a private network with http://"
+                )));
+            }
+            if !endpoint.starts_with("http://") {
                 return Err(fail(format!(
                     "etcd endpoint '{endpoint}' is not a URL (http://host:port)"
                 )));

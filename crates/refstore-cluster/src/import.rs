@@ -4,7 +4,7 @@
 //!
 //! The copy refuses to run over refs already in etcd (they would be the
 //! cluster's newer state) unless forced, in which case etcd's refs of the
-//! repository are replaced. The refs are written in transactions of
+//! repository are deleted first and replaced. The refs are written in transactions of
 //! [`CHUNK`] refs, within etcd's default limit on operations per
 //! transaction; the first one checks that etcd holds no ref of the
 //! repository, so two imports cannot interleave.
@@ -46,8 +46,18 @@ pub fn import(
     }
     let keys = target.keys();
     let (start, end) = keys.refs_starting_with(b"");
-    let mut first = true;
-    for chunk in refs.chunks(CHUNK) {
+    if force {
+        // etcd refuses a transaction that deletes a range and writes keys
+        // inside it, so the old refs go first.
+        let (start, end) = (start.clone(), end.clone());
+        run(target, move || {
+            Txn::new().and_then([TxnOp::delete(
+                start.clone(),
+                Some(DeleteOptions::new().with_range(end.clone())),
+            )])
+        })?;
+    }
+    for (n, chunk) in refs.chunks(CHUNK).enumerate() {
         let mut writes: Vec<TxnOp> = chunk
             .iter()
             .map(|r| {
@@ -68,33 +78,32 @@ pub fn import(
             target.cluster().config.node.as_bytes(),
             None,
         ));
-        let mut txn = Txn::new();
-        if first && force {
-            writes.insert(
-                0,
-                TxnOp::delete(
-                    start.clone(),
-                    Some(DeleteOptions::new().with_range(end.clone())),
-                ),
-            );
-        } else if first {
-            txn = txn.when([
-                Compare::version(start.clone(), CompareOp::Equal, 0).with_range(end.clone())
-            ]);
-        }
-        let txn = txn.and_then(writes);
-        let applied = target
-            .cluster()
-            .etcd()
-            .call(Consistency::Quorum, move |mut client| {
-                let txn = txn.clone();
-                async move { Ok(client.txn(txn).await?.succeeded()) }
-            })
-            .map_err(|e: EtcdError| ImportError::Read(unavailable(e)))?;
+        let guard = (n == 0)
+            .then(|| Compare::version(start.clone(), CompareOp::Equal, 0).with_range(end.clone()));
+        let applied = run(target, move || {
+            Txn::new()
+                .when(guard.clone().into_iter().collect::<Vec<_>>())
+                .and_then(writes.clone())
+        })?;
         if !applied {
             return Err(ImportError::AlreadyThere(name.to_owned()));
         }
-        first = false;
     }
     Ok(refs.len())
+}
+
+/// Runs the transaction `make` builds; true if its condition held.
+fn run(
+    target: &EtcdBackend,
+    make: impl Fn() -> Txn + Send + Sync + 'static,
+) -> Result<bool, ImportError> {
+    let make = std::sync::Arc::new(make);
+    target
+        .cluster()
+        .etcd()
+        .call(Consistency::Quorum, move |mut client| {
+            let txn = make();
+            async move { Ok(client.txn(txn).await?.succeeded()) }
+        })
+        .map_err(|e: EtcdError| ImportError::Read(unavailable(e)))
 }

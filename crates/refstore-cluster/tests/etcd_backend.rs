@@ -451,3 +451,59 @@ fn without_quorum_writes_are_refused_and_reads_still_answer() {
     let listed = names(&refs, b"refs/");
     assert!(listed.contains(&"refs/heads/b4".to_owned()), "{listed:?}");
 }
+
+#[test]
+fn import_copies_refs_once_and_force_replaces_them() {
+    use refstore_cluster::import::{import, ImportError};
+    let etcd = EtcdCluster::start(1);
+    let node = cluster(&etcd, "n1");
+    let source = node.refs("source.git", ObjectFormat::Sha1);
+    let o = options();
+    let mut updates: Vec<Update> = (0..250u16)
+        .map(|n| {
+            set(
+                &format!("refs/heads/b{n:03}"),
+                Target::Object(id((n % 200) as u8 + 1)),
+                Expected::Absent,
+            )
+        })
+        .collect();
+    updates.push(Update {
+        name: name("HEAD"),
+        change: Change::Set(Target::Symbolic(name("refs/heads/b000"))),
+        expected: Expected::Any,
+        no_deref: true,
+    });
+    source.commit(&tx(updates, false), &o).unwrap();
+
+    let target = node.refs("target.git", ObjectFormat::Sha1);
+    assert_eq!(
+        import(&target, source.as_ref(), "target.git", false).unwrap(),
+        251
+    );
+    assert_eq!(names(&target, b"refs/"), names(&source, b"refs/"));
+    assert_eq!(
+        target.resolve(&name("HEAD")).unwrap().unwrap().name,
+        name("refs/heads/b000")
+    );
+    assert!(matches!(
+        import(&target, source.as_ref(), "target.git", false),
+        Err(ImportError::AlreadyThere(_))
+    ));
+
+    // Forced, the target's refs become the source's, and no more.
+    let extra = tx(
+        vec![set(
+            "refs/heads/zzz",
+            Target::Object(id(9)),
+            Expected::Absent,
+        )],
+        false,
+    );
+    target.commit(&extra, &o).unwrap();
+    assert_eq!(
+        import(&target, source.as_ref(), "target.git", true).unwrap(),
+        251
+    );
+    assert_eq!(names(&target, b"refs/"), names(&source, b"refs/"));
+}
