@@ -74,10 +74,11 @@ fn checker(out: &Path) -> PathBuf {
     let go = ["/usr/local/go/bin/go", "go"]
         .into_iter()
         .find(|g| Command::new(g).arg("version").output().is_ok())
-        .expect("Go is needed to build the Porcupine checker: install it (https://go.dev/dl/)");
+        .expect("Go is needed to build the Porcupine checker: scripts/install-deps installs it");
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../interop/porcupine");
     let binary = out.join("porcupine-check");
     let o = Command::new(go)
+        .env("GOTOOLCHAIN", "local")
         .args(["build", "-o"])
         .arg(&binary)
         .arg(".")
