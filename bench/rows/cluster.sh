@@ -4,8 +4,9 @@
 # - a push of 100 new refs (no new objects, so the ref transaction is what
 #   is measured): latency of one pusher, and latency and throughput with 8
 #   concurrent pushers;
-# - `git ls-remote` of a repository with 100k refs (the cluster node's copy
-#   is warm: the advertisement costs one linearizable etcd read).
+# - `git ls-remote` of a repository with 100k refs: the first on the node
+#   (the cluster node reads every ref from etcd), then with the node's copy
+#   warm (the advertisement costs one linearizable etcd read).
 # Both nodes run here with the same options; only --cluster differs. The
 # row prints its own table (single node vs cluster), not git vs refstore.
 command -v etcd >/dev/null || { echo "error: etcd is missing (scripts/install-deps installs it)" >&2; exit 1; }
@@ -95,7 +96,7 @@ push_refs() {
 }
 median() { sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
-declare -A one eight rate adv
+declare -A one eight rate adv cold
 for node in single cluster; do
     eval "port=\$${node}_port"
     one[$node]=$(for ((r = 0; r < RUNS * 2; r++)); do push_refs "$node" "$port" solo "$r"; done | median)
@@ -109,6 +110,12 @@ for node in single cluster; do
     end=$(date +%s%N)
     eight[$node]=$(cat "$base/$node"-pusher-* | median)
     rate[$node]=$(awk -v n=$((8 * RUNS)) -v s="$start" -v e="$end" 'BEGIN { printf "%.1f", n / ((e - s) / 1e9) }')
+    # The first listing of the repository on the node: the cluster node
+    # reads every ref from etcd and starts its watch.
+    start=$(date +%s%N)
+    "$GIT" ls-remote "http://127.0.0.1:$port/adv.git" >/dev/null
+    end=$(date +%s%N)
+    cold[$node]=$(awk -v s="$start" -v e="$end" 'BEGIN { printf "%.6f", (e - s) / 1e9 }')
     json=$base/adv-$node.json
     hyperfine --style none --runs "$RUNS" --warmup 2 --export-json "$json" \
         "$GIT ls-remote http://127.0.0.1:$port/adv.git >/dev/null" >/dev/null
@@ -124,6 +131,7 @@ extra "|---|---:|---:|---:|"
 extra "| push of 100 new refs, 1 pusher (median latency) | $(ms "${one[single]}") | $(ms "${one[cluster]}") | $(ratio "${one[single]}" "${one[cluster]}") |"
 extra "| push of 100 new refs, 8 concurrent pushers (median latency) | $(ms "${eight[single]}") | $(ms "${eight[cluster]}") | $(ratio "${eight[single]}" "${eight[cluster]}") |"
 extra "| push of 100 new refs, 8 concurrent pushers (pushes/s) | ${rate[single]} | ${rate[cluster]} | $(ratio "${rate[single]}" "${rate[cluster]}") |"
+extra "| ls-remote of 100k refs, first on the node (one run) | $(ms "${cold[single]}") | $(ms "${cold[cluster]}") | $(ratio "${cold[single]}" "${cold[cluster]}") |"
 extra "| ls-remote of 100k refs (median) | $(ms "${adv[single]}") | $(ms "${adv[cluster]}") | $(ratio "${adv[single]}" "${adv[cluster]}") |"
 extra ""
 cleanup
