@@ -90,6 +90,22 @@ fn a_push_through_one_node_is_seen_through_the_others_at_once() {
     let o = c.git(&["push", &c.nodes[2].url(), ":refs/heads/topic"]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(c.remote_ref(0, "refs/heads/topic"), None);
+
+    // An atomic push with one ref the transaction refuses (it would be a
+    // directory of an existing ref) changes nothing anywhere.
+    let o = c.git(&[
+        "push",
+        "--atomic",
+        &c.nodes[1].url(),
+        "main:refs/heads/other",
+        "main:refs/heads/main/sub",
+    ]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("[remote rejected]"), "{}", stderr(&o));
+    for i in 0..3 {
+        assert_eq!(c.remote_ref(i, "refs/heads/other"), None);
+        assert_eq!(c.remote_ref(i, "refs/heads/main"), Some(second.clone()));
+    }
 }
 
 #[test]

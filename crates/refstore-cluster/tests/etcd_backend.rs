@@ -507,3 +507,43 @@ fn import_copies_refs_once_and_force_replaces_them() {
     );
     assert_eq!(names(&target, b"refs/"), names(&source, b"refs/"));
 }
+
+#[test]
+fn a_prepared_transaction_reports_rejections_and_commits_later() {
+    use std::borrow::Cow;
+    let etcd = EtcdCluster::start(1);
+    let refs = cluster(&etcd, "n1").refs("repo.git", ObjectFormat::Sha1);
+    let o = options();
+    let seed = tx(
+        vec![set("refs/heads/a", Target::Object(id(1)), Expected::Absent)],
+        false,
+    );
+    refs.commit(&seed, &o).unwrap();
+    let batch = tx(
+        vec![
+            set("refs/heads/a", Target::Object(id(2)), Expected::Absent),
+            set("refs/heads/b", Target::Object(id(3)), Expected::Absent),
+        ],
+        true,
+    );
+    let prepared = refs.prepare(Cow::Borrowed(&batch), &o).unwrap();
+    assert_eq!(prepared.rejected().len(), 1);
+    assert_eq!(prepared.rejected()[0].reason, Rejection::AlreadyExists);
+    // Nothing is visible before the commit.
+    assert_eq!(object(&refs, "refs/heads/b"), None);
+    let outcome = prepared.commit().unwrap();
+    assert_eq!(outcome.applied, 1);
+    assert_eq!(object(&refs, "refs/heads/b"), Some(id(3)));
+
+    let aborted = refs
+        .prepare(
+            Cow::Owned(tx(
+                vec![set("refs/heads/c", Target::Object(id(4)), Expected::Absent)],
+                false,
+            )),
+            &o,
+        )
+        .unwrap();
+    aborted.abort().unwrap();
+    assert_eq!(object(&refs, "refs/heads/c"), None);
+}
