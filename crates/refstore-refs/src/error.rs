@@ -40,6 +40,9 @@ pub enum ReadError {
     Locked(String),
     /// Symbolic refs nested deeper than git allows, or in a cycle.
     SymrefTooDeep(RefName),
+    /// A store kept elsewhere (a cluster's etcd) cannot be reached or
+    /// cannot answer now; the message says why.
+    Unavailable(String),
 }
 
 impl std::fmt::Display for ReadError {
@@ -55,6 +58,7 @@ impl std::fmt::Display for ReadError {
             ReadError::SymrefTooDeep(name) => {
                 write!(f, "symbolic ref {name} nests too deeply (or is a cycle)")
             }
+            ReadError::Unavailable(message) => write!(f, "{message}"),
         }
     }
 }
@@ -94,6 +98,10 @@ pub enum CommitError {
     /// Writing failed; nothing was committed if this happened before the
     /// first rename, and every ref is old or new otherwise.
     Fs(refstore_fs::Error),
+    /// A store kept elsewhere (a cluster's etcd) cannot be reached or
+    /// cannot commit now; nothing was committed unless the message says
+    /// the outcome is unknown.
+    Unavailable(String),
 }
 
 impl std::fmt::Display for CommitError {
@@ -103,6 +111,7 @@ impl std::fmt::Display for CommitError {
             CommitError::Locked(message) => write!(f, "{message}"),
             CommitError::Read(e) => write!(f, "{e}"),
             CommitError::Fs(e) => write!(f, "{e}"),
+            CommitError::Unavailable(message) => write!(f, "{message}"),
         }
     }
 }
@@ -113,6 +122,7 @@ impl From<ReadError> for CommitError {
     fn from(e: ReadError) -> Self {
         match e {
             ReadError::Locked(message) => CommitError::Locked(message),
+            ReadError::Unavailable(message) => CommitError::Unavailable(message),
             e => CommitError::Read(e),
         }
     }

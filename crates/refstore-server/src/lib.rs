@@ -12,6 +12,7 @@ pub mod metrics;
 pub mod metrics_endpoint;
 pub mod per_address;
 mod permits;
+pub mod ref_source;
 pub mod shutdown;
 pub mod ssh;
 

@@ -1,6 +1,7 @@
 //! One module per subcommand.
 
 mod check_ref_format;
+mod cluster;
 mod for_each_ref;
 mod hash_object;
 mod index_pack;
@@ -25,6 +26,7 @@ use crate::context::{Fatal, Globals};
 pub enum Command {
     /// Check that a reference name is well formed (like `git check-ref-format`).
     CheckRefFormat(check_ref_format::Args),
+    Cluster(cluster::Args),
     /// List refs with a format, filtered and sorted (like `git for-each-ref`).
     ForEachRef(for_each_ref::Args),
     /// Compute object ids, and store the objects with -w (like `git hash-object`).
@@ -44,7 +46,8 @@ pub enum Command {
     /// Show where the repository is and what format it has (like `git rev-parse`).
     RevParse(rev_parse::Args),
     /// Serve the repositories below a directory over smart HTTP (clone, fetch, push).
-    Serve(serve::Args),
+    // Boxed: by far the largest arguments, parsed once.
+    Serve(Box<serve::Args>),
     /// List references, or check that they exist (like `git show-ref`).
     ShowRef(show_ref::Args),
     /// Read, set or delete a symbolic ref (like `git symbolic-ref`).
@@ -80,6 +83,10 @@ pub fn subcommands() -> Vec<clap::Command> {
         sub::<check_ref_format::Args>(
             "check-ref-format",
             "Check that a reference name is well formed (like `git check-ref-format`)",
+        ),
+        sub::<cluster::Args>(
+            "cluster",
+            "Prepare repositories for a cluster of `serve --cluster` nodes (import refs into etcd)",
         ),
         sub::<for_each_ref::Args>(
             "for-each-ref",
@@ -145,6 +152,7 @@ pub fn subcommands() -> Vec<clap::Command> {
 pub fn run(command: Command, globals: &Globals) -> Result<u8, Fatal> {
     match command {
         Command::CheckRefFormat(args) => check_ref_format::run(args),
+        Command::Cluster(args) => cluster::run(args, globals),
         Command::ForEachRef(args) => for_each_ref::run(args, globals),
         Command::HashObject(args) => hash_object::run(args, globals),
         Command::IndexPack(args) => index_pack::run(args, globals),
@@ -154,7 +162,7 @@ pub fn run(command: Command, globals: &Globals) -> Result<u8, Fatal> {
         Command::ReceivePack(args) => receive_pack::run(args, globals),
         Command::Refs(args) => refs::run(args, globals),
         Command::RevParse(args) => rev_parse::run(args, globals),
-        Command::Serve(args) => serve::run(args, globals),
+        Command::Serve(args) => serve::run(*args, globals),
         Command::ShowRef(args) => show_ref::run(args, globals),
         Command::SymbolicRef(args) => symbolic_ref::run(args, globals),
         Command::UnpackObjects(args) => unpack_objects::run(args, globals),

@@ -115,6 +115,12 @@ pub struct Args {
     print_address: bool,
     #[command(flatten)]
     replicate: Box<replicate::ReplicationArgs>,
+    /// Join the cluster this file describes: the served repositories'
+    /// refs are kept in the cluster's etcd (seed them once with
+    /// `refstore cluster import`), pushes are stored as packs, and
+    /// background maintenance is off.
+    #[arg(long, value_name = "file")]
+    cluster: Option<PathBuf>,
 }
 
 /// How log lines are written.
@@ -149,6 +155,9 @@ pub fn run(args: Args, globals: &Globals) -> Result<u8, Fatal> {
     options.max_push_inflated = args.max_push_inflated;
     options.config_overrides = globals.config_overrides().to_vec();
     options.replication = replicate::replica(&args.replicate, globals)?;
+    if let Some(path) = &args.cluster {
+        join_cluster(&mut options, globals, &globals.cwd().join(path))?;
+    }
     if let Some(path) = &args.credentials {
         let path = globals.cwd().join(path);
         options.credentials = read_parsed(
@@ -240,6 +249,35 @@ pub fn run(args: Args, globals: &Globals) -> Result<u8, Fatal> {
         endpoint.join();
     }
     Ok(0)
+}
+
+/// Serves the repositories' refs from the cluster `path` describes, and
+/// copies every push's objects to `object_copies` of its nodes before the
+/// refs commit. Pushes are kept as packs (`receive.unpackLimit=0`), the
+/// unit nodes copy; maintenance, which would judge reachability by the
+/// local refs, does not run.
+fn join_cluster(options: &mut ServeOptions, globals: &Globals, path: &Path) -> Result<(), Fatal> {
+    if options.replication.is_some() {
+        return Err(Fatal::new(
+            "--cluster names the nodes itself; leave out the --replicate-* flags",
+        ));
+    }
+    let config = super::cluster::read_config(globals.vfs().as_ref(), path)?;
+    options.replication = replicate::from_cluster(&config, path, globals)?;
+    if options.replication.is_none() {
+        // A node alone keeps every push as a pack all the same, so nodes
+        // added later have whole packs to copy.
+        options
+            .config_overrides
+            .push(refstore_fs::config::Override {
+                key: "receive.unpackLimit".to_owned(),
+                value: Some("0".to_owned()),
+            });
+    }
+    let cluster = refstore_cluster::Cluster::connect(config).map_err(Fatal::new)?;
+    options.ref_source = Some(Arc::new(super::cluster::ClusterRefs(cluster)));
+    options.maintenance_workers = 0;
+    Ok(())
 }
 
 /// Starts the metrics listener and makes `metrics` the observer of the

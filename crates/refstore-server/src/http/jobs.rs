@@ -29,17 +29,8 @@ pub(super) async fn run<T: Send + 'static>(
     let job = tokio::task::spawn_blocking(move || {
         let _permit = permit;
         let options = &job_state.options;
-        match Repository::open(
-            job_state.vfs.clone(),
-            &path,
-            &options.repository_overrides(),
-        ) {
-            Ok(mut repo) => {
-                if let Some(replica) = &options.replication {
-                    let steps = replica.for_repository(&repo_name);
-                    repo.objects_stored = Some(steps.clone());
-                    repo.objects_wanted = Some(steps);
-                }
+        match options.open_repository(job_state.vfs.clone(), &path, &repo_name) {
+            Ok(repo) => {
                 let _ = opened_tx.send(Ok(()));
                 Some(service(repo))
             }

@@ -90,6 +90,9 @@ pub struct ServeOptions {
     /// alone). Pushes then always keep their objects as a pack
     /// (`receive.unpackLimit` is 0): packs are what nodes exchange.
     pub replication: Option<Arc<refstore_replica::Replica>>,
+    /// Where served repositories' refs are kept instead of their own ref
+    /// store (`--cluster`); `None`: their own.
+    pub ref_source: Option<Arc<dyn crate::ref_source::RefSource>>,
 }
 
 impl ServeOptions {
@@ -114,6 +117,7 @@ impl ServeOptions {
             tls: None,
             max_push_inflated: refstore_protocol::receive_pack::DEFAULT_MAX_PUSH_INFLATED,
             replication: None,
+            ref_source: None,
         }
     }
 

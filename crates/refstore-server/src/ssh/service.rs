@@ -266,16 +266,8 @@ fn permitted(shared: &Shared, user: &str, command: &Command) -> Result<PathBuf, 
 
 fn open(shared: &Shared, path: &std::path::Path, command: &Command) -> Result<Repository, Outcome> {
     let options = &shared.options;
-    match Repository::open(shared.vfs.clone(), path, &options.repository_overrides()) {
-        Ok(mut repo) => {
-            // Pushes and fetches over SSH reach the cluster as over HTTP.
-            if let Some(replica) = &options.replication {
-                let steps = replica.for_repository(command.relative());
-                repo.objects_stored = Some(steps.clone());
-                repo.objects_wanted = Some(steps);
-            }
-            Ok(repo)
-        }
+    match options.open_repository(shared.vfs.clone(), path, command.relative()) {
+        Ok(repo) => Ok(repo),
         Err(OpenError::NotARepository(_)) => Err(not_found(command)),
         Err(e) => {
             tracing::error!(repo = %command.path, "ssh: cannot open repository: {e}");

@@ -6,7 +6,7 @@
 use crate::context::{Fatal, Globals};
 use refstore_replica::{Peers, Replica};
 use refstore_server::ServeOptions;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
@@ -60,11 +60,7 @@ pub fn replica(args: &ReplicationArgs, globals: &Globals) -> Result<Option<Arc<R
         .as_ref()
         .map(|path| globals.cwd().join(path))
         .ok_or_else(|| Fatal::new("--replicate-node needs --replicate-secret <file>"))?;
-    let secret = globals
-        .vfs()
-        .read(&secret_file)
-        .map_err(|e| Fatal::new(format!("replication secret: {e}")))?;
-    let secret = secret.trim_ascii().to_vec();
+    let secret = read_secret(globals, &secret_file)?;
     let seconds = |value: f64, flag: &str| {
         if value.is_finite() && value >= 0.0 {
             Ok(Duration::from_secs_f64(value))
@@ -80,6 +76,46 @@ pub fn replica(args: &ReplicationArgs, globals: &Globals) -> Result<Option<Arc<R
     peers.repair_every = (!every.is_zero()).then_some(every);
     peers.check().map_err(Fatal::new)?;
     Ok(Some(Arc::new(Replica::new(peers))))
+}
+
+/// The replication a cluster file describes: its nodes, its
+/// `object_copies` and the secret in its `secret_file`, which a cluster of
+/// more than one node must name; none for a cluster of one node.
+pub fn from_cluster(
+    config: &refstore_cluster::ClusterConfig,
+    path: &Path,
+    globals: &Globals,
+) -> Result<Option<Arc<Replica>>, Fatal> {
+    if config.nodes.len() == 1 {
+        return Ok(None);
+    }
+    let secret = match &config.secret_file {
+        Some(file) => read_secret(globals, file)?,
+        None => {
+            return Err(Fatal::new(format!(
+                "cluster file '{}': name the nodes' shared secret with secret_file = \"<file>\" \
+                 (the nodes copy pushes to each other with it)",
+                path.display()
+            )))
+        }
+    };
+    let nodes = config
+        .nodes
+        .iter()
+        .map(|(name, url)| (name.clone(), url.clone()))
+        .collect();
+    let peers = Peers::new(config.node.clone(), nodes, config.object_copies, secret);
+    peers.check().map_err(Fatal::new)?;
+    Ok(Some(Arc::new(Replica::new(peers))))
+}
+
+/// The secret in `file`, its surrounding whitespace trimmed.
+fn read_secret(globals: &Globals, file: &Path) -> Result<Vec<u8>, Fatal> {
+    let secret = globals
+        .vfs()
+        .read(file)
+        .map_err(|e| Fatal::new(format!("replication secret '{}': {e}", file.display())))?;
+    Ok(secret.trim_ascii().to_vec())
 }
 
 /// Starts the background repair of a replicating server.

@@ -1,0 +1,285 @@
+//! A refstore cluster for tests: a real etcd, nodes running `refstore
+//! serve --cluster` on loopback, one repository `repo.git` served by all.
+//!
+//! Objects reach the nodes one of two ways ([`Objects`]): the nodes copy
+//! each push's packs to each other, as a real cluster does; or, for tests
+//! about refs alone, every node's repository borrows the objects of one
+//! shared repository (`objects/info/alternates`) where a test stores a
+//! push's objects first.
+#![allow(dead_code)]
+
+#[path = "../../../refstore-cluster/tests/support/etcd.rs"]
+pub mod etcd;
+
+use crate::support::{git_ok, isolate};
+use etcd::{free_port, EtcdCluster};
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+
+/// One node: a `refstore serve --cluster` process.
+pub struct Node {
+    pub name: String,
+    pub port: u16,
+    pub root: PathBuf,
+    pub config: PathBuf,
+    child: Option<Child>,
+}
+
+impl Node {
+    /// The push URL of `repo.git` (with the test user).
+    pub fn url(&self) -> String {
+        format!("http://alice:pw@127.0.0.1:{}/repo.git", self.port)
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().expect("running").id()
+    }
+}
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// How a pushed object reaches the nodes that did not receive the push.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Objects {
+    /// Every node borrows the shared repository's objects.
+    Shared,
+    /// Nodes copy each push to this many nodes (the receiving one
+    /// included) before its refs commit, and fetch what they lack.
+    Replicated { copies: usize },
+}
+
+/// The cluster and its repository.
+pub struct TestCluster {
+    pub home: PathBuf,
+    pub etcd: EtcdCluster,
+    pub nodes: Vec<Node>,
+    /// The repository whose objects every node borrows.
+    pub shared: PathBuf,
+    /// A work tree with `main` at the imported commit.
+    pub work: PathBuf,
+}
+
+impl TestCluster {
+    /// Starts etcd with `members` members and `nodes` nodes serving
+    /// `repo.git`, whose refs (one commit on `main`) are imported first.
+    pub fn start(home: &Path, members: usize, nodes: usize) -> TestCluster {
+        Self::start_with(home, members, nodes, Objects::Shared)
+    }
+
+    /// [`start`](Self::start), with objects reaching the nodes as
+    /// `objects` says.
+    pub fn start_with(home: &Path, members: usize, nodes: usize, objects: Objects) -> TestCluster {
+        let etcd = EtcdCluster::start(members);
+        let shared = home.join("shared.git");
+        let work = home.join("work");
+        git_ok(
+            home,
+            home,
+            &["init", "-q", "--bare", shared.to_str().unwrap()],
+        );
+        git_ok(
+            home,
+            home,
+            &["init", "-q", "-b", "main", work.to_str().unwrap()],
+        );
+        git_ok(
+            home,
+            &work,
+            &["commit", "-q", "--allow-empty", "-m", "first"],
+        );
+        git_ok(
+            home,
+            &work,
+            &["push", "-q", shared.to_str().unwrap(), "main"],
+        );
+        git_ok(home, &shared, &["symbolic-ref", "HEAD", "refs/heads/main"]);
+        std::fs::write(home.join("users"), "alice:pw\n").unwrap();
+        std::fs::write(home.join("cluster.secret"), "a secret the nodes share\n").unwrap();
+        let copies = match objects {
+            Objects::Shared => 1,
+            Objects::Replicated { copies } => copies,
+        };
+
+        let names: Vec<String> = (1..=nodes).map(|n| format!("n{n}")).collect();
+        let ports: Vec<u16> = names.iter().map(|_| free_port()).collect();
+        let table: String = names
+            .iter()
+            .zip(&ports)
+            .map(|(n, p)| format!("{n} = \"http://127.0.0.1:{p}\"\n"))
+            .collect();
+        let mut cluster = TestCluster {
+            home: home.to_owned(),
+            etcd,
+            nodes: Vec::new(),
+            shared: shared.clone(),
+            work,
+        };
+        for (name, port) in names.iter().zip(&ports) {
+            let root = home.join(format!("root-{name}"));
+            std::fs::create_dir_all(&root).unwrap();
+            let repo = root.join("repo.git");
+            git_ok(home, &root, &["init", "-q", "--bare", "repo.git"]);
+            match objects {
+                Objects::Shared => std::fs::write(
+                    repo.join("objects/info/alternates"),
+                    format!("{}\n", shared.join("objects").display()),
+                )
+                .unwrap(),
+                Objects::Replicated { .. } => {
+                    git_ok(
+                        home,
+                        &cluster.work,
+                        &["push", "-q", repo.to_str().unwrap(), "main"],
+                    );
+                }
+            }
+            let config = home.join(format!("cluster-{name}.toml"));
+            std::fs::write(
+                &config,
+                format!(
+                    "etcd = {}\nnode = \"{name}\"\nobject_copies = {copies}\nsecret_file = \"cluster.secret\"\netcd_timeout_ms = 2000\n[nodes]\n{table}",
+                    cluster.etcd.endpoints_toml()
+                ),
+            )
+            .unwrap();
+            cluster.nodes.push(Node {
+                name: name.clone(),
+                port: *port,
+                root,
+                config,
+                child: None,
+            });
+        }
+        let import = cluster.refstore(&[
+            "cluster",
+            "import",
+            "--cluster",
+            cluster.nodes[0].config.to_str().unwrap(),
+            "--name",
+            "repo.git",
+            shared.to_str().unwrap(),
+        ]);
+        assert!(
+            import.status.success(),
+            "{}",
+            crate::support::stderr(&import)
+        );
+        for i in 0..nodes {
+            cluster.start_node(i);
+        }
+        cluster
+    }
+
+    /// Runs refstore in the test's home.
+    pub fn refstore(&self, args: &[&str]) -> Output {
+        crate::support::refstore(&self.home, &self.home, args)
+    }
+
+    /// Starts node `i` (again) and waits until it listens.
+    pub fn start_node(&mut self, i: usize) {
+        let node = &mut self.nodes[i];
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_refstore"));
+        isolate(&mut cmd, &self.home)
+            .args(["serve", "--print-address", "--workers", "8", "--allow-push"])
+            .arg("--listen")
+            .arg(format!("127.0.0.1:{}", node.port))
+            .arg("--root")
+            .arg(&node.root)
+            .arg("--credentials")
+            .arg(self.home.join("users"))
+            .arg("--cluster")
+            .arg(&node.config)
+            .stdout(Stdio::piped())
+            .stderr(
+                std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(self.home.join(format!("{}.log", node.name)))
+                    .unwrap(),
+            );
+        let mut child = cmd.spawn().unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        assert!(
+            !line.is_empty(),
+            "node {} did not start; see {}.log",
+            node.name,
+            node.name
+        );
+        node.child = Some(child);
+    }
+
+    /// Kills node `i` with SIGKILL.
+    pub fn kill_node(&mut self, i: usize) {
+        if let Some(mut child) = self.nodes[i].child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Stores the objects of `revs` (of the work tree) where every node
+    /// finds them.
+    pub fn share_objects(&self, revs: &[&str]) {
+        let refspecs: Vec<String> = revs
+            .iter()
+            .enumerate()
+            .map(|(i, rev)| format!("{rev}:refs/shared/{i}"))
+            .collect();
+        let mut args = vec!["push", "-q", "-f", self.shared.to_str().unwrap()];
+        args.extend(refspecs.iter().map(String::as_str));
+        git_ok(&self.home, &self.work, &args);
+    }
+
+    /// `git <args>` in the work tree, over the network.
+    pub fn git(&self, args: &[&str]) -> Output {
+        isolate(&mut Command::new("git"), &self.home)
+            .env("GIT_TERMINAL_PROMPT", "0")
+            .args(args)
+            .current_dir(&self.work)
+            .output()
+            .unwrap()
+    }
+
+    /// `git ls-remote` of `repo.git` through node `i`: ref → id.
+    pub fn ls_remote(&self, i: usize) -> Vec<(String, String)> {
+        let o = self.git(&["ls-remote", &self.nodes[i].url()]);
+        assert!(
+            o.status.success(),
+            "ls-remote through {}: {}",
+            self.nodes[i].name,
+            crate::support::stderr(&o)
+        );
+        crate::support::stdout(&o)
+            .lines()
+            .map(|l| {
+                let (id, name) = l.split_once('\t').unwrap();
+                (name.to_owned(), id.to_owned())
+            })
+            .collect()
+    }
+
+    /// The id `name` has through node `i`.
+    pub fn remote_ref(&self, i: usize, name: &str) -> Option<String> {
+        self.ls_remote(i)
+            .into_iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, id)| id)
+    }
+
+    /// `git rev-parse <rev>` in the work tree.
+    pub fn rev(&self, rev: &str) -> String {
+        git_ok(&self.home, &self.work, &["rev-parse", rev])
+            .trim()
+            .to_owned()
+    }
+}

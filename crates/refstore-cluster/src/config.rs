@@ -1,0 +1,239 @@
+//! The cluster file every node of a cluster is started with
+//! (`refstore serve --cluster <file>`): where etcd is, which node this is,
+//! the other nodes' addresses, and how many nodes must hold a push's
+//! objects before its refs commit.
+//!
+//! ```toml
+//! etcd = ["http://127.0.0.1:2379", "http://127.0.0.1:22379", "http://127.0.0.1:32379"]
+//! node = "n1"
+//! object_copies = 2
+//! secret_file = "cluster.secret"   # optional; relative to this file
+//! [nodes]
+//! n1 = "http://127.0.0.1:9001"
+//! n2 = "http://127.0.0.1:9002"
+//! n3 = "http://127.0.0.1:9003"
+//! ```
+//!
+//! Every node reads the same file except for `node`. The fields are
+//! public so that each part of the cluster (refs, object copies) reads
+//! what it needs from one parsed, checked value.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// The key prefix under which every repository's refs are kept, unless
+/// the file names another (`key_prefix`), e.g. to share one etcd between
+/// several clusters.
+pub const DEFAULT_KEY_PREFIX: &str = "/refstore/";
+
+/// How long one etcd request may take before the next member is tried,
+/// unless the file says otherwise (`etcd_timeout_ms`).
+pub const DEFAULT_ETCD_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// A checked cluster file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClusterConfig {
+    /// etcd's client URLs (`http://host:port`), at least one.
+    pub etcd: Vec<String>,
+    /// This node's name, a key of `nodes`.
+    pub node: String,
+    /// How many nodes (the receiving one included) hold a push's objects
+    /// durably before its refs are committed; between 1 and the number of
+    /// nodes.
+    pub object_copies: usize,
+    /// Every node of the cluster, this one included: name → the URL of its
+    /// `--listen` address, which also serves the nodes' internal endpoints.
+    pub nodes: BTreeMap<String, String>,
+    /// A file holding the secret the nodes' internal endpoints authenticate
+    /// each other with, resolved against the cluster file's directory.
+    pub secret_file: Option<PathBuf>,
+    /// The prefix of every etcd key the cluster writes.
+    pub key_prefix: String,
+    /// How long one etcd request may take.
+    pub etcd_timeout: Duration,
+}
+
+/// The file as written; checked into a [`ClusterConfig`].
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Raw {
+    etcd: Vec<String>,
+    node: String,
+    object_copies: Option<usize>,
+    nodes: BTreeMap<String, String>,
+    secret_file: Option<PathBuf>,
+    key_prefix: Option<String>,
+    etcd_timeout_ms: Option<u64>,
+}
+
+/// What is wrong with a cluster file.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[error("cluster file '{}': {reason}", path.display())]
+pub struct ConfigError {
+    /// The file.
+    pub path: PathBuf,
+    /// What is wrong.
+    pub reason: String,
+}
+
+impl ClusterConfig {
+    /// Parses and checks `text`, the contents of the cluster file at
+    /// `path` (relative paths inside it are resolved against its
+    /// directory).
+    pub fn parse(text: &str, path: &Path) -> Result<ClusterConfig, ConfigError> {
+        let fail = |reason: String| ConfigError {
+            path: path.to_owned(),
+            reason,
+        };
+        let raw: Raw = toml::from_str(text).map_err(|e| fail(e.message().to_owned()))?;
+        if raw.etcd.is_empty() {
+            return Err(fail(
+                "'etcd' lists no endpoint; give etcd's client URLs, e.g. [\"http://127.0.0.1:2379\"]"
+                    .into(),
+            ));
+        }
+        for endpoint in &raw.etcd {
+            if endpoint.starts_with("https://") {
+                return Err(fail(format!(
+                    "etcd endpoint '{endpoint}': TLS to etcd is not supported; reach etcd over a private network with http://"
+                )));
+            }
+            if !endpoint.starts_with("http://") {
+                return Err(fail(format!(
+                    "etcd endpoint '{endpoint}' is not a URL (http://host:port)"
+                )));
+            }
+        }
+        if raw.nodes.is_empty() {
+            return Err(fail("[nodes] lists no node".into()));
+        }
+        if !raw.nodes.contains_key(&raw.node) {
+            let known: Vec<&str> = raw.nodes.keys().map(String::as_str).collect();
+            return Err(fail(format!(
+                "node '{}' is not one of [nodes] ({})",
+                raw.node,
+                known.join(", ")
+            )));
+        }
+        for (name, url) in &raw.nodes {
+            if !(url.starts_with("http://") || url.starts_with("https://")) {
+                return Err(fail(format!(
+                    "node '{name}': '{url}' is not a URL (http://host:port)"
+                )));
+            }
+        }
+        let object_copies = raw.object_copies.unwrap_or(1);
+        if object_copies == 0 || object_copies > raw.nodes.len() {
+            return Err(fail(format!(
+                "object_copies = {object_copies}: give a number between 1 and the number of nodes ({})",
+                raw.nodes.len()
+            )));
+        }
+        let key_prefix = raw
+            .key_prefix
+            .unwrap_or_else(|| DEFAULT_KEY_PREFIX.to_owned());
+        if !key_prefix.ends_with('/') {
+            return Err(fail(format!("key_prefix '{key_prefix}' must end with '/'")));
+        }
+        let etcd_timeout = match raw.etcd_timeout_ms {
+            Some(0) => return Err(fail("etcd_timeout_ms must be positive".into())),
+            Some(ms) => Duration::from_millis(ms),
+            None => DEFAULT_ETCD_TIMEOUT,
+        };
+        let base = path.parent().unwrap_or(Path::new("."));
+        Ok(ClusterConfig {
+            etcd: raw.etcd,
+            node: raw.node,
+            object_copies,
+            nodes: raw.nodes,
+            secret_file: raw.secret_file.map(|p| base.join(p)),
+            key_prefix,
+            etcd_timeout,
+        })
+    }
+
+    /// The URL of this node.
+    pub fn own_url(&self) -> &str {
+        &self.nodes[&self.node]
+    }
+
+    /// The other nodes, by name.
+    pub fn peers(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.nodes
+            .iter()
+            .filter(|(name, _)| **name != self.node)
+            .map(|(name, url)| (name.as_str(), url.as_str()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = r#"
+etcd = ["http://127.0.0.1:2379", "http://127.0.0.1:22379"]
+node = "n2"
+object_copies = 2
+secret_file = "secret"
+[nodes]
+n1 = "http://127.0.0.1:9001"
+n2 = "http://127.0.0.1:9002"
+n3 = "http://127.0.0.1:9003"
+"#;
+
+    fn parse(text: &str) -> Result<ClusterConfig, ConfigError> {
+        ClusterConfig::parse(text, Path::new("/etc/refstore/cluster.toml"))
+    }
+
+    #[test]
+    fn a_good_file_is_read() {
+        let config = parse(GOOD).unwrap();
+        assert_eq!(config.etcd.len(), 2);
+        assert_eq!(config.own_url(), "http://127.0.0.1:9002");
+        assert_eq!(config.object_copies, 2);
+        assert_eq!(
+            config.secret_file.as_deref(),
+            Some(Path::new("/etc/refstore/secret"))
+        );
+        let peers: Vec<&str> = config.peers().map(|(n, _)| n).collect();
+        assert_eq!(peers, ["n1", "n3"]);
+        assert_eq!(config.key_prefix, DEFAULT_KEY_PREFIX);
+    }
+
+    #[test]
+    fn bad_files_say_what_is_wrong() {
+        let cases = [
+            (
+                GOOD.replace("node = \"n2\"", "node = \"n9\""),
+                "node 'n9' is not one of [nodes] (n1, n2, n3)",
+            ),
+            (
+                GOOD.replace("object_copies = 2", "object_copies = 4"),
+                "object_copies = 4",
+            ),
+            (
+                GOOD.replace("object_copies = 2", "object_copies = 0"),
+                "object_copies = 0",
+            ),
+            (
+                GOOD.replace(
+                    "etcd = [\"http://127.0.0.1:2379\", \"http://127.0.0.1:22379\"]",
+                    "etcd = []",
+                ),
+                "'etcd' lists no endpoint",
+            ),
+            (
+                GOOD.replace("http://127.0.0.1:2379", "127.0.0.1:2379"),
+                "is not a URL",
+            ),
+            (format!("extra = 1\n{GOOD}"), "unknown field `extra`"),
+            ("node = \"n1\"".to_owned(), "missing field"),
+        ];
+        for (text, expected) in cases {
+            let error = parse(&text).unwrap_err().to_string();
+            assert!(error.contains(expected), "{error} lacks {expected}");
+            assert!(error.starts_with("cluster file '/etc/refstore/cluster.toml': "));
+        }
+    }
+}

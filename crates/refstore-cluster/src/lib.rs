@@ -1,0 +1,27 @@
+//! refstore's cluster mode: several nodes serve the same repositories, and
+//! the refs of every repository live in etcd, so that a push through any
+//! node is atomic, compare-and-swap against every other node, and seen by
+//! every node as soon as it is acknowledged.
+//!
+//! - [`config`]: the cluster file.
+//! - [`etcd`]: the connection to etcd's members, with failover and bounded
+//!   waits.
+//! - [`keys`]: the key layout and how values are stored.
+//! - [`backend`]: the ref store ([`refstore_refs::Backend`]) of a
+//!   repository in etcd.
+//! - [`transaction`]: ref transactions as etcd transactions.
+//! - [`cache`]: each node's watched copy of a repository's refs, for
+//!   advertisements.
+//! - [`import`]: seeding etcd with a repository's existing refs.
+#![deny(missing_docs, unsafe_code)]
+
+pub mod backend;
+pub mod cache;
+pub mod config;
+pub mod etcd;
+pub mod import;
+pub mod keys;
+mod transaction;
+
+pub use backend::{Cluster, EtcdBackend};
+pub use config::ClusterConfig;
