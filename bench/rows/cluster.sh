@@ -1,9 +1,10 @@
-# What etcd costs: a refstore cluster node (refs in a 3-member etcd on
-# loopback) against one refstore node alone (refs in the repository's own
-# files), both over smart HTTP with git as the client:
+# What etcd costs: a node of a 3-node refstore cluster (refs in a 3-member
+# etcd on loopback, objects copied to 2 nodes) against one refstore node
+# alone (refs in the repository's own files), both over smart HTTP with git
+# as the client:
 # - a push of 100 new refs (no new objects, so the ref transaction is what
 #   is measured): latency of one pusher, and latency and throughput with 8
-#   concurrent pushers;
+#   concurrent pushers (spread over the cluster's three nodes);
 # - `git ls-remote` of a repository with 100k refs: the first on the node
 #   (the cluster node reads every ref from etcd), then with the node's copy
 #   warm (the advertisement costs one linearizable etcd read).
@@ -53,8 +54,9 @@ src=$base/src
 "$GIT" -C "$src" commit -q --allow-empty -m base
 commit=$("$GIT" -C "$src" rev-parse HEAD)
 echo "alice:pw" >"$base/users"
-single_port=$(free_port) cluster_port=$(free_port)
-for node in single cluster; do
+single_port=$(free_port) cluster_port=$(free_port) n2_port=$(free_port) n3_port=$(free_port)
+echo "a secret the bench's nodes share" >"$base/cluster.secret"
+for node in single cluster cluster-n2 cluster-n3; do
     root=$base/root-$node
     mkdir -p "$root"
     "$GIT" init -q --bare "$root/push.git"
@@ -66,21 +68,33 @@ for node in single cluster; do
         awk -v c="$commit" 'BEGIN { for (i = 0; i < 100000; i++) printf "%s refs/heads/b%07d\n", c, i }'
     } >"$root/adv.git/packed-refs"
 done
-cat >"$base/cluster.toml" <<TOML
+for n in n1 n2 n3; do
+    cat >"$base/cluster-$n.toml" <<TOML
 etcd = [$endpoints]
-node = "n1"
+node = "$n"
+object_copies = 2
+secret_file = "cluster.secret"
 [nodes]
 n1 = "http://127.0.0.1:$cluster_port"
+n2 = "http://127.0.0.1:$n2_port"
+n3 = "http://127.0.0.1:$n3_port"
 TOML
+done
 for repo in push adv; do
-    "$REFSTORE" cluster import --cluster "$base/cluster.toml" "$base/root-cluster/$repo.git"
+    "$REFSTORE" cluster import --cluster "$base/cluster-n1.toml" "$base/root-cluster/$repo.git"
 done
 "$REFSTORE" serve --listen "127.0.0.1:$single_port" --root "$base/root-single" --allow-push \
     --credentials "$base/users" --workers 16 2>"$base/single.log" &
 pids+=($!)
 "$REFSTORE" serve --listen "127.0.0.1:$cluster_port" --root "$base/root-cluster" --allow-push \
-    --credentials "$base/users" --workers 16 --cluster "$base/cluster.toml" 2>"$base/cluster.log" &
+    --credentials "$base/users" --workers 16 --cluster "$base/cluster-n1.toml" 2>"$base/cluster.log" &
 pids+=($!)
+for n in n2 n3; do
+    eval "port=\$${n}_port"
+    "$REFSTORE" serve --listen "127.0.0.1:$port" --root "$base/root-cluster-$n" --allow-push \
+        --credentials "$base/users" --workers 16 --cluster "$base/cluster-$n.toml" 2>"$base/cluster-$n.log" &
+    pids+=($!)
+done
 sleep 1
 
 # push_refs NODE PORT PUSHER ROUND: one push of 100 new refs; prints its
@@ -103,7 +117,11 @@ for node in single cluster; do
     start=$(date +%s%N)
     pushers=()
     for ((p = 0; p < 8; p++)); do
-        (for ((r = 0; r < RUNS; r++)); do push_refs "$node" "$port" "$p" "$r"; done) >"$base/$node-pusher-$p" &
+        target=$port
+        if [[ $node == cluster ]]; then
+            case $((p % 3)) in 1) target=$n2_port ;; 2) target=$n3_port ;; esac
+        fi
+        (for ((r = 0; r < RUNS; r++)); do push_refs "$node" "$target" "$p" "$r"; done) >"$base/$node-pusher-$p" &
         pushers+=($!)
     done
     wait "${pushers[@]}"
@@ -124,7 +142,7 @@ done
 
 ms() { awk -v s="$1" 'BEGIN { printf "%.1f ms", s * 1000 }'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", b / a }'; }
-extra "### cluster: one refstore node alone vs a cluster node (refs in a 3-member etcd on loopback)"
+extra "### cluster: one refstore node alone vs a node of a 3-node cluster (refs in a 3-member etcd on loopback, object_copies = 2)"
 extra ""
 extra "| workload | single node | cluster node | cluster / single |"
 extra "|---|---:|---:|---:|"
