@@ -26,6 +26,7 @@ use crate::context::{Fatal, Globals};
 pub enum Command {
     /// Check that a reference name is well formed (like `git check-ref-format`).
     CheckRefFormat(check_ref_format::Args),
+    /// Prepare repositories for a cluster of `serve --cluster` nodes (import refs into etcd).
     Cluster(cluster::Args),
     /// List refs with a format, filtered and sorted (like `git for-each-ref`).
     ForEachRef(for_each_ref::Args),
