@@ -73,7 +73,7 @@ impl DecodeEntry for DeltaBaseCache {
         let n = self.slot(pack, offset);
         let mut slot = match self.slots[n].take() {
             Some(old) => {
-                self.bytes -= old.data.len();
+                self.bytes -= old.data.capacity();
                 old
             }
             None => Box::new(Slot {
@@ -87,9 +87,17 @@ impl DecodeEntry for DeltaBaseCache {
         if self.bytes + data.len() > self.cap {
             return;
         }
+        // The memory held is what counts: a slot's buffer is reused, but
+        // not when it is far larger than what it would now hold.
+        if slot.data.capacity() > 2 * data.len() {
+            slot.data = Vec::new();
+        }
         slot.data.clear();
         slot.data.extend_from_slice(data);
-        self.bytes += slot.data.len();
+        if self.bytes + slot.data.capacity() > self.cap {
+            return;
+        }
+        self.bytes += slot.data.capacity();
         slot.pack = pack;
         slot.offset = offset;
         slot.kind = kind;
@@ -136,5 +144,24 @@ mod tests {
             cache.put(0, offset, &[1; 8], gix_object::Kind::Blob, 3);
             assert!(cache.bytes <= 64);
         }
+    }
+
+    #[test]
+    fn the_cap_bounds_the_memory_held_not_only_the_data() {
+        // Every slot first holds a large entry, then a small one: the
+        // buffers that held the large ones must not stay behind.
+        let mut cache = DeltaBaseCache::new(64, 8 << 10);
+        for offset in 0..64 {
+            cache.put(0, offset, &[7; 1 << 10], gix_object::Kind::Blob, 3);
+            cache.put(0, offset, &[7; 16], gix_object::Kind::Blob, 3);
+        }
+        let held: usize = cache
+            .slots
+            .iter()
+            .flatten()
+            .map(|s| s.data.capacity())
+            .sum();
+        assert!(held <= 8 << 10, "{held} bytes held");
+        assert_eq!(held, cache.bytes);
     }
 }

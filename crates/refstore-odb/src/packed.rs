@@ -72,20 +72,43 @@ impl StoredEntry<'_> {
 struct Pack {
     index: gix_pack::index::File,
     data: gix_pack::data::File,
-    /// Entry offsets in pack order with their index positions, ending with
-    /// the end of the entries: built on first use.
-    by_offset: OnceLock<Vec<(u64, u32)>>,
+    /// Entry offsets in pack order with their index positions: built on
+    /// first use.
+    by_offset: OnceLock<ByOffset>,
+}
+
+/// A pack's entries in the order they are stored. Two arrays rather than
+/// one of pairs: a pair would be padded to 16 bytes, and a large pack has
+/// millions of entries.
+struct ByOffset {
+    /// Entry offsets, ascending, ending with the end of the entries.
+    offsets: Vec<u64>,
+    /// The index position of the entry at each offset.
+    positions: Vec<u32>,
+}
+
+impl ByOffset {
+    /// The rank of the entry starting at `offset`, if one does.
+    fn find(&self, offset: u64) -> Option<usize> {
+        self.offsets[..self.positions.len()]
+            .binary_search(&offset)
+            .ok()
+    }
 }
 
 impl Pack {
-    fn by_offset(&self) -> &[(u64, u32)] {
+    fn by_offset(&self) -> &ByOffset {
         self.by_offset.get_or_init(|| {
-            let mut offsets: Vec<(u64, u32)> = (0..self.index.num_objects())
+            // Sorted as pairs (the index is read once), then split.
+            let mut pairs: Vec<(u64, u32)> = (0..self.index.num_objects())
                 .map(|position| (self.index.pack_offset_at_index(position), position))
                 .collect();
-            offsets.sort_unstable();
-            offsets.push((self.data.pack_end() as u64, u32::MAX));
-            offsets
+            pairs.sort_unstable();
+            let mut offsets = Vec::with_capacity(pairs.len() + 1);
+            offsets.extend(pairs.iter().map(|&(offset, _)| offset));
+            offsets.push(self.data.pack_end() as u64);
+            let positions = pairs.iter().map(|&(_, position)| position).collect();
+            ByOffset { offsets, positions }
         })
     }
 }
@@ -194,10 +217,11 @@ impl Packs {
     /// The index positions of pack `pack`'s objects in the order they are
     /// stored (by offset): the order git's bitmaps number them in.
     pub fn pack_order(&self, pack: u32) -> impl ExactSizeIterator<Item = u32> + '_ {
-        let by_offset = self.packs[pack as usize].by_offset();
-        by_offset[..by_offset.len() - 1]
+        self.packs[pack as usize]
+            .by_offset()
+            .positions
             .iter()
-            .map(|&(_, position)| position)
+            .copied()
     }
 
     /// The first stored entry of `id`, or `None` if no pack has it.
@@ -223,9 +247,11 @@ impl Packs {
     /// The object whose entry starts at `offset` of `pack`.
     pub fn at_offset(&self, pack: u32, offset: u64) -> Option<PackedAt> {
         let by_offset = self.packs[pack as usize].by_offset();
-        let n = by_offset.binary_search_by_key(&offset, |e| e.0).ok()?;
-        let position = by_offset[n].1;
-        (position != u32::MAX).then_some(PackedAt { pack, position })
+        let n = by_offset.find(offset)?;
+        Some(PackedAt {
+            pack,
+            position: by_offset.positions[n],
+        })
     }
 
     /// The stored entry at `at`, its header parsed; nothing is inflated.
@@ -241,9 +267,9 @@ impl Packs {
             ))
         };
         let n = by_offset
-            .binary_search_by_key(&offset, |e| e.0)
-            .map_err(|_| corrupt("offset not in the index"))?;
-        let end = by_offset[n + 1].0;
+            .find(offset)
+            .ok_or_else(|| corrupt("offset not in the index"))?;
+        let end = by_offset.offsets[n + 1];
         let raw = pack
             .data
             .entry_slice(offset..end)

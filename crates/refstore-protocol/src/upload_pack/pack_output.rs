@@ -32,7 +32,6 @@ use super::UploadPackError;
 use crate::pkt_line::sideband::{SidebandMode, SidebandWriter};
 use crate::pkt_line::PacketWriter;
 use gix_hash::{oid, ObjectId};
-use gix_object::Find;
 use refstore_odb::{PackedAt, StoredKind};
 use std::io::Write;
 
@@ -317,7 +316,6 @@ fn write(
         graph,
         contents,
         plan,
-        handle: graph.handle(),
         reader: ObjectReader::new(graph),
         pack,
         offsets: vec![UNWRITTEN; objects],
@@ -349,7 +347,6 @@ struct Writer<'a, 'w> {
     graph: &'a Graph,
     contents: &'a PackContents,
     plan: Plan,
-    handle: gix_odb::HandleArc,
     /// Reads the client's objects, the bases of a thin pack.
     reader: ObjectReader<'a>,
     pack: PackWriter<'w>,
@@ -450,22 +447,15 @@ impl Writer<'_, '_> {
                 if stored.is_none() && self.stream_large_loose(&id)? {
                     return Ok(());
                 }
+                // Read one delta at a time through a capped cache of
+                // bases: a stored chain may be thousands of deltas long.
                 let mut data = Vec::new();
-                let read = match stored {
-                    None => self.reader.read(&id).map(|found| {
-                        found.map(|(kind, content)| {
-                            data = content.to_vec();
-                            kind
-                        })
-                    }),
-                    Some(_) => self
-                        .handle
-                        .try_find(&id, &mut data)
-                        .map(|found| found.map(|d| d.kind))
-                        .map_err(|e| {
-                            UploadPackError::objects(&format!("cannot read object {id}"), e)
-                        }),
-                };
+                let read = self.reader.read(&id).map(|found| {
+                    found.map(|(kind, content)| {
+                        data = content.to_vec();
+                        kind
+                    })
+                });
                 let kind = match (read, stored) {
                     (Ok(Some(kind)), _) => kind,
                     (Ok(None), _) => {
