@@ -322,6 +322,22 @@ impl Graph {
         }
     }
 
+    /// Calls `visit` with each entry of tree `id`, read in place.
+    pub fn scan_tree(
+        &mut self,
+        id: &ObjectId,
+        visit: impl FnMut(super::tree_scan::TreeEntry<'_>),
+    ) -> Result<(), UploadPackError> {
+        let hash = self.hash;
+        let Some((gix_object::Kind::Tree, data)) = self.read(id)? else {
+            return Err(UploadPackError::Objects(format!(
+                "missing tree {id}: the repository is incomplete"
+            )));
+        };
+        super::tree_scan::scan_tree(data, hash, visit)
+            .map_err(|e| UploadPackError::Objects(format!("corrupt tree {id}: {e}")))
+    }
+
     /// The entries of tree `id` that are trees or blobs (submodule commits
     /// belong to other repositories), as `(id, is_tree, name)`, into
     /// `entries` (cleared first); `name_hash` makes a number of each name.

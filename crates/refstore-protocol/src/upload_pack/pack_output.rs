@@ -148,6 +148,11 @@ struct Plan {
     thin: ThinBases,
     /// Objects compressed afresh that may become deltas.
     fresh_for_delta: usize,
+    /// By slot: a later object of the same path is searched for a delta,
+    /// so this one is worth keeping as its candidate base (a clone of one
+    /// commit meets each path once: keeping every file for nothing would
+    /// hold the whole tree in memory).
+    base_wanted: Vec<bool>,
 }
 
 fn damaged(e: refstore_odb::OdbError) -> UploadPackError {
@@ -186,10 +191,12 @@ fn plan(graph: &Graph, contents: &mut PackContents, thin: bool) -> Result<Plan, 
     let slot_of_id = |id: &oid| -> Option<u32> { contents.slots.get(id).copied() };
     let mut stored = Vec::with_capacity(ids.len());
     let mut fresh_for_delta = 0;
+    let mut searched = vec![false; ids.len()];
     for (slot, at) in located.into_iter().enumerate() {
         let Some(at) = at else {
             if contents.paths[slot] != NO_PATH {
                 fresh_for_delta += 1;
+                searched[slot] = true;
             }
             stored.push(None);
             continue;
@@ -199,6 +206,7 @@ fn plan(graph: &Graph, contents: &mut PackContents, thin: bool) -> Result<Plan, 
             StoredKind::Whole(_) => {
                 if thin.base_for(slot as u32).is_some() {
                     fresh_for_delta += 1;
+                    searched[slot] = true;
                 }
                 stored.push(Some((at, How::Whole)));
                 continue;
@@ -222,6 +230,7 @@ fn plan(graph: &Graph, contents: &mut PackContents, thin: bool) -> Result<Plan, 
             _ => {
                 if contents.paths[slot] != NO_PATH {
                     fresh_for_delta += 1;
+                    searched[slot] = true;
                 }
                 How::Fresh
             }
@@ -233,7 +242,22 @@ fn plan(graph: &Graph, contents: &mut PackContents, thin: bool) -> Result<Plan, 
         stored,
         thin,
         fresh_for_delta,
+        base_wanted: bases_wanted(&contents.paths, &searched),
     })
+}
+
+/// By slot: whether a later slot of the same path is `searched` for a
+/// delta. Fresh entries are written in slot order (only stored bases are
+/// pulled ahead of their deltas), so "later" is "written later".
+fn bases_wanted(paths: &[u64], searched: &[bool]) -> Vec<bool> {
+    let mut later = std::collections::HashSet::<u64, super::graph::IdHasher>::default();
+    let mut wanted = vec![false; paths.len()];
+    for slot in (0..paths.len()).rev() {
+        if searched[slot] {
+            wanted[slot] = !later.insert(paths[slot]);
+        }
+    }
+    wanted
 }
 
 /// For each slot, the longest chain of copied stored deltas that leads to
@@ -563,6 +587,9 @@ impl Writer<'_, '_> {
     /// Keeps `data` as the candidate base for the next version of `slot`'s
     /// path.
     fn remember(&mut self, slot: u32, kind: gix_object::Kind, depth: u8, data: Vec<u8>) {
+        if !self.plan.base_wanted[slot as usize] {
+            return;
+        }
         if let Some(path) = self.path_of(slot, kind) {
             self.search.remember(kind, path, slot, depth, data);
         }
@@ -684,5 +711,17 @@ mod tests {
             Some((at, How::Delta(6))),
         ];
         assert_eq!(heights(&plan), [2, 2, 2, 0, MAX_DEPTH, MAX_DEPTH, 1, 1]);
+    }
+
+    #[test]
+    fn only_objects_with_a_later_version_searched_are_kept_as_bases() {
+        let paths = [7, 7, 8, 7, 9, 8, NO_PATH];
+        let searched = [true, true, true, false, true, false, false];
+        // Slot 0 serves slot 1; slot 1's next version (3) is copied as
+        // stored; 2's (5) too; 4 is alone.
+        assert_eq!(
+            bases_wanted(&paths, &searched),
+            [true, false, false, false, false, false, false]
+        );
     }
 }

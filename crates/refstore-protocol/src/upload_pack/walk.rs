@@ -68,6 +68,21 @@ impl PackContents {
         }
     }
 
+    /// Adds `id` unless it is added, at the path `path` computes (only
+    /// for an object not met before): the path, or `None` if it was added.
+    pub(crate) fn add_new(&mut self, id: ObjectId, path: impl FnOnce() -> u64) -> Option<u64> {
+        match self.slots.entry(id) {
+            hash_map::Entry::Occupied(_) => None,
+            hash_map::Entry::Vacant(vacant) => {
+                let path = path();
+                vacant.insert(self.ids.len() as u32);
+                self.ids.push(id);
+                self.paths.push(path);
+                Some(path)
+            }
+        }
+    }
+
     /// True if `id` is sent.
     pub fn contains(&self, id: &ObjectId) -> bool {
         self.slots.contains_key(id)
@@ -262,14 +277,12 @@ pub(crate) fn exclude_tree(
 ) -> Result<(), UploadPackError> {
     let mut stack = vec![tree];
     excluded.insert(tree);
-    let mut entries = Vec::new();
     while let Some(tree) = stack.pop() {
-        graph.tree_entries(&tree, |_| 0, &mut entries)?;
-        for &(id, is_tree, _) in &entries {
-            if excluded.insert(id) && is_tree {
-                stack.push(id);
+        graph.scan_tree(&tree, |entry| {
+            if !entry.is_commit && excluded.insert(entry.id.to_owned()) && entry.is_tree {
+                stack.push(entry.id.to_owned());
             }
-        }
+        })?;
     }
     Ok(())
 }
@@ -286,19 +299,25 @@ fn add_tree(
         return Ok(());
     }
     // Each tree with the hash of its path: a path's hash continues its
-    // parent's, so no path is ever built.
+    // parent's, so no path is ever built. Most entries name objects met
+    // before (a commit changes few files): for them, one lookup is all.
     let mut stack = vec![(tree, ROOT)];
-    let mut entries = Vec::new();
+    let check_excluded = !excluded.is_empty();
     while let Some((tree, path)) = stack.pop() {
-        graph.tree_entries(&tree, |name| path_hash(path, name), &mut entries)?;
-        for &(id, is_tree, entry_path) in &entries {
-            if excluded.contains(&id) || !contents.add(id, entry_path) {
-                continue;
+        graph.scan_tree(&tree, |entry| {
+            if entry.is_commit {
+                return;
             }
-            if is_tree {
-                stack.push((id, entry_path));
+            let id = entry.id.to_owned();
+            if check_excluded && excluded.contains(&id) {
+                return;
             }
-        }
+            if let Some(entry_path) = contents.add_new(id, || path_hash(path, entry.name)) {
+                if entry.is_tree {
+                    stack.push((id, entry_path));
+                }
+            }
+        })?;
     }
     Ok(())
 }
