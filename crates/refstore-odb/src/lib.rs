@@ -76,7 +76,7 @@ mod set_aside;
 mod tag_peeler;
 mod unpack;
 
-pub use base_cache::DeltaBaseCache;
+pub use base_cache::{DeltaBaseCache, Held};
 pub use bitmap::PackBitmap;
 pub use bitmap_index::BitmapIndex;
 pub use check::{check_format, FormatError};

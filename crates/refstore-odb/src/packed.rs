@@ -322,12 +322,33 @@ impl Packs {
         cache: &mut crate::DeltaBaseCache,
         out: &mut Vec<u8>,
     ) -> Result<Option<ObjectKind>, OdbError> {
+        let read = self.read_held(at, cache, out)?;
+        if let Some((_, crate::Held::Cached(n))) = read {
+            out.clear();
+            out.extend_from_slice(cache.held(n));
+        }
+        Ok(read.map(|(kind, _)| kind))
+    }
+
+    /// As [`read`](Self::read), but the object is left where it is made:
+    /// in `cache` when it is kept there (borrow it with
+    /// [`DeltaBaseCache::held`](crate::DeltaBaseCache::held)), else in
+    /// `out`. Cached entries are moved, never copied: a walk reading every
+    /// version of every tree would otherwise copy each one twice.
+    pub fn read_held(
+        &self,
+        at: PackedAt,
+        cache: &mut crate::DeltaBaseCache,
+        out: &mut Vec<u8>,
+    ) -> Result<Option<(ObjectKind, crate::Held)>, OdbError> {
         let pack = &self.packs[at.pack as usize];
-        let mut chain: Vec<u64> = Vec::new();
         let offset = pack.index.pack_offset_at_index(at.position);
         let mut inflate = cache.inflate.take().unwrap_or_default();
+        let mut chain = std::mem::take(&mut cache.chain);
+        chain.clear();
         let result = self.read_chain(at, cache, out, &mut inflate, &mut chain, offset);
         cache.inflate = Some(inflate);
+        cache.chain = chain;
         result
     }
 
@@ -339,8 +360,7 @@ impl Packs {
         inflate: &mut gix_zlib::Inflate,
         chain: &mut Vec<u64>,
         mut offset: u64,
-    ) -> Result<Option<ObjectKind>, OdbError> {
-        use gix_pack::cache::DecodeEntry;
+    ) -> Result<Option<(ObjectKind, crate::Held)>, OdbError> {
         let pack = &self.packs[at.pack as usize];
         let failed = |offset: u64, what: String| {
             OdbError::Pack(format!(
@@ -359,9 +379,11 @@ impl Packs {
                 .map(|_| ())
                 .map_err(|e| failed(entry.pack_offset(), e.to_string()))
         };
-        let kind = loop {
-            if let Some((kind, _)) = cache.get(at.pack, offset, out) {
-                break kind;
+        // The nearest version of the object the cache holds, or the whole
+        // object the chain starts from.
+        let (kind, mut data, from_cache) = loop {
+            if let Some((kind, data)) = cache.take(at.pack, offset) {
+                break (kind, data, true);
             }
             let entry = pack
                 .data
@@ -382,30 +404,46 @@ impl Packs {
                     offset = pack.index.pack_offset_at_index(position);
                 }
                 header => {
-                    inflate_entry(&entry, inflate, out)?;
-                    let kind = header.as_kind().expect("not a delta");
-                    if !chain.is_empty() {
-                        cache.put(at.pack, offset, out, kind, 0);
-                    }
-                    break kind;
+                    let mut data = Vec::new();
+                    inflate_entry(&entry, inflate, &mut data)?;
+                    break (header.as_kind().expect("not a delta"), data, false);
                 }
             }
             if chain.len() > 10_000 {
                 return Err(failed(offset, "delta chain too long or cyclic".into()));
             }
         };
-        let mut delta = Vec::new();
-        while let Some(offset) = chain.pop() {
+        if chain.is_empty() && !from_cache {
+            // A whole object read for itself: no delta needs it yet.
+            *out = data;
+            return Ok(Some((ObjectKind::from_gix(kind), crate::Held::Out)));
+        }
+        let mut delta = std::mem::take(&mut cache.delta);
+        while let Some(next) = chain.pop() {
             let entry = pack
                 .data
-                .entry(offset)
-                .map_err(|e| failed(offset, e.to_string()))?;
+                .entry(next)
+                .map_err(|e| failed(next, e.to_string()))?;
             inflate_entry(&entry, inflate, &mut delta)?;
-            *out = crate::delta::apply_delta(out, &delta)
-                .map_err(|e| failed(offset, e.to_string()))?;
-            cache.put(at.pack, offset, out, kind, 0);
+            let result = crate::delta::apply_delta(&data, &delta)
+                .map_err(|e| failed(next, e.to_string()))?;
+            // The base goes back (moved, not copied) for the next version.
+            let _ = cache.keep(at.pack, offset, kind, std::mem::replace(&mut data, result));
+            offset = next;
         }
-        Ok(Some(ObjectKind::from_gix(kind)))
+        // A large delta's buffer is not kept: the cap bounds what the
+        // cache holds.
+        if delta.capacity() <= cache.cap() / 8 {
+            cache.delta = delta;
+        }
+        let held = match cache.keep(at.pack, offset, kind, data) {
+            Ok(n) => crate::Held::Cached(n),
+            Err(data) => {
+                *out = data;
+                crate::Held::Out
+            }
+        };
+        Ok(Some((ObjectKind::from_gix(kind), held)))
     }
 
     /// The kind of the object stored at `at`, from entry headers alone
