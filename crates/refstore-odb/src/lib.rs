@@ -63,6 +63,7 @@ mod error;
 pub mod ewah;
 pub mod fsck;
 mod hash;
+mod idx_search;
 mod idx_v2;
 mod kind;
 mod large;

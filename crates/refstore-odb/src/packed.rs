@@ -97,6 +97,13 @@ impl ByOffset {
 }
 
 impl Pack {
+    /// The index position of `id`, if the pack holds it.
+    fn lookup(&self, id: &oid) -> Option<u32> {
+        crate::idx_search::find(self.index.num_objects(), id, |position| {
+            self.index.oid_at_index(position)
+        })
+    }
+
     fn by_offset(&self) -> &ByOffset {
         self.by_offset.get_or_init(|| {
             // Sorted as pairs (the index is read once), then split.
@@ -232,7 +239,7 @@ impl Packs {
     /// Every stored entry of `id`, pack by pack.
     pub fn locate_all<'a>(&'a self, id: &'a oid) -> impl Iterator<Item = PackedAt> + 'a {
         self.packs.iter().enumerate().filter_map(move |(n, pack)| {
-            pack.index.lookup(id).map(|position| PackedAt {
+            pack.lookup(id).map(|position| PackedAt {
                 pack: n as u32,
                 position,
             })
@@ -397,7 +404,7 @@ impl Packs {
                         .ok_or_else(|| failed(offset, "bad delta base offset".into()))?;
                 }
                 Header::RefDelta { base_id } => {
-                    let Some(position) = pack.index.lookup(base_id) else {
+                    let Some(position) = pack.lookup(&base_id) else {
                         return Ok(None);
                     };
                     chain.push(offset);
@@ -464,7 +471,7 @@ impl Packs {
                     Some(base) => base,
                     None => break,
                 },
-                Header::RefDelta { base_id } => match pack.index.lookup(base_id) {
+                Header::RefDelta { base_id } => match pack.lookup(&base_id) {
                     Some(position) => pack.index.pack_offset_at_index(position),
                     None => return Ok(None),
                 },
@@ -494,7 +501,7 @@ impl Packs {
             .entry(pack.index.pack_offset_at_index(at.position))
             .map_err(failed)?;
         let resolve = |id: &oid, _: &mut Vec<u8>| {
-            Ok(pack.index.lookup(id).and_then(|position| {
+            Ok(pack.lookup(id).and_then(|position| {
                 pack.data
                     .entry(pack.index.pack_offset_at_index(position))
                     .ok()
