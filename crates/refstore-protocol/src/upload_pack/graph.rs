@@ -333,13 +333,19 @@ impl Graph {
         visit: impl FnMut(super::tree_scan::TreeEntry<'_>),
     ) -> Result<(), UploadPackError> {
         let hash = self.hash;
-        let Some((gix_object::Kind::Tree, data)) = self.read(id)? else {
-            return Err(UploadPackError::Objects(format!(
-                "missing tree {id}: the repository is incomplete"
-            )));
-        };
+        let data = self.tree_data(id)?;
         super::tree_scan::scan_tree(data, hash, visit)
             .map_err(|e| UploadPackError::Objects(format!("corrupt tree {id}: {e}")))
+    }
+
+    /// The content of tree `id`, valid until the next read.
+    pub fn tree_data(&mut self, id: &ObjectId) -> Result<&[u8], UploadPackError> {
+        match self.read(id)? {
+            Some((gix_object::Kind::Tree, data)) => Ok(data),
+            _ => Err(UploadPackError::Objects(format!(
+                "missing tree {id}: the repository is incomplete"
+            ))),
+        }
     }
 
     /// The entries of tree `id` that are trees or blobs (submodule commits

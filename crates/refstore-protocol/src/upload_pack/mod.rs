@@ -56,6 +56,7 @@ mod thin;
 mod tree_scan;
 pub(crate) mod v0;
 pub(crate) mod v2;
+mod versions;
 mod walk;
 mod wants;
 

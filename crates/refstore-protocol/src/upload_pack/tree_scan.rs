@@ -10,6 +10,8 @@ use gix_hash::oid;
 /// One entry of a tree, borrowed from the tree's data.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct TreeEntry<'a> {
+    /// The whole record: mode, name and id.
+    pub record: &'a [u8],
     pub id: &'a oid,
     pub name: &'a [u8],
     /// A subtree.
@@ -51,21 +53,70 @@ pub(crate) fn scan_tree<'a>(
             return Err("an entry's mode is empty");
         }
         let after_mode = &rest[space + 1..];
-        let nul = memchr::memchr(0, after_mode).ok_or("an entry's name is not terminated")?;
+        // Names are short: a plain loop beats setting up a vector search.
+        let nul = after_mode
+            .iter()
+            .position(|&b| b == 0)
+            .ok_or("an entry's name is not terminated")?;
         let name = &after_mode[..nul];
         let id_start = nul + 1;
         let id = after_mode
             .get(id_start..id_start + id_len)
             .ok_or("an entry's id is truncated")?;
+        let record_len = space + 1 + id_start + id_len;
         visit(TreeEntry {
+            record: &rest[..record_len],
             id: oid::from_bytes_unchecked(id),
             name,
             is_tree: mode & TYPE_MASK == TREE,
             is_commit: mode & TYPE_MASK == COMMIT,
         });
-        rest = &after_mode[id_start + id_len..];
+        rest = &rest[record_len..];
     }
     Ok(())
+}
+
+/// The ids of a tree's entries with their names, read without checks:
+/// for data [`scan_tree`] has read before.
+#[derive(Clone)]
+pub(crate) struct Entries<'a> {
+    rest: &'a [u8],
+    id_len: usize,
+}
+
+impl<'a> Entries<'a> {
+    pub fn new(data: &'a [u8], hash: gix_hash::Kind) -> Self {
+        Entries {
+            rest: data,
+            id_len: hash.len_in_bytes(),
+        }
+    }
+}
+
+impl<'a> Entries<'a> {
+    /// What is left to read: it starts with the next record.
+    pub fn rest(&self) -> &'a [u8] {
+        self.rest
+    }
+
+    /// Moves past the next `n` bytes, a whole number of records.
+    pub fn skip_bytes(&mut self, n: usize) {
+        self.rest = &self.rest[n..];
+    }
+}
+
+impl<'a> Iterator for Entries<'a> {
+    /// The name and the id.
+    type Item = (&'a [u8], &'a [u8]);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let space = self.rest.iter().position(|&b| b == b' ')?;
+        let after_mode = &self.rest[space + 1..];
+        let nul = after_mode.iter().position(|&b| b == 0)?;
+        let id = after_mode.get(nul + 1..nul + 1 + self.id_len)?;
+        self.rest = &after_mode[nul + 1 + self.id_len..];
+        Some((&after_mode[..nul], id))
+    }
 }
 
 #[cfg(test)]
@@ -107,7 +158,24 @@ mod tests {
             .collect();
         assert_eq!(ours, theirs);
         assert_eq!(ours[1].1, b"dir");
+        let mut records = Vec::new();
+        scan_tree(&data, gix_hash::Kind::Sha1, |e| {
+            records.extend_from_slice(e.record)
+        })
+        .unwrap();
+        assert_eq!(records, data);
         assert!(ours[1].2 && ours[2].3);
+    }
+
+    #[test]
+    fn entries_give_names_and_ids() {
+        let mut data = record("100644", "a.txt", 1);
+        data.extend(record("40000", "dir", 2));
+        let got: Vec<_> = Entries::new(&data, gix_hash::Kind::Sha1).collect();
+        assert_eq!(
+            got,
+            [(&b"a.txt"[..], &[1; 20][..]), (&b"dir"[..], &[2; 20][..])]
+        );
     }
 
     #[test]

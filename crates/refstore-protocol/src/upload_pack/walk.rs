@@ -14,6 +14,8 @@
 //! instead, and this walk is what remains without one.
 
 use super::graph::{Graph, IdHasher};
+use super::tree_scan::scan_tree;
+use super::versions::{LastVersions, Unchanged};
 use super::UploadPackError;
 use gix_hash::ObjectId;
 use std::collections::{hash_map, BinaryHeap, HashMap, HashSet};
@@ -157,6 +159,7 @@ pub(crate) fn pack_contents(
         contents.add(tag, NO_PATH);
     }
     let mut roots = Vec::with_capacity(commits.len());
+    let mut versions = LastVersions::default();
     for commit in &commits {
         let tree = graph
             .commit(commit)?
@@ -164,7 +167,7 @@ pub(crate) fn pack_contents(
             .expect("walked commits exist");
         match sparse {
             true => roots.push(tree),
-            false => add_tree(graph, tree, &excluded, &mut contents)?,
+            false => add_tree(graph, tree, &excluded, &mut contents, &mut versions)?,
         }
     }
     if sparse {
@@ -172,7 +175,7 @@ pub(crate) fn pack_contents(
     }
     for (id, is_tree) in want_others {
         if is_tree {
-            add_tree(graph, id, &excluded, &mut contents)?;
+            add_tree(graph, id, &excluded, &mut contents, &mut versions)?;
         } else {
             contents.add(id, path_hash(ROOT, b""));
         }
@@ -288,12 +291,14 @@ pub(crate) fn exclude_tree(
 }
 
 /// Adds `tree` and everything below it that is not excluded or added,
-/// noting the path each is met at.
+/// noting the path each is met at. Entries a directory's previous version
+/// (in `versions`) had are skipped: they were dealt with then.
 fn add_tree(
     graph: &mut Graph,
     tree: ObjectId,
     excluded: &IdSet,
     contents: &mut PackContents,
+    versions: &mut LastVersions,
 ) -> Result<(), UploadPackError> {
     if excluded.contains(&tree) || !contents.add(tree, ROOT) {
         return Ok(());
@@ -303,9 +308,14 @@ fn add_tree(
     // before (a commit changes few files): for them, one lookup is all.
     let mut stack = vec![(tree, ROOT)];
     let check_excluded = !excluded.is_empty();
+    let hash = graph.hash_kind();
     while let Some((tree, path)) = stack.pop() {
-        graph.scan_tree(&tree, |entry| {
-            if entry.is_commit {
+        let previous = versions.take(path);
+        let data = graph.tree_data(&tree)?;
+        let mut unchanged = Unchanged::new(previous.as_deref().unwrap_or_default(), hash);
+        scan_tree(data, hash, |entry| {
+            if entry.is_commit || unchanged.contains(entry.record, entry.name, entry.id.as_bytes())
+            {
                 return;
             }
             let id = entry.id.to_owned();
@@ -317,7 +327,9 @@ fn add_tree(
                     stack.push((id, entry_path));
                 }
             }
-        })?;
+        })
+        .map_err(|e| UploadPackError::Objects(format!("corrupt tree {tree}: {e}")))?;
+        versions.keep(path, data, previous);
     }
     Ok(())
 }
