@@ -35,6 +35,8 @@ pub struct DeltaBaseCache {
     slots: Vec<Option<Box<Slot>>>,
     bytes: usize,
     cap: usize,
+    /// Where [`make_room`](Self::make_room) goes on emptying slots.
+    hand: usize,
 }
 
 impl DeltaBaseCache {
@@ -47,6 +49,7 @@ impl DeltaBaseCache {
             slots: vec![None; slots.max(1)],
             bytes: 0,
             cap,
+            hand: 0,
         }
     }
 
@@ -97,9 +100,7 @@ impl DeltaBaseCache {
         if let Some(old) = self.slots[n].take() {
             self.bytes -= old.data.capacity();
         }
-        if self.bytes + data.capacity() > self.cap {
-            return Err(data);
-        }
+        self.make_room(data.capacity());
         self.bytes += data.capacity();
         self.slots[n] = Some(Box::new(Slot {
             pack,
@@ -109,6 +110,19 @@ impl DeltaBaseCache {
             data,
         }));
         Ok(n)
+    }
+
+    /// Empties slots, going round the table from where it last stopped,
+    /// until `bytes` more fit under the cap: when the cache is full, the
+    /// entries put longest ago (roughly) make way, instead of new entries
+    /// being turned away while old ones no read wants stay.
+    fn make_room(&mut self, bytes: usize) {
+        while self.bytes + bytes > self.cap && self.bytes > 0 {
+            if let Some(old) = self.slots[self.hand].take() {
+                self.bytes -= old.data.capacity();
+            }
+            self.hand = (self.hand + 1) % self.slots.len();
+        }
     }
 
     /// The most bytes of data the cache holds.
@@ -159,9 +173,6 @@ impl DecodeEntry for DeltaBaseCache {
                 data: Vec::new(),
             }),
         };
-        if self.bytes + data.len() > self.cap {
-            return;
-        }
         // The memory held is what counts: a slot's buffer is reused, but
         // not when it is far larger than what it would now hold.
         if slot.data.capacity() > 2 * data.len() {
@@ -169,9 +180,7 @@ impl DecodeEntry for DeltaBaseCache {
         }
         slot.data.clear();
         slot.data.extend_from_slice(data);
-        if self.bytes + slot.data.capacity() > self.cap {
-            return;
-        }
+        self.make_room(slot.data.capacity());
         self.bytes += slot.data.capacity();
         slot.pack = pack;
         slot.offset = offset;

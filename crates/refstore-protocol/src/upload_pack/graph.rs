@@ -96,7 +96,7 @@ impl Graph {
             objects_dir: objects_dir.to_owned(),
             hash,
             commits: HashMap::default(),
-            cache: refstore_odb::DeltaBaseCache::default(),
+            cache: refstore_odb::DeltaBaseCache::new(1 << 16, 64 << 20),
             buf: Vec::new(),
             peeled: HashMap::default(),
             commit_graph,
