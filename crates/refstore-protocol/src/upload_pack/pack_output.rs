@@ -70,6 +70,7 @@ pub(crate) fn send_pack<W: Write>(
 ) -> Result<PackSummary, UploadPackError> {
     let mut band = SidebandWriter::new(out, mode);
     let result = plan(graph, &mut contents, request.thin).and_then(|plan| {
+        contents.forget_lookups();
         if request.progress {
             let n = contents.ids.len();
             let mut message = format!(
@@ -113,6 +114,7 @@ pub(crate) fn send_raw_pack(
     out: &mut dyn Write,
 ) -> Result<PackSummary, UploadPackError> {
     let plan = plan(graph, &mut contents, request.thin)?;
+    contents.forget_lookups();
     write(graph, &contents, plan, out)
 }
 
@@ -128,8 +130,10 @@ enum How {
     /// Its stored delta is copied, against the object in this slot.
     Delta(u32),
     /// Its stored delta is copied, against an object the client has (a
-    /// thin pack's reference delta).
-    ClientDelta(ObjectId),
+    /// thin pack's reference delta); the entry names the base. (The id
+    /// is not kept here: a plan has an entry per object sent, and an id
+    /// would triple its size.)
+    ClientDelta,
     /// It is inflated and compressed afresh.
     Fresh,
 }
@@ -226,7 +230,7 @@ fn plan(graph: &Graph, contents: &mut PackContents, thin: bool) -> Result<Plan, 
         };
         let how = match (base, base_id) {
             (Some(base), _) if base as usize != slot => How::Delta(base),
-            (None, Some(base_id)) if thin.client_has(&base_id) => How::ClientDelta(base_id),
+            (None, Some(base_id)) if thin.client_has(&base_id) => How::ClientDelta,
             _ => {
                 if contents.paths[slot] != NO_PATH {
                     fresh_for_delta += 1;
@@ -418,7 +422,7 @@ impl Writer<'_, '_> {
         self.offsets[s] = offset;
         let id = self.contents.ids[s];
         match self.plan.stored[s] {
-            Some((at, how @ (How::Whole | How::Delta(_) | How::ClientDelta(_)))) => {
+            Some((at, how @ (How::Whole | How::Delta(_) | How::ClientDelta))) => {
                 let packs = self.graph.packs();
                 let entry = packs.entry(at).map_err(damaged)?;
                 if !packs.crc_matches(at, &entry) {
@@ -456,7 +460,19 @@ impl Writer<'_, '_> {
                         self.summary.deltas += 1;
                         self.summary.reused_deltas += 1;
                     }
-                    (_, How::ClientDelta(base)) => {
+                    (kind, How::ClientDelta) => {
+                        let base = match kind {
+                            StoredKind::RefDelta { base } => base,
+                            StoredKind::OfsDelta { base_offset } => packs
+                                .at_offset(at.pack, base_offset)
+                                .map(|base| packs.id(base).to_owned())
+                                .ok_or_else(|| {
+                                    UploadPackError::Objects(format!(
+                                        "the delta base of {id} is not where its entry says"
+                                    ))
+                                })?,
+                            StoredKind::Whole(_) => unreachable!("planned as a delta"),
+                        };
                         self.pack.ref_delta_header(entry.size, &base).map_err(io)?;
                         self.summary.deltas += 1;
                         self.summary.reused_deltas += 1;
@@ -693,6 +709,12 @@ fn deflate(pack: &mut PackWriter<'_>, data: &[u8]) -> Result<(), UploadPackError
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_plan_entry_stays_small() {
+        // One per object sent: a million for a large clone.
+        assert!(std::mem::size_of::<Option<(PackedAt, How)>>() <= 16);
+    }
 
     #[test]
     fn heights_count_the_chains_copied_against_an_object() {

@@ -85,6 +85,15 @@ impl PackContents {
         }
     }
 
+    /// Frees what only choosing how to send each object needs (the map of
+    /// ids to slots, the known locations, the client's objects): the pack
+    /// writer goes by slot, and a clone's map alone is tens of megabytes.
+    pub(crate) fn forget_lookups(&mut self) {
+        self.slots = HashMap::default();
+        self.located = Vec::new();
+        self.client_has = IdSet::default();
+    }
+
     /// True if `id` is sent.
     pub fn contains(&self, id: &ObjectId) -> bool {
         self.slots.contains_key(id)
