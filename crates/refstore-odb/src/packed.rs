@@ -308,6 +308,23 @@ impl Packs {
         })
     }
 
+    /// Gives back the resident pages of pack `pack`'s data: a reader that
+    /// has gone through much of it calls this now and then, so that a
+    /// clone does not end up holding the whole pack in its resident
+    /// memory. Pages read again come back from the page cache.
+    pub fn release_pages(&self, pack: u32) {
+        let data = &self.packs[pack as usize].data;
+        if let Some(bytes) = data.entry_slice(0..data.data_len() as u64) {
+            // SAFETY: gix maps pack data read-only, and a pack file is never
+            // written once it has its name (git and refstore write packs
+            // under a temporary name and rename them).
+            #[allow(unsafe_code)]
+            unsafe {
+                refstore_fs::resident::release_pages(bytes)
+            };
+        }
+    }
+
     /// True if the raw bytes of the entry at `at` have the CRC32 the index
     /// records for them (always false for a version 1 index, which records
     /// none: such entries are not copied).

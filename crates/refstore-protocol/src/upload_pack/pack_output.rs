@@ -205,6 +205,13 @@ fn plan(graph: &Graph, contents: &mut PackContents, thin: bool) -> Result<Plan, 
             stored.push(None);
             continue;
         };
+        if slot % RELEASE_HEADERS_EVERY == RELEASE_HEADERS_EVERY - 1 {
+            // Reading every entry's header touches nearly every page of a
+            // pack: give them back as it goes.
+            for pack in 0..packs.len() as u32 {
+                packs.release_pages(pack);
+            }
+        }
         let entry = packs.entry(at).map_err(damaged)?;
         let (base, base_id) = match entry.kind {
             StoredKind::Whole(_) => {
@@ -353,6 +360,7 @@ fn write(
             objects,
             ..PackSummary::default()
         },
+        copied: Vec::new(),
     };
     for slot in 0..objects {
         writer.emit(slot as u32)?;
@@ -384,7 +392,15 @@ struct Writer<'a, 'w> {
     pending: Vec<bool>,
     search: DeltaSearch,
     summary: PackSummary,
+    /// By pack: bytes copied since its pages were last given back.
+    copied: Vec<usize>,
 }
+
+/// How many bytes of a pack are copied between two releases of its
+/// resident pages.
+const RELEASE_EVERY: usize = 32 << 20;
+/// How many entry headers are read between two releases.
+const RELEASE_HEADERS_EVERY: usize = 1 << 16;
 
 impl Writer<'_, '_> {
     /// Writes `slot` unless it is written, after the chain of stored bases
@@ -480,6 +496,7 @@ impl Writer<'_, '_> {
                     (_, _) => unreachable!("only deltas are planned as deltas"),
                 }
                 self.pack.write(entry.compressed()).map_err(io)?;
+                self.copied(at.pack, entry.raw.len());
                 self.summary.reused += 1;
                 Ok(())
             }
@@ -514,6 +531,21 @@ impl Writer<'_, '_> {
                 };
                 self.write_fresh(slot, kind, data)
             }
+        }
+    }
+
+    /// Counts `bytes` copied from pack `pack`; after every
+    /// [`RELEASE_EVERY`] bytes, the pack's pages go back (a clone would
+    /// otherwise keep the whole pack resident).
+    fn copied(&mut self, pack: u32, bytes: usize) {
+        let pack = pack as usize;
+        if self.copied.len() <= pack {
+            self.copied.resize(pack + 1, 0);
+        }
+        self.copied[pack] += bytes;
+        if self.copied[pack] >= RELEASE_EVERY {
+            self.copied[pack] = 0;
+            self.graph.packs().release_pages(pack as u32);
         }
     }
 

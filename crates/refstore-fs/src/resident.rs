@@ -1,0 +1,40 @@
+//! Giving back the resident pages of a file mapping that a long read has
+//! gone through: a clone copies most of a large pack, and every page it
+//! touched would otherwise stay counted against the server until the
+//! request ends (hundreds of megabytes for one request). The pages stay
+//! in the page cache: a later read of them faults them back in from
+//! there, unchanged.
+
+/// Drops the pages that lie wholly inside `bytes` from this process's
+/// resident memory. Best effort: an error leaves them resident.
+///
+/// # Safety
+///
+/// `bytes` must lie in a read-only mapping of a file that nobody writes
+/// while it is mapped (such as a pack, which git never rewrites in
+/// place): its pages then read back the same when touched again.
+/// Anonymous or written memory would read back as zeros.
+#[allow(unsafe_code)]
+pub unsafe fn release_pages(bytes: &[u8]) {
+    // SAFETY: sysconf only reads a system setting.
+    let page = match unsafe { libc::sysconf(libc::_SC_PAGESIZE) } {
+        size if size > 0 => size as usize,
+        _ => return,
+    };
+    let start = bytes.as_ptr() as usize;
+    let first = start.div_ceil(page) * page;
+    let end = (start + bytes.len()) / page * page;
+    if end <= first {
+        return;
+    }
+    // SAFETY: the range is within `bytes`, page-aligned, and (by the
+    // caller's promise) a read-only file mapping, whose contents
+    // MADV_DONTNEED leaves as they are.
+    let _ = unsafe {
+        rustix::mm::madvise(
+            first as *mut std::ffi::c_void,
+            end - first,
+            rustix::mm::Advice::LinuxDontNeed,
+        )
+    };
+}
