@@ -192,3 +192,35 @@ impl DeltaSearch {
         self.candidate_bytes
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn candidates_are_capped_and_the_newest_stay() {
+        let mut search = DeltaSearch::default();
+        let version = |path: u64| -> Vec<u8> {
+            (0..1usize << 20)
+                .map(|i| (i as u64 * 31 + path) as u8)
+                .collect()
+        };
+        for path in 0..40u64 {
+            search.remember(gix_object::Kind::Blob, path, path as u32, 0, version(path));
+            assert!(search.candidate_bytes() <= CANDIDATES_CAP);
+        }
+        // The last path remembered is still a base for its next version;
+        // the first is gone.
+        let mut next = version(39);
+        next.extend_from_slice(b"one more line");
+        let found = search
+            .find(gix_object::Kind::Blob, Some(39), &next, None, 0)
+            .expect("a delta against the newest candidate");
+        assert_eq!(found.base, Base::Slot(39));
+        let mut first = version(0);
+        first.extend_from_slice(b"one more line");
+        assert!(search
+            .find(gix_object::Kind::Blob, Some(0), &first, None, 0)
+            .is_none());
+    }
+}

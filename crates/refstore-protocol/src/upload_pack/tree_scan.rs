@@ -123,7 +123,10 @@ impl<'a> Iterator for Entries<'a> {
 mod tests {
     use super::*;
 
-    fn entries(data: &[u8]) -> Result<Vec<(String, Vec<u8>, bool, bool)>, &'static str> {
+    /// Id, name, is a tree, is a commit.
+    type Read = (String, Vec<u8>, bool, bool);
+
+    fn entries(data: &[u8]) -> Result<Vec<Read>, &'static str> {
         let mut out = Vec::new();
         scan_tree(data, gix_hash::Kind::Sha1, |e| {
             out.push((e.id.to_string(), e.name.to_vec(), e.is_tree, e.is_commit))
