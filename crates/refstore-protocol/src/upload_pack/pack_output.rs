@@ -383,7 +383,8 @@ struct Writer<'a, 'w> {
     graph: &'a Graph,
     contents: &'a PackContents,
     plan: Plan,
-    /// Reads the client's objects, the bases of a thin pack.
+    /// Reads objects compressed afresh and the client's objects (the
+    /// bases of a thin pack), one delta at a time through a capped cache.
     reader: ObjectReader<'a>,
     pack: PackWriter<'w>,
     /// Where each slot's entry starts, once written.
