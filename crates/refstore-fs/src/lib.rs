@@ -93,6 +93,7 @@ pub mod lock;
 mod mapped;
 pub mod observe;
 pub mod real;
+pub mod resident;
 pub mod sim;
 pub mod stale;
 mod vfs;

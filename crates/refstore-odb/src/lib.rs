@@ -63,6 +63,7 @@ mod error;
 pub mod ewah;
 pub mod fsck;
 mod hash;
+mod idx_search;
 mod idx_v2;
 mod kind;
 mod large;
@@ -76,7 +77,7 @@ mod set_aside;
 mod tag_peeler;
 mod unpack;
 
-pub use base_cache::DeltaBaseCache;
+pub use base_cache::{DeltaBaseCache, Held};
 pub use bitmap::PackBitmap;
 pub use bitmap_index::BitmapIndex;
 pub use check::{check_format, FormatError};

@@ -72,20 +72,50 @@ impl StoredEntry<'_> {
 struct Pack {
     index: gix_pack::index::File,
     data: gix_pack::data::File,
-    /// Entry offsets in pack order with their index positions, ending with
-    /// the end of the entries: built on first use.
-    by_offset: OnceLock<Vec<(u64, u32)>>,
+    /// Entry offsets in pack order with their index positions: built on
+    /// first use.
+    by_offset: OnceLock<ByOffset>,
+}
+
+/// A pack's entries in the order they are stored. Two arrays rather than
+/// one of pairs: a pair would be padded to 16 bytes, and a large pack has
+/// millions of entries.
+struct ByOffset {
+    /// Entry offsets, ascending, ending with the end of the entries.
+    offsets: Vec<u64>,
+    /// The index position of the entry at each offset.
+    positions: Vec<u32>,
+}
+
+impl ByOffset {
+    /// The rank of the entry starting at `offset`, if one does.
+    fn find(&self, offset: u64) -> Option<usize> {
+        self.offsets[..self.positions.len()]
+            .binary_search(&offset)
+            .ok()
+    }
 }
 
 impl Pack {
-    fn by_offset(&self) -> &[(u64, u32)] {
+    /// The index position of `id`, if the pack holds it.
+    fn lookup(&self, id: &oid) -> Option<u32> {
+        crate::idx_search::find(self.index.num_objects(), id, |position| {
+            self.index.oid_at_index(position)
+        })
+    }
+
+    fn by_offset(&self) -> &ByOffset {
         self.by_offset.get_or_init(|| {
-            let mut offsets: Vec<(u64, u32)> = (0..self.index.num_objects())
+            // Sorted as pairs (the index is read once), then split.
+            let mut pairs: Vec<(u64, u32)> = (0..self.index.num_objects())
                 .map(|position| (self.index.pack_offset_at_index(position), position))
                 .collect();
-            offsets.sort_unstable();
-            offsets.push((self.data.pack_end() as u64, u32::MAX));
-            offsets
+            pairs.sort_unstable();
+            let mut offsets = Vec::with_capacity(pairs.len() + 1);
+            offsets.extend(pairs.iter().map(|&(offset, _)| offset));
+            offsets.push(self.data.pack_end() as u64);
+            let positions = pairs.iter().map(|&(_, position)| position).collect();
+            ByOffset { offsets, positions }
         })
     }
 }
@@ -194,10 +224,11 @@ impl Packs {
     /// The index positions of pack `pack`'s objects in the order they are
     /// stored (by offset): the order git's bitmaps number them in.
     pub fn pack_order(&self, pack: u32) -> impl ExactSizeIterator<Item = u32> + '_ {
-        let by_offset = self.packs[pack as usize].by_offset();
-        by_offset[..by_offset.len() - 1]
+        self.packs[pack as usize]
+            .by_offset()
+            .positions
             .iter()
-            .map(|&(_, position)| position)
+            .copied()
     }
 
     /// The first stored entry of `id`, or `None` if no pack has it.
@@ -208,7 +239,7 @@ impl Packs {
     /// Every stored entry of `id`, pack by pack.
     pub fn locate_all<'a>(&'a self, id: &'a oid) -> impl Iterator<Item = PackedAt> + 'a {
         self.packs.iter().enumerate().filter_map(move |(n, pack)| {
-            pack.index.lookup(id).map(|position| PackedAt {
+            pack.lookup(id).map(|position| PackedAt {
                 pack: n as u32,
                 position,
             })
@@ -223,9 +254,11 @@ impl Packs {
     /// The object whose entry starts at `offset` of `pack`.
     pub fn at_offset(&self, pack: u32, offset: u64) -> Option<PackedAt> {
         let by_offset = self.packs[pack as usize].by_offset();
-        let n = by_offset.binary_search_by_key(&offset, |e| e.0).ok()?;
-        let position = by_offset[n].1;
-        (position != u32::MAX).then_some(PackedAt { pack, position })
+        let n = by_offset.find(offset)?;
+        Some(PackedAt {
+            pack,
+            position: by_offset.positions[n],
+        })
     }
 
     /// The stored entry at `at`, its header parsed; nothing is inflated.
@@ -241,9 +274,9 @@ impl Packs {
             ))
         };
         let n = by_offset
-            .binary_search_by_key(&offset, |e| e.0)
-            .map_err(|_| corrupt("offset not in the index"))?;
-        let end = by_offset[n + 1].0;
+            .find(offset)
+            .ok_or_else(|| corrupt("offset not in the index"))?;
+        let end = by_offset.offsets[n + 1];
         let raw = pack
             .data
             .entry_slice(offset..end)
@@ -275,6 +308,23 @@ impl Packs {
         })
     }
 
+    /// Gives back the resident pages of pack `pack`'s data: a reader that
+    /// has gone through much of it calls this now and then, so that a
+    /// clone does not end up holding the whole pack in its resident
+    /// memory. Pages read again come back from the page cache.
+    pub fn release_pages(&self, pack: u32) {
+        let data = &self.packs[pack as usize].data;
+        if let Some(bytes) = data.entry_slice(0..data.data_len() as u64) {
+            // SAFETY: gix maps pack data read-only, and a pack file is never
+            // written once it has its name (git and refstore write packs
+            // under a temporary name and rename them).
+            #[allow(unsafe_code)]
+            unsafe {
+                refstore_fs::resident::release_pages(bytes)
+            };
+        }
+    }
+
     /// True if the raw bytes of the entry at `at` have the CRC32 the index
     /// records for them (always false for a version 1 index, which records
     /// none: such entries are not copied).
@@ -296,12 +346,33 @@ impl Packs {
         cache: &mut crate::DeltaBaseCache,
         out: &mut Vec<u8>,
     ) -> Result<Option<ObjectKind>, OdbError> {
+        let read = self.read_held(at, cache, out)?;
+        if let Some((_, crate::Held::Cached(n))) = read {
+            out.clear();
+            out.extend_from_slice(cache.held(n));
+        }
+        Ok(read.map(|(kind, _)| kind))
+    }
+
+    /// As [`read`](Self::read), but the object is left where it is made:
+    /// in `cache` when it is kept there (borrow it with
+    /// [`DeltaBaseCache::held`](crate::DeltaBaseCache::held)), else in
+    /// `out`. Cached entries are moved, never copied: a walk reading every
+    /// version of every tree would otherwise copy each one twice.
+    pub fn read_held(
+        &self,
+        at: PackedAt,
+        cache: &mut crate::DeltaBaseCache,
+        out: &mut Vec<u8>,
+    ) -> Result<Option<(ObjectKind, crate::Held)>, OdbError> {
         let pack = &self.packs[at.pack as usize];
-        let mut chain: Vec<u64> = Vec::new();
         let offset = pack.index.pack_offset_at_index(at.position);
         let mut inflate = cache.inflate.take().unwrap_or_default();
+        let mut chain = std::mem::take(&mut cache.chain);
+        chain.clear();
         let result = self.read_chain(at, cache, out, &mut inflate, &mut chain, offset);
         cache.inflate = Some(inflate);
+        cache.chain = chain;
         result
     }
 
@@ -313,8 +384,7 @@ impl Packs {
         inflate: &mut gix_zlib::Inflate,
         chain: &mut Vec<u64>,
         mut offset: u64,
-    ) -> Result<Option<ObjectKind>, OdbError> {
-        use gix_pack::cache::DecodeEntry;
+    ) -> Result<Option<(ObjectKind, crate::Held)>, OdbError> {
         let pack = &self.packs[at.pack as usize];
         let failed = |offset: u64, what: String| {
             OdbError::Pack(format!(
@@ -333,9 +403,11 @@ impl Packs {
                 .map(|_| ())
                 .map_err(|e| failed(entry.pack_offset(), e.to_string()))
         };
-        let kind = loop {
-            if let Some((kind, _)) = cache.get(at.pack, offset, out) {
-                break kind;
+        // The nearest version of the object the cache holds, or the whole
+        // object the chain starts from.
+        let (kind, mut data, from_cache) = loop {
+            if let Some((kind, data)) = cache.take(at.pack, offset) {
+                break (kind, data, true);
             }
             let entry = pack
                 .data
@@ -349,37 +421,53 @@ impl Packs {
                         .ok_or_else(|| failed(offset, "bad delta base offset".into()))?;
                 }
                 Header::RefDelta { base_id } => {
-                    let Some(position) = pack.index.lookup(base_id) else {
+                    let Some(position) = pack.lookup(&base_id) else {
                         return Ok(None);
                     };
                     chain.push(offset);
                     offset = pack.index.pack_offset_at_index(position);
                 }
                 header => {
-                    inflate_entry(&entry, inflate, out)?;
-                    let kind = header.as_kind().expect("not a delta");
-                    if !chain.is_empty() {
-                        cache.put(at.pack, offset, out, kind, 0);
-                    }
-                    break kind;
+                    let mut data = Vec::new();
+                    inflate_entry(&entry, inflate, &mut data)?;
+                    break (header.as_kind().expect("not a delta"), data, false);
                 }
             }
             if chain.len() > 10_000 {
                 return Err(failed(offset, "delta chain too long or cyclic".into()));
             }
         };
-        let mut delta = Vec::new();
-        while let Some(offset) = chain.pop() {
+        if chain.is_empty() && !from_cache {
+            // A whole object read for itself: no delta needs it yet.
+            *out = data;
+            return Ok(Some((ObjectKind::from_gix(kind), crate::Held::Out)));
+        }
+        let mut delta = std::mem::take(&mut cache.delta);
+        while let Some(next) = chain.pop() {
             let entry = pack
                 .data
-                .entry(offset)
-                .map_err(|e| failed(offset, e.to_string()))?;
+                .entry(next)
+                .map_err(|e| failed(next, e.to_string()))?;
             inflate_entry(&entry, inflate, &mut delta)?;
-            *out = crate::delta::apply_delta(out, &delta)
-                .map_err(|e| failed(offset, e.to_string()))?;
-            cache.put(at.pack, offset, out, kind, 0);
+            let result = crate::delta::apply_delta(&data, &delta)
+                .map_err(|e| failed(next, e.to_string()))?;
+            // The base goes back (moved, not copied) for the next version.
+            let _ = cache.keep(at.pack, offset, kind, std::mem::replace(&mut data, result));
+            offset = next;
         }
-        Ok(Some(ObjectKind::from_gix(kind)))
+        // A large delta's buffer is not kept: the cap bounds what the
+        // cache holds.
+        if delta.capacity() <= cache.cap() / 8 {
+            cache.delta = delta;
+        }
+        let held = match cache.keep(at.pack, offset, kind, data) {
+            Ok(n) => crate::Held::Cached(n),
+            Err(data) => {
+                *out = data;
+                crate::Held::Out
+            }
+        };
+        Ok(Some((ObjectKind::from_gix(kind), held)))
     }
 
     /// The kind of the object stored at `at`, from entry headers alone
@@ -400,7 +488,7 @@ impl Packs {
                     Some(base) => base,
                     None => break,
                 },
-                Header::RefDelta { base_id } => match pack.index.lookup(base_id) {
+                Header::RefDelta { base_id } => match pack.lookup(&base_id) {
                     Some(position) => pack.index.pack_offset_at_index(position),
                     None => return Ok(None),
                 },
@@ -430,7 +518,7 @@ impl Packs {
             .entry(pack.index.pack_offset_at_index(at.position))
             .map_err(failed)?;
         let resolve = |id: &oid, _: &mut Vec<u8>| {
-            Ok(pack.index.lookup(id).and_then(|position| {
+            Ok(pack.lookup(id).and_then(|position| {
                 pack.data
                     .entry(pack.index.pack_offset_at_index(position))
                     .ok()

@@ -17,7 +17,7 @@
 
 use super::delta::DeltaIndex;
 use gix_hash::ObjectId;
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::rc::Rc;
 
 /// The longest delta chain written (git's `pack.depth` default).
@@ -30,6 +30,11 @@ pub(crate) const MAX_SIZE: usize = 8 << 20;
 /// The most bytes of the client's objects kept inflated for reuse as
 /// bases (the same base serves every sent version of its path).
 const EXTERNAL_CACHE: usize = 64 << 20;
+/// The most bytes of candidates kept: a clone of one commit meets every
+/// path once, and keeping each file's content for a next version that
+/// never comes would hold the whole tree. The candidates met longest ago
+/// go first.
+const CANDIDATES_CAP: usize = 16 << 20;
 
 /// The previous version of a path: a possible delta base.
 struct Candidate {
@@ -63,6 +68,11 @@ pub(crate) struct Found {
 pub(crate) struct DeltaSearch {
     /// The last candidate per object kind and path.
     candidates: HashMap<(gix_object::Kind, u64), Candidate>,
+    /// The candidates in the order they were remembered (entries replaced
+    /// since are skipped when met), for dropping the oldest.
+    remembered: VecDeque<((gix_object::Kind, u64), u32)>,
+    /// The bytes of data the candidates hold.
+    candidate_bytes: usize,
     /// Inflated objects of the client's, by id.
     external: HashMap<ObjectId, Rc<Vec<u8>>>,
     external_bytes: usize,
@@ -148,11 +158,69 @@ impl DeltaSearch {
         depth: u8,
         data: Vec<u8>,
     ) {
+        let key = (kind, path);
+        if let Some(old) = self.candidates.remove(&key) {
+            self.candidate_bytes -= old.data.len();
+        }
         if data.len() > MAX_SIZE {
-            self.candidates.remove(&(kind, path));
             return;
         }
-        self.candidates
-            .insert((kind, path), Candidate { slot, depth, data });
+        self.candidate_bytes += data.len();
+        self.candidates.insert(key, Candidate { slot, depth, data });
+        self.remembered.push_back((key, slot));
+        while self.candidate_bytes > CANDIDATES_CAP {
+            let Some((key, slot)) = self.remembered.pop_front() else {
+                break;
+            };
+            if self.candidates.get(&key).is_some_and(|c| c.slot == slot) {
+                let old = self.candidates.remove(&key).expect("just found");
+                self.candidate_bytes -= old.data.len();
+            }
+        }
+        // Replaced candidates leave stale entries behind: compact the
+        // queue when they outnumber the live ones.
+        if self.remembered.len() > 2 * self.candidates.len() + 1024 {
+            let candidates = &self.candidates;
+            self.remembered
+                .retain(|(key, slot)| candidates.get(key).is_some_and(|c| c.slot == *slot));
+        }
+    }
+
+    /// The bytes of data the candidates hold.
+    #[cfg(test)]
+    pub fn candidate_bytes(&self) -> usize {
+        self.candidate_bytes
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn candidates_are_capped_and_the_newest_stay() {
+        let mut search = DeltaSearch::default();
+        let version = |path: u64| -> Vec<u8> {
+            (0..1usize << 20)
+                .map(|i| (i as u64 * 31 + path) as u8)
+                .collect()
+        };
+        for path in 0..40u64 {
+            search.remember(gix_object::Kind::Blob, path, path as u32, 0, version(path));
+            assert!(search.candidate_bytes() <= CANDIDATES_CAP);
+        }
+        // The last path remembered is still a base for its next version;
+        // the first is gone.
+        let mut next = version(39);
+        next.extend_from_slice(b"one more line");
+        let found = search
+            .find(gix_object::Kind::Blob, Some(39), &next, None, 0)
+            .expect("a delta against the newest candidate");
+        assert_eq!(found.base, Base::Slot(39));
+        let mut first = version(0);
+        first.extend_from_slice(b"one more line");
+        assert!(search
+            .find(gix_object::Kind::Blob, Some(0), &first, None, 0)
+            .is_none());
     }
 }

@@ -96,7 +96,7 @@ impl Graph {
             objects_dir: objects_dir.to_owned(),
             hash,
             commits: HashMap::default(),
-            cache: refstore_odb::DeltaBaseCache::default(),
+            cache: refstore_odb::DeltaBaseCache::new(1 << 16, 64 << 20),
             buf: Vec::new(),
             peeled: HashMap::default(),
             commit_graph,
@@ -226,10 +226,14 @@ impl Graph {
         if let Some(at) = self.packs.locate(id) {
             let read = self
                 .packs
-                .read(at, &mut self.cache, &mut self.buf)
+                .read_held(at, &mut self.cache, &mut self.buf)
                 .map_err(|e| UploadPackError::objects(&format!("cannot read object {id}"), e))?;
-            if let Some(kind) = read {
-                return Ok(Some((to_gix_kind(kind), &self.buf)));
+            if let Some((kind, held)) = read {
+                let data = match held {
+                    refstore_odb::Held::Cached(n) => self.cache.held(n),
+                    refstore_odb::Held::Out => &self.buf,
+                };
+                return Ok(Some((to_gix_kind(kind), data)));
             }
         }
         if let Some(kind) = read_loose(&self.objects_dir, self.hash, id, &mut self.buf)? {
@@ -319,6 +323,28 @@ impl Graph {
                 }
                 Some(kind) => return Ok(Some((current, kind))),
             }
+        }
+    }
+
+    /// Calls `visit` with each entry of tree `id`, read in place.
+    pub fn scan_tree(
+        &mut self,
+        id: &ObjectId,
+        visit: impl FnMut(super::tree_scan::TreeEntry<'_>),
+    ) -> Result<(), UploadPackError> {
+        let hash = self.hash;
+        let data = self.tree_data(id)?;
+        super::tree_scan::scan_tree(data, hash, visit)
+            .map_err(|e| UploadPackError::Objects(format!("corrupt tree {id}: {e}")))
+    }
+
+    /// The content of tree `id`, valid until the next read.
+    pub fn tree_data(&mut self, id: &ObjectId) -> Result<&[u8], UploadPackError> {
+        match self.read(id)? {
+            Some((gix_object::Kind::Tree, data)) => Ok(data),
+            _ => Err(UploadPackError::Objects(format!(
+                "missing tree {id}: the repository is incomplete"
+            ))),
         }
     }
 

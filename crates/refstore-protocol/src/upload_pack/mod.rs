@@ -53,8 +53,10 @@ mod shallow;
 mod sparse;
 mod sparse_oid;
 mod thin;
+mod tree_scan;
 pub(crate) mod v0;
 pub(crate) mod v2;
+mod versions;
 mod walk;
 mod wants;
 

@@ -32,7 +32,6 @@ use super::UploadPackError;
 use crate::pkt_line::sideband::{SidebandMode, SidebandWriter};
 use crate::pkt_line::PacketWriter;
 use gix_hash::{oid, ObjectId};
-use gix_object::Find;
 use refstore_odb::{PackedAt, StoredKind};
 use std::io::Write;
 
@@ -71,6 +70,7 @@ pub(crate) fn send_pack<W: Write>(
 ) -> Result<PackSummary, UploadPackError> {
     let mut band = SidebandWriter::new(out, mode);
     let result = plan(graph, &mut contents, request.thin).and_then(|plan| {
+        contents.forget_lookups();
         if request.progress {
             let n = contents.ids.len();
             let mut message = format!(
@@ -114,6 +114,7 @@ pub(crate) fn send_raw_pack(
     out: &mut dyn Write,
 ) -> Result<PackSummary, UploadPackError> {
     let plan = plan(graph, &mut contents, request.thin)?;
+    contents.forget_lookups();
     write(graph, &contents, plan, out)
 }
 
@@ -129,8 +130,10 @@ enum How {
     /// Its stored delta is copied, against the object in this slot.
     Delta(u32),
     /// Its stored delta is copied, against an object the client has (a
-    /// thin pack's reference delta).
-    ClientDelta(ObjectId),
+    /// thin pack's reference delta); the entry names the base. (The id
+    /// is not kept here: a plan has an entry per object sent, and an id
+    /// would triple its size.)
+    ClientDelta,
     /// It is inflated and compressed afresh.
     Fresh,
 }
@@ -149,6 +152,11 @@ struct Plan {
     thin: ThinBases,
     /// Objects compressed afresh that may become deltas.
     fresh_for_delta: usize,
+    /// By slot: a later object of the same path is searched for a delta,
+    /// so this one is worth keeping as its candidate base (a clone of one
+    /// commit meets each path once: keeping every file for nothing would
+    /// hold the whole tree in memory).
+    base_wanted: Vec<bool>,
 }
 
 fn damaged(e: refstore_odb::OdbError) -> UploadPackError {
@@ -187,19 +195,29 @@ fn plan(graph: &Graph, contents: &mut PackContents, thin: bool) -> Result<Plan, 
     let slot_of_id = |id: &oid| -> Option<u32> { contents.slots.get(id).copied() };
     let mut stored = Vec::with_capacity(ids.len());
     let mut fresh_for_delta = 0;
+    let mut searched = vec![false; ids.len()];
     for (slot, at) in located.into_iter().enumerate() {
         let Some(at) = at else {
             if contents.paths[slot] != NO_PATH {
                 fresh_for_delta += 1;
+                searched[slot] = true;
             }
             stored.push(None);
             continue;
         };
+        if slot % RELEASE_HEADERS_EVERY == RELEASE_HEADERS_EVERY - 1 {
+            // Reading every entry's header touches nearly every page of a
+            // pack: give them back as it goes.
+            for pack in 0..packs.len() as u32 {
+                packs.release_pages(pack);
+            }
+        }
         let entry = packs.entry(at).map_err(damaged)?;
         let (base, base_id) = match entry.kind {
             StoredKind::Whole(_) => {
                 if thin.base_for(slot as u32).is_some() {
                     fresh_for_delta += 1;
+                    searched[slot] = true;
                 }
                 stored.push(Some((at, How::Whole)));
                 continue;
@@ -219,10 +237,11 @@ fn plan(graph: &Graph, contents: &mut PackContents, thin: bool) -> Result<Plan, 
         };
         let how = match (base, base_id) {
             (Some(base), _) if base as usize != slot => How::Delta(base),
-            (None, Some(base_id)) if thin.client_has(&base_id) => How::ClientDelta(base_id),
+            (None, Some(base_id)) if thin.client_has(&base_id) => How::ClientDelta,
             _ => {
                 if contents.paths[slot] != NO_PATH {
                     fresh_for_delta += 1;
+                    searched[slot] = true;
                 }
                 How::Fresh
             }
@@ -234,7 +253,22 @@ fn plan(graph: &Graph, contents: &mut PackContents, thin: bool) -> Result<Plan, 
         stored,
         thin,
         fresh_for_delta,
+        base_wanted: bases_wanted(&contents.paths, &searched),
     })
+}
+
+/// By slot: whether a later slot of the same path is `searched` for a
+/// delta. Fresh entries are written in slot order (only stored bases are
+/// pulled ahead of their deltas), so "later" is "written later".
+fn bases_wanted(paths: &[u64], searched: &[bool]) -> Vec<bool> {
+    let mut later = std::collections::HashSet::<u64, super::graph::IdHasher>::default();
+    let mut wanted = vec![false; paths.len()];
+    for slot in (0..paths.len()).rev() {
+        if searched[slot] {
+            wanted[slot] = !later.insert(paths[slot]);
+        }
+    }
+    wanted
 }
 
 /// For each slot, the longest chain of copied stored deltas that leads to
@@ -317,7 +351,6 @@ fn write(
         graph,
         contents,
         plan,
-        handle: graph.handle(),
         reader: ObjectReader::new(graph),
         pack,
         offsets: vec![UNWRITTEN; objects],
@@ -327,6 +360,7 @@ fn write(
             objects,
             ..PackSummary::default()
         },
+        copied: Vec::new(),
     };
     for slot in 0..objects {
         writer.emit(slot as u32)?;
@@ -349,8 +383,8 @@ struct Writer<'a, 'w> {
     graph: &'a Graph,
     contents: &'a PackContents,
     plan: Plan,
-    handle: gix_odb::HandleArc,
-    /// Reads the client's objects, the bases of a thin pack.
+    /// Reads objects compressed afresh and the client's objects (the
+    /// bases of a thin pack), one delta at a time through a capped cache.
     reader: ObjectReader<'a>,
     pack: PackWriter<'w>,
     /// Where each slot's entry starts, once written.
@@ -359,7 +393,15 @@ struct Writer<'a, 'w> {
     pending: Vec<bool>,
     search: DeltaSearch,
     summary: PackSummary,
+    /// By pack: bytes copied since its pages were last given back.
+    copied: Vec<usize>,
 }
+
+/// How many bytes of a pack are copied between two releases of its
+/// resident pages.
+const RELEASE_EVERY: usize = 32 << 20;
+/// How many entry headers are read between two releases.
+const RELEASE_HEADERS_EVERY: usize = 1 << 16;
 
 impl Writer<'_, '_> {
     /// Writes `slot` unless it is written, after the chain of stored bases
@@ -397,7 +439,7 @@ impl Writer<'_, '_> {
         self.offsets[s] = offset;
         let id = self.contents.ids[s];
         match self.plan.stored[s] {
-            Some((at, how @ (How::Whole | How::Delta(_) | How::ClientDelta(_)))) => {
+            Some((at, how @ (How::Whole | How::Delta(_) | How::ClientDelta))) => {
                 let packs = self.graph.packs();
                 let entry = packs.entry(at).map_err(damaged)?;
                 if !packs.crc_matches(at, &entry) {
@@ -435,7 +477,19 @@ impl Writer<'_, '_> {
                         self.summary.deltas += 1;
                         self.summary.reused_deltas += 1;
                     }
-                    (_, How::ClientDelta(base)) => {
+                    (kind, How::ClientDelta) => {
+                        let base = match kind {
+                            StoredKind::RefDelta { base } => base,
+                            StoredKind::OfsDelta { base_offset } => packs
+                                .at_offset(at.pack, base_offset)
+                                .map(|base| packs.id(base).to_owned())
+                                .ok_or_else(|| {
+                                    UploadPackError::Objects(format!(
+                                        "the delta base of {id} is not where its entry says"
+                                    ))
+                                })?,
+                            StoredKind::Whole(_) => unreachable!("planned as a delta"),
+                        };
                         self.pack.ref_delta_header(entry.size, &base).map_err(io)?;
                         self.summary.deltas += 1;
                         self.summary.reused_deltas += 1;
@@ -443,6 +497,7 @@ impl Writer<'_, '_> {
                     (_, _) => unreachable!("only deltas are planned as deltas"),
                 }
                 self.pack.write(entry.compressed()).map_err(io)?;
+                self.copied(at.pack, entry.raw.len());
                 self.summary.reused += 1;
                 Ok(())
             }
@@ -450,22 +505,15 @@ impl Writer<'_, '_> {
                 if stored.is_none() && self.stream_large_loose(&id)? {
                     return Ok(());
                 }
+                // Read one delta at a time through a capped cache of
+                // bases: a stored chain may be thousands of deltas long.
                 let mut data = Vec::new();
-                let read = match stored {
-                    None => self.reader.read(&id).map(|found| {
-                        found.map(|(kind, content)| {
-                            data = content.to_vec();
-                            kind
-                        })
-                    }),
-                    Some(_) => self
-                        .handle
-                        .try_find(&id, &mut data)
-                        .map(|found| found.map(|d| d.kind))
-                        .map_err(|e| {
-                            UploadPackError::objects(&format!("cannot read object {id}"), e)
-                        }),
-                };
+                let read = self.reader.read(&id).map(|found| {
+                    found.map(|(kind, content)| {
+                        data = content.to_vec();
+                        kind
+                    })
+                });
                 let kind = match (read, stored) {
                     (Ok(Some(kind)), _) => kind,
                     (Ok(None), _) => {
@@ -484,6 +532,21 @@ impl Writer<'_, '_> {
                 };
                 self.write_fresh(slot, kind, data)
             }
+        }
+    }
+
+    /// Counts `bytes` copied from pack `pack`; after every
+    /// [`RELEASE_EVERY`] bytes, the pack's pages go back (a clone would
+    /// otherwise keep the whole pack resident).
+    fn copied(&mut self, pack: u32, bytes: usize) {
+        let pack = pack as usize;
+        if self.copied.len() <= pack {
+            self.copied.resize(pack + 1, 0);
+        }
+        self.copied[pack] += bytes;
+        if self.copied[pack] >= RELEASE_EVERY {
+            self.copied[pack] = 0;
+            self.graph.packs().release_pages(pack as u32);
         }
     }
 
@@ -573,6 +636,9 @@ impl Writer<'_, '_> {
     /// Keeps `data` as the candidate base for the next version of `slot`'s
     /// path.
     fn remember(&mut self, slot: u32, kind: gix_object::Kind, depth: u8, data: Vec<u8>) {
+        if !self.plan.base_wanted[slot as usize] {
+            return;
+        }
         if let Some(path) = self.path_of(slot, kind) {
             self.search.remember(kind, path, slot, depth, data);
         }
@@ -678,6 +744,12 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_plan_entry_stays_small() {
+        // One per object sent: a million for a large clone.
+        assert!(std::mem::size_of::<Option<(PackedAt, How)>>() <= 16);
+    }
+
+    #[test]
     fn heights_count_the_chains_copied_against_an_object() {
         let at = PackedAt {
             pack: 0,
@@ -694,5 +766,17 @@ mod tests {
             Some((at, How::Delta(6))),
         ];
         assert_eq!(heights(&plan), [2, 2, 2, 0, MAX_DEPTH, MAX_DEPTH, 1, 1]);
+    }
+
+    #[test]
+    fn only_objects_with_a_later_version_searched_are_kept_as_bases() {
+        let paths = [7, 7, 8, 7, 9, 8, NO_PATH];
+        let searched = [true, true, true, false, true, false, false];
+        // Slot 0 serves slot 1; slot 1's next version (3) is copied as
+        // stored; 2's (5) too; 4 is alone.
+        assert_eq!(
+            bases_wanted(&paths, &searched),
+            [true, false, false, false, false, false, false]
+        );
     }
 }

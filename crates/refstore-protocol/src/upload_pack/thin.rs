@@ -176,10 +176,14 @@ impl<'g> ObjectReader<'g> {
         if let Some(at) = self.packs.locate(id) {
             let read = self
                 .packs
-                .read(at, &mut self.cache, &mut self.buf)
+                .read_held(at, &mut self.cache, &mut self.buf)
                 .map_err(|e| failed(&e))?;
-            if let Some(kind) = read {
-                return Ok(Some((to_gix_kind(kind), &self.buf)));
+            if let Some((kind, held)) = read {
+                let data = match held {
+                    refstore_odb::Held::Cached(n) => self.cache.held(n),
+                    refstore_odb::Held::Out => &self.buf,
+                };
+                return Ok(Some((to_gix_kind(kind), data)));
             }
         }
         if let Some(kind) = read_loose(self.objects_dir, self.hash, id, &mut self.buf)? {

@@ -14,6 +14,8 @@
 //! instead, and this walk is what remains without one.
 
 use super::graph::{Graph, IdHasher};
+use super::tree_scan::scan_tree;
+use super::versions::{LastVersions, Unchanged};
 use super::UploadPackError;
 use gix_hash::ObjectId;
 use std::collections::{hash_map, BinaryHeap, HashMap, HashSet};
@@ -66,6 +68,30 @@ impl PackContents {
                 true
             }
         }
+    }
+
+    /// Adds `id` unless it is added, at the path `path` computes (only
+    /// for an object not met before): the path, or `None` if it was added.
+    pub(crate) fn add_new(&mut self, id: ObjectId, path: impl FnOnce() -> u64) -> Option<u64> {
+        match self.slots.entry(id) {
+            hash_map::Entry::Occupied(_) => None,
+            hash_map::Entry::Vacant(vacant) => {
+                let path = path();
+                vacant.insert(self.ids.len() as u32);
+                self.ids.push(id);
+                self.paths.push(path);
+                Some(path)
+            }
+        }
+    }
+
+    /// Frees what only choosing how to send each object needs (the map of
+    /// ids to slots, the known locations, the client's objects): the pack
+    /// writer goes by slot, and a clone's map alone is tens of megabytes.
+    pub(crate) fn forget_lookups(&mut self) {
+        self.slots = HashMap::default();
+        self.located = Vec::new();
+        self.client_has = IdSet::default();
     }
 
     /// True if `id` is sent.
@@ -142,6 +168,7 @@ pub(crate) fn pack_contents(
         contents.add(tag, NO_PATH);
     }
     let mut roots = Vec::with_capacity(commits.len());
+    let mut versions = LastVersions::default();
     for commit in &commits {
         let tree = graph
             .commit(commit)?
@@ -149,7 +176,7 @@ pub(crate) fn pack_contents(
             .expect("walked commits exist");
         match sparse {
             true => roots.push(tree),
-            false => add_tree(graph, tree, &excluded, &mut contents)?,
+            false => add_tree(graph, tree, &excluded, &mut contents, &mut versions)?,
         }
     }
     if sparse {
@@ -157,7 +184,7 @@ pub(crate) fn pack_contents(
     }
     for (id, is_tree) in want_others {
         if is_tree {
-            add_tree(graph, id, &excluded, &mut contents)?;
+            add_tree(graph, id, &excluded, &mut contents, &mut versions)?;
         } else {
             contents.add(id, path_hash(ROOT, b""));
         }
@@ -262,43 +289,56 @@ pub(crate) fn exclude_tree(
 ) -> Result<(), UploadPackError> {
     let mut stack = vec![tree];
     excluded.insert(tree);
-    let mut entries = Vec::new();
     while let Some(tree) = stack.pop() {
-        graph.tree_entries(&tree, |_| 0, &mut entries)?;
-        for &(id, is_tree, _) in &entries {
-            if excluded.insert(id) && is_tree {
-                stack.push(id);
+        graph.scan_tree(&tree, |entry| {
+            if !entry.is_commit && excluded.insert(entry.id.to_owned()) && entry.is_tree {
+                stack.push(entry.id.to_owned());
             }
-        }
+        })?;
     }
     Ok(())
 }
 
 /// Adds `tree` and everything below it that is not excluded or added,
-/// noting the path each is met at.
+/// noting the path each is met at. Entries a directory's previous version
+/// (in `versions`) had are skipped: they were dealt with then.
 fn add_tree(
     graph: &mut Graph,
     tree: ObjectId,
     excluded: &IdSet,
     contents: &mut PackContents,
+    versions: &mut LastVersions,
 ) -> Result<(), UploadPackError> {
     if excluded.contains(&tree) || !contents.add(tree, ROOT) {
         return Ok(());
     }
     // Each tree with the hash of its path: a path's hash continues its
-    // parent's, so no path is ever built.
+    // parent's, so no path is ever built. Most entries name objects met
+    // before (a commit changes few files): for them, one lookup is all.
     let mut stack = vec![(tree, ROOT)];
-    let mut entries = Vec::new();
+    let check_excluded = !excluded.is_empty();
+    let hash = graph.hash_kind();
     while let Some((tree, path)) = stack.pop() {
-        graph.tree_entries(&tree, |name| path_hash(path, name), &mut entries)?;
-        for &(id, is_tree, entry_path) in &entries {
-            if excluded.contains(&id) || !contents.add(id, entry_path) {
-                continue;
+        let previous = versions.take(path);
+        let data = graph.tree_data(&tree)?;
+        let mut unchanged = Unchanged::new(previous.as_deref().unwrap_or_default(), hash);
+        scan_tree(data, hash, |entry| {
+            if entry.is_commit || unchanged.contains(entry.record, entry.name, entry.id.as_bytes())
+            {
+                return;
             }
-            if is_tree {
-                stack.push((id, entry_path));
+            let id = entry.id.to_owned();
+            if check_excluded && excluded.contains(&id) {
+                return;
             }
-        }
+            if let Some(entry_path) = contents.add_new(id, || path_hash(path, entry.name)) {
+                if entry.is_tree {
+                    stack.push((id, entry_path));
+                }
+            }
+        })
+        .map_err(|e| UploadPackError::Objects(format!("corrupt tree {tree}: {e}")))?;
+        versions.keep(path, data, previous);
     }
     Ok(())
 }
