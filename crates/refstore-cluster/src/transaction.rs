@@ -28,7 +28,7 @@ use refstore_refs::availability::{self, ExistingRefs};
 use refstore_refs::files::reflog::autocreates;
 use refstore_refs::files::transaction::CommitOptions;
 use refstore_refs::files::SYMREF_MAX_DEPTH;
-use refstore_refs::transaction::{Change, Expected, Outcome, Rejected, Rejection, Transaction};
+use refstore_refs::transaction::{Change, Outcome, Rejected, Rejection, Transaction};
 use refstore_refs::value::{Peeled, Target};
 use refstore_refs::{CommitError, ObjectId, ReadError, RefName};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -420,17 +420,7 @@ fn plan(
     if let Some(e) = existing.error {
         return Err(e.into());
     }
-    let mut blocked: BTreeMap<RefName, Rejection> = BTreeMap::new();
-    for c in conflicts {
-        let reason = if c.in_transaction {
-            Rejection::ConflictInTransaction { other: c.existing }
-        } else {
-            Rejection::NameConflict {
-                existing: c.existing,
-            }
-        };
-        blocked.entry(c.name).or_insert(reason);
-    }
+    let mut blocked = availability::rejections(conflicts);
 
     // Old values, new values, log lines.
     let null = backend.format().null_id();
@@ -453,7 +443,7 @@ fn plan(
             Some(Target::Symbolic(to)) => reader.resolve(to)?,
             None => None,
         };
-        if let Err(reason) = check_expected(&update.expected, &old, old_id) {
+        if let Err(reason) = update.expected.check(&old, old_id) {
             reject(tx, &mut outcome, &p.target, reason)?;
             continue;
         }
@@ -533,36 +523,4 @@ fn log_line(
         out.extend_from_slice(message.replace('\n', " ").as_bytes());
     }
     out.push(b'\n');
-}
-
-/// Checks the expected old value against what the ref resolves to: a
-/// dangling symbolic ref counts as absent, as in git.
-fn check_expected(
-    expected: &Expected,
-    old: &Option<Target>,
-    old_id: Option<ObjectId>,
-) -> Result<(), Rejection> {
-    match expected {
-        Expected::Any => Ok(()),
-        Expected::Absent if old_id.is_none() => Ok(()),
-        Expected::Absent => Err(Rejection::AlreadyExists),
-        Expected::Present if old_id.is_some() => Ok(()),
-        Expected::Present => Err(Rejection::Missing),
-        Expected::Value(Target::Object(want)) => match old_id {
-            None => Err(Rejection::Missing),
-            Some(have) if have == *want => Ok(()),
-            Some(have) => Err(Rejection::IncorrectOldValue {
-                actual: Target::Object(have),
-                expected: Target::Object(*want),
-            }),
-        },
-        Expected::Value(want) => match old {
-            None => Err(Rejection::Missing),
-            Some(have) if have == want => Ok(()),
-            Some(have) => Err(Rejection::IncorrectOldValue {
-                actual: have.clone(),
-                expected: want.clone(),
-            }),
-        },
-    }
 }

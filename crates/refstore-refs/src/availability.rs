@@ -8,6 +8,7 @@
 //! prefix is looked up once for the whole transaction, and the "below"
 //! question is one seek of a cursor over the existing names per name.
 
+use crate::transaction::Rejection;
 use crate::RefName;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -30,6 +31,23 @@ pub struct Conflict {
     pub existing: RefName,
     /// True if `existing` is created by the same transaction.
     pub in_transaction: bool,
+}
+
+/// The rejection of each ref that `conflicts` (from [`check`]) name, the
+/// first conflict of a name winning.
+pub fn rejections(conflicts: Vec<Conflict>) -> BTreeMap<RefName, Rejection> {
+    let mut blocked = BTreeMap::new();
+    for c in conflicts {
+        let reason = if c.in_transaction {
+            Rejection::ConflictInTransaction { other: c.existing }
+        } else {
+            Rejection::NameConflict {
+                existing: c.existing,
+            }
+        };
+        blocked.entry(c.name).or_insert(reason);
+    }
+    blocked
 }
 
 /// Checks, in order, each ref in `missing` (refs the transaction touches

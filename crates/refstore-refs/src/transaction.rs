@@ -44,6 +44,35 @@ impl Expected {
             Expected::Value(Target::Object(id))
         }
     }
+
+    /// Checks this expectation against what the ref holds (`old`) and the
+    /// object it resolves to (`old_id`): a dangling symbolic ref counts as
+    /// absent, as in git.
+    pub fn check(&self, old: &Option<Target>, old_id: Option<ObjectId>) -> Result<(), Rejection> {
+        match self {
+            Expected::Any => Ok(()),
+            Expected::Absent if old_id.is_none() => Ok(()),
+            Expected::Absent => Err(Rejection::AlreadyExists),
+            Expected::Present if old_id.is_some() => Ok(()),
+            Expected::Present => Err(Rejection::Missing),
+            Expected::Value(Target::Object(want)) => match old_id {
+                None => Err(Rejection::Missing),
+                Some(have) if have == *want => Ok(()),
+                Some(have) => Err(Rejection::IncorrectOldValue {
+                    actual: Target::Object(have),
+                    expected: Target::Object(*want),
+                }),
+            },
+            Expected::Value(want) => match old {
+                None => Err(Rejection::Missing),
+                Some(have) if have == want => Ok(()),
+                Some(have) => Err(Rejection::IncorrectOldValue {
+                    actual: have.clone(),
+                    expected: want.clone(),
+                }),
+            },
+        }
+    }
 }
 
 /// One update of a transaction.

@@ -483,17 +483,7 @@ impl FilesBackend {
         if let Some(e) = existing.error {
             return Err(e.into());
         }
-        let mut blocked: BTreeMap<RefName, Rejection> = BTreeMap::new();
-        for c in conflicts {
-            let reason = if c.in_transaction {
-                Rejection::ConflictInTransaction { other: c.existing }
-            } else {
-                Rejection::NameConflict {
-                    existing: c.existing,
-                }
-            };
-            blocked.entry(c.name).or_insert(reason);
-        }
+        let mut blocked = availability::rejections(conflicts);
 
         // 2. Lock, check old values, write.
         let vfs = self.vfs.clone();

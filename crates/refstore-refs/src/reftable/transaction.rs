@@ -27,7 +27,7 @@ use crate::files::reflog::autocreates;
 use crate::files::transaction::CommitOptions;
 use crate::observed::CommitClock;
 use crate::plan::{self, Planned, ReadRef, Reads};
-use crate::transaction::{Change, Expected, Outcome, Rejected, Rejection, Transaction};
+use crate::transaction::{Change, Outcome, Rejected, Rejection, Transaction};
 use crate::value::Target;
 use crate::{ObjectId, RefName};
 use refstore_fs::flush::FlushBatch;
@@ -222,17 +222,7 @@ impl ReftableBackend {
         if let Some(error) = existing.error {
             return Err(error.into());
         }
-        let mut blocked: BTreeMap<RefName, Rejection> = BTreeMap::new();
-        for c in conflicts {
-            let reason = if c.in_transaction {
-                Rejection::ConflictInTransaction { other: c.existing }
-            } else {
-                Rejection::NameConflict {
-                    existing: c.existing,
-                }
-            };
-            blocked.entry(c.name).or_insert(reason);
-        }
+        let mut blocked = availability::rejections(conflicts);
 
         // Check old values and build the records.
         let head = RefName::new("HEAD").expect("valid");
@@ -263,7 +253,7 @@ impl ReftableBackend {
                 Some(Target::Symbolic(to)) => resolve_in(stack, to)?.and_then(|r| r.id),
                 None => None,
             };
-            if let Err(reason) = check_expected(&update.expected, &old, old_id) {
+            if let Err(reason) = update.expected.check(&old, old_id) {
                 reject(&mut outcome, &p.target, reason)?;
                 continue;
             }
@@ -343,38 +333,6 @@ fn reads<'s>(stack: &'s Stack, tx: &Transaction) -> Result<Reads<impl ReadRef + 
         reads.get(name)?;
     }
     Ok(reads)
-}
-
-/// Checks the expected old value against what the ref resolves to: a
-/// dangling symbolic ref counts as absent, as in git.
-fn check_expected(
-    expected: &Expected,
-    old: &Option<Target>,
-    old_id: Option<ObjectId>,
-) -> Result<(), Rejection> {
-    match expected {
-        Expected::Any => Ok(()),
-        Expected::Absent if old_id.is_none() => Ok(()),
-        Expected::Absent => Err(Rejection::AlreadyExists),
-        Expected::Present if old_id.is_some() => Ok(()),
-        Expected::Present => Err(Rejection::Missing),
-        Expected::Value(Target::Object(want)) => match old_id {
-            None => Err(Rejection::Missing),
-            Some(have) if have == *want => Ok(()),
-            Some(have) => Err(Rejection::IncorrectOldValue {
-                actual: Target::Object(have),
-                expected: Target::Object(*want),
-            }),
-        },
-        Expected::Value(want) => match old {
-            None => Err(Rejection::Missing),
-            Some(have) if have == want => Ok(()),
-            Some(have) => Err(Rejection::IncorrectOldValue {
-                actual: have.clone(),
-                expected: want.clone(),
-            }),
-        },
-    }
 }
 
 /// Reflog entries of one transaction, following the files backend's rules.
