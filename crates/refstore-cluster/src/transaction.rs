@@ -28,7 +28,8 @@ use refstore_refs::availability::{self, ExistingRefs};
 use refstore_refs::files::reflog::autocreates;
 use refstore_refs::files::transaction::CommitOptions;
 use refstore_refs::files::SYMREF_MAX_DEPTH;
-use refstore_refs::transaction::{Change, Outcome, Rejected, Rejection, Transaction};
+use refstore_refs::plan;
+use refstore_refs::transaction::{Change, Outcome, Rejected, Transaction};
 use refstore_refs::value::{Peeled, Target};
 use refstore_refs::{CommitError, ObjectId, ReadError, RefName};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -329,31 +330,6 @@ impl ExistingRefs for Existing<'_, '_> {
     }
 }
 
-/// One update after symbolic refs were followed.
-struct Planned {
-    index: usize,
-    target: RefName,
-    via: Option<RefName>,
-}
-
-fn reject(
-    tx: &Transaction,
-    outcome: &mut Outcome,
-    name: &RefName,
-    reason: Rejection,
-) -> Result<(), CommitError> {
-    let rejected = Rejected {
-        name: name.clone(),
-        reason,
-    };
-    if tx.batch {
-        outcome.rejected.push(rejected);
-        Ok(())
-    } else {
-        Err(CommitError::Rejected(rejected))
-    }
-}
-
 /// Reads what `tx` depends on and works out its writes.
 fn plan(
     backend: &EtcdBackend,
@@ -366,29 +342,7 @@ fn plan(
     reader.fetch(&names)?;
 
     // Follow symbolic refs; refuse a second update of one ref.
-    let mut planned: Vec<Planned> = Vec::new();
-    let mut seen: HashMap<RefName, Option<RefName>> = HashMap::new();
-    for (index, update) in tx.updates.iter().enumerate() {
-        let symbolic_set = matches!(update.change, Change::Set(Target::Symbolic(_)));
-        let target = if update.no_deref || symbolic_set {
-            update.name.clone()
-        } else {
-            reader.deref_target(&update.name)?
-        };
-        let via = (target != update.name).then(|| update.name.clone());
-        if let Some(previous_via) = seen.get(&target) {
-            let reason = match via.as_ref().or(previous_via.as_ref()) {
-                Some(symref) => Rejection::DuplicateViaSymref {
-                    symref: symref.clone(),
-                },
-                None => Rejection::Duplicate,
-            };
-            reject(tx, &mut outcome, &target, reason)?;
-            continue;
-        }
-        seen.insert(target.clone(), via.clone());
-        planned.push(Planned { index, target, via });
-    }
+    let planned = plan::follow_symrefs(tx, &mut outcome, |name| reader.deref_target(name))?;
 
     // Directory/file conflicts of the refs the transaction creates, their
     // reads batched.
@@ -434,7 +388,7 @@ fn plan(
     for p in planned {
         let update = &tx.updates[p.index];
         if let Some(reason) = blocked.remove(&p.target) {
-            reject(tx, &mut outcome, &p.target, reason)?;
+            plan::reject(tx, &mut outcome, &p.target, reason)?;
             continue;
         }
         let old = reader.get(&p.target)?.map(|v| v.target);
@@ -444,7 +398,7 @@ fn plan(
             None => None,
         };
         if let Err(reason) = update.expected.check(&old, old_id) {
-            reject(tx, &mut outcome, &p.target, reason)?;
+            plan::reject(tx, &mut outcome, &p.target, reason)?;
             continue;
         }
         let key = backend.keys().reference(p.target.as_bytes());

@@ -15,7 +15,7 @@ pub mod name;
 mod observed;
 pub mod oid;
 pub mod peel;
-mod plan;
+pub mod plan;
 pub mod reftable;
 pub mod transaction;
 pub mod value;

@@ -11,7 +11,7 @@ use crate::RefName;
 use std::collections::HashMap;
 
 /// One update after symbolic refs were followed.
-pub(crate) struct Planned {
+pub struct Planned {
     /// Its position in the transaction.
     pub index: usize,
     /// The ref actually changed.
@@ -22,7 +22,7 @@ pub(crate) struct Planned {
 
 /// Refuses the update of `name` for `reason`: noted in `outcome` for a
 /// batch transaction, the transaction's error otherwise.
-pub(crate) fn reject(
+pub fn reject(
     tx: &Transaction,
     outcome: &mut Outcome,
     name: &RefName,
@@ -44,7 +44,7 @@ pub(crate) fn reject(
 /// for a symbolic ref being set, otherwise where `deref` follows it. A
 /// second update of one ref, directly or through a symbolic ref, is
 /// refused as git refuses it.
-pub(crate) fn follow_symrefs<E>(
+pub fn follow_symrefs<E>(
     tx: &Transaction,
     outcome: &mut Outcome,
     mut deref: impl FnMut(&RefName) -> Result<RefName, E>,
