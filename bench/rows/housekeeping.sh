@@ -24,6 +24,11 @@
 # core.fsync=none on both sides: they prepare the repository and are
 # reported, but what is measured is the housekeeping and the serving.
 # HK_FETCH_RUNS (default 5) runs of each clone and fetch; medians.
+# HK_GIT_PUSHES=0 skips the pushes into git (every later step works on
+# copies of the repository refstore received; on a busy machine the
+# 10,000 pushes into git take half an hour). HK_REUSE_PUSHES=1 starts
+# from the repositories the last run pushed into (to measure a change to
+# housekeeping or serving without pushing again).
 pushes=${HK_PUSHES:-10000}
 fetch_runs=${HK_FETCH_RUNS:-5}
 ((pushes > 100)) || { echo "housekeeping: HK_PUSHES must be more than 100" >&2; exit 1; }
@@ -91,15 +96,25 @@ push_all() {
                 exit 1
         done
     ); } 2>"$work/push-$kind.time" || { echo "housekeeping: a push to $kind failed" >&2; exit 1; }
-    awk '{ printf "%.3f %.3f\n", $1 + $2, $3 }' "$work/push-$kind.time" >"$work/push-$kind"
+    awk '{ printf "%.3f %.3f\n", $1 + $2, $3 }' "$work/push-$kind.time" >"$pushed/push-$kind"
 }
-echo "housekeeping: $pushes pushes to git..." >&2
-push_all git "$work/pushed-git.git" "$GIT" receive-pack
-echo "housekeeping: $pushes pushes to refstore..." >&2
-push_all refstore "$work/pushed.git" "$REFSTORE" receive-pack
-for repo in pushed-git pushed; do
-    [[ $("$GIT" -C "$work/$repo.git" rev-parse main) == "$last" ]] ||
-        { echo "housekeeping: $repo.git does not have every push" >&2; exit 1; }
+pushed=$BENCH_DIR/housekeeping-pushed-$pushes
+if [[ ${HK_REUSE_PUSHES:-0} == 1 && -f $pushed/done ]]; then
+    echo "housekeeping: reusing the pushes of the last run" >&2
+else
+    rm -rf "$pushed"
+    mkdir -p "$pushed"
+    echo "housekeeping: $pushes pushes to refstore..." >&2
+    push_all refstore "$pushed/pushed.git" "$REFSTORE" receive-pack
+    if [[ ${HK_GIT_PUSHES:-1} == 1 ]]; then
+        echo "housekeeping: $pushes pushes to git..." >&2
+        push_all git "$pushed/pushed-git.git" "$GIT" receive-pack
+    fi
+    touch "$pushed/done"
+fi
+for repo in "$pushed"/*.git; do
+    [[ $("$GIT" -C "$repo" rev-parse main) == "$last" ]] ||
+        { echo "housekeeping: $repo does not have every push" >&2; exit 1; }
 done
 
 # record_cpu ROW VARIANT GIT_FILE REFSTORE_FILE: files of "cpu wall" lines;
@@ -111,7 +126,9 @@ record_cpu() {
     printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$(median "$3" 2)" "$(median "$4" 2)" \
         "$(median "$3" 1)" "$(median "$4" 1)" >>"$results"
 }
-record_cpu housekeeping "$pushes pushes (receive-pack, loose)" "$work/push-git" "$work/push-refstore"
+if [[ -f $pushed/push-git ]]; then
+    record_cpu housekeeping "$pushes pushes (receive-pack, loose)" "$pushed/push-git" "$pushed/push-refstore"
+fi
 
 # timed_run OUT CMD...: runs CMD once; appends "cpu wall" to OUT.
 timed_run() {
@@ -126,7 +143,7 @@ timed_run() {
 # copy NAME: a copy of the pushed repository, flushed.
 copy() {
     rm -rf "$work/$1.git"
-    cp -a "$work/pushed.git" "$work/$1.git"
+    cp -a "$pushed/pushed.git" "$work/$1.git"
     sync
 }
 

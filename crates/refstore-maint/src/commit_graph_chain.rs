@@ -222,9 +222,7 @@ pub(crate) fn expire(repo: &Repo, named: &HashSet<Vec<u8>>) -> Result<usize, Mai
         }
         let path = dir(repo).join(&entry.name);
         let old = repo.vfs.stat(&path).is_ok_and(|meta| {
-            now.duration_since(meta.modified)
-                .unwrap_or(Duration::ZERO)
-                >= expiry
+            now.duration_since(meta.modified).unwrap_or(Duration::ZERO) >= expiry
         });
         if old {
             match repo.vfs.unlink(&path) {
