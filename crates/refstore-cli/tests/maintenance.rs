@@ -429,6 +429,56 @@ fn loose_objects_are_packed_and_removed() {
     assert_git_accepts(home, &srv);
 }
 
+#[test]
+fn loose_versions_of_files_are_packed_as_deltas() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path();
+    git_ok(home, home, &["init", "-q", "--bare", "srv.git"]);
+    git_ok(home, home, &["init", "-q", "work"]);
+    let srv = home.join("srv.git");
+    let work = home.join("work");
+    // Small pushes, stored loose (receive.unpackLimit): two files growing
+    // by a line a commit, as source files do.
+    let mut lines: Vec<String> = (0..100).map(|n| format!("line {n} of the file")).collect();
+    // Files that do not change make the root trees worth a delta.
+    for n in 0..10 {
+        std::fs::write(work.join(format!("static{n}")), format!("{n}\n")).unwrap();
+    }
+    for i in 0..20 {
+        lines.push(format!("added by commit {i}"));
+        std::fs::write(work.join("a.txt"), lines.join("\n")).unwrap();
+        std::fs::write(work.join("b.txt"), lines.join("\n").to_uppercase()).unwrap();
+        git_ok(home, &work, &["add", "-A"]);
+        git_ok(home, &work, &["commit", "-qm", &format!("c{i}")]);
+        git_ok(
+            home,
+            &work,
+            &["push", "-q", srv.to_str().unwrap(), "HEAD:refs/heads/main"],
+        );
+    }
+    let counted = git_ok(home, &srv, &["count-objects", "-v"]);
+    assert!(counted.starts_with("count: 90\n"), "{counted}");
+    let before = all_objects(home, &srv);
+    maintenance(home, &srv, &[], &["--task=loose-objects"]);
+    let index = srv.join("objects/pack").join(&pack_names(&srv, "idx")[0]);
+    let verified = git_ok(home, &srv, &["verify-pack", "-v", index.to_str().unwrap()]);
+    // `<id> <type> <size> <size in pack> <offset> <depth> <base>` for deltas.
+    let deltas: Vec<&str> = verified
+        .lines()
+        .filter(|l| l.split_whitespace().count() == 7)
+        .collect();
+    let blob_deltas = deltas.iter().filter(|l| l.contains(" blob ")).count();
+    let tree_deltas = deltas.iter().filter(|l| l.contains(" tree ")).count();
+    assert!(blob_deltas >= 36, "{verified}");
+    assert!(tree_deltas >= 15, "{verified}");
+    let pack = std::fs::metadata(index.with_extension("pack"))
+        .unwrap()
+        .len();
+    assert!(pack < 12_000, "pack of {pack} bytes: {verified}");
+    assert_eq!(all_objects(home, &srv), before);
+    git_ok(home, &srv, &["fsck", "--strict", "--no-dangling"]);
+}
+
 fn age(path: &Path, by: Duration) {
     let file = std::fs::File::open(path).unwrap();
     file.set_modified(SystemTime::now() - by).unwrap();

@@ -40,6 +40,7 @@ pub mod cleanup;
 mod commit_graph;
 mod commit_graph_chain;
 mod commit_graph_file;
+mod delta_plan;
 pub mod expire;
 pub mod geometric;
 pub mod idx;
