@@ -1,5 +1,5 @@
-//! `refstore maintenance run` killed with SIGKILL at every step of a
-//! geometric repack and a commit-graph rewrite: after each kill git
+//! `refstore maintenance run` killed with SIGKILL at every step of packing
+//! loose objects, a geometric repack and a commit-graph rewrite: after each kill git
 //! (`fsck`, `rev-list --objects`, `multi-pack-index verify`, `commit-graph
 //! verify`, bitmaps) and refstore (a clone it serves) read every object
 //! and every ref, and the next run finishes the work and leaves nothing
@@ -18,11 +18,16 @@ use support::*;
 /// More steps than any run takes: the loop ends well before.
 const MAX_STEPS: u64 = 3000;
 
-const TASKS: [&str; 2] = ["--task=incremental-repack", "--task=commit-graph"];
+const TASKS: [&str; 3] = [
+    "--task=loose-objects",
+    "--task=incremental-repack",
+    "--task=commit-graph",
+];
 
 /// Adds `commits` commits to `main` in one `git fast-import`, which
-/// stores them as one new pack; every fourth commit merges a side line.
-fn import(home: &Path, repo: &Path, first: usize, commits: usize) {
+/// stores them as one new pack, or as loose objects if `loose`; every
+/// fourth commit merges a side line.
+fn import(home: &Path, repo: &Path, first: usize, commits: usize, loose: bool) {
     let mut stream = String::new();
     for n in first..first + commits {
         let message = format!("commit {n}\n");
@@ -55,6 +60,10 @@ fn import(home: &Path, repo: &Path, first: usize, commits: usize) {
     }
     let o = run_with_input(
         isolate(&mut Command::new("git"), home)
+            .args([
+                "-c",
+                &format!("fastimport.unpackLimit={}", if loose { 1000 } else { 1 }),
+            ])
             .args(["fast-import", "--quiet"])
             .current_dir(repo),
         stream.as_bytes(),
@@ -64,23 +73,24 @@ fn import(home: &Path, repo: &Path, first: usize, commits: usize) {
 
 /// A bare repository of several packs of varied sizes, maintained once
 /// (a multi-pack-index with a bitmap, a commit-graph), then given more
-/// small packs, so that the next run rolls packs up, replaces both files
-/// and deletes the rolled-up packs.
+/// small packs and loose objects, so that the next run packs the loose
+/// objects (with deltas), rolls packs up, replaces both files and deletes
+/// the rolled-up packs and the loose objects.
 fn repository(home: &Path) -> PathBuf {
     let repo = home.join("pristine.git");
     git_ok(home, home, &["init", "-q", "--bare", "pristine.git"]);
-    // Every import its own pack, however small.
-    git_ok(home, &repo, &["config", "fastimport.unpackLimit", "1"]);
     let mut first = 0;
     for commits in [24, 6, 5, 2] {
-        import(home, &repo, first, commits);
+        import(home, &repo, first, commits, false);
         first += commits;
     }
     maintenance(home, &repo, &[]);
     for commits in [3, 2, 1, 1] {
-        import(home, &repo, first, commits);
+        import(home, &repo, first, commits, false);
         first += commits;
     }
+    // And loose objects, versions of files the packs have.
+    import(home, &repo, first, 3, true);
     repo
 }
 
