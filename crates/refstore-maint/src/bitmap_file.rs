@@ -21,7 +21,8 @@
 //! commits selected are mostly near each other in history, so the XOR of
 //! two is nearly empty and encodes in a few words. Each entry takes the
 //! smallest of its whole bitmap and its XOR with each of the
-//! [`XOR_WINDOW`] entries before it.
+//! [`XOR_WINDOW`] entries before it whose chain of XORed entries is
+//! shorter than [`MAX_XOR_CHAIN`].
 
 use crate::MaintError;
 use refstore_odb::ewah::{self, Bitmap};
@@ -33,6 +34,9 @@ const HASH_CACHE: u16 = 0x4;
 /// How many earlier entries an entry may be XORed with (git searches as
 /// many).
 const XOR_WINDOW: usize = 10;
+/// The longest chain of XORed entries: a reader resolves a whole chain to
+/// read its last entry.
+const MAX_XOR_CHAIN: u32 = 8;
 
 /// git's hash of the path an object was found at: each byte (whitespace
 /// skipped) enters at the top while the earlier ones shift down, so the
@@ -76,11 +80,16 @@ pub fn write(
     }
     let mut whole = Vec::new();
     let mut xored = Vec::new();
+    // How many entries reading each one resolves.
+    let mut chain = vec![0u32; entries.len()];
     for (n, entry) in entries.iter().enumerate() {
         whole.clear();
         ewah::encode(&entry.reachable, &mut whole);
         let mut best: (usize, Option<Vec<u8>>) = (0, None);
         for offset in 1..=XOR_WINDOW.min(n) {
+            if chain[n - offset] >= MAX_XOR_CHAIN {
+                continue;
+            }
             let mut xor = entry.reachable.clone();
             xor.xor_assign(&entries[n - offset].reachable);
             xored.clear();
@@ -89,6 +98,9 @@ pub fn write(
             if xored.len() < smallest {
                 best = (offset, Some(xored.clone()));
             }
+        }
+        if best.0 > 0 {
+            chain[n] = chain[n - best.0] + 1;
         }
         out.extend_from_slice(&entry.position.to_be_bytes());
         out.push(best.0 as u8);
