@@ -88,7 +88,7 @@ impl Globals {
             cwd,
             git_dir,
             overrides,
-            vfs: Arc::new(RealFs::new()),
+            vfs: refstore_fs::kill_at::from_env(Arc::new(RealFs::new())),
         })
     }
 

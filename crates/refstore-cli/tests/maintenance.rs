@@ -240,8 +240,54 @@ fn redundant_packs_stay_until_their_grace_period_ends() {
     assert_git_accepts(home, &srv);
 }
 
+/// The layers of the commit-graph chain, bottom first.
+fn chain(repo: &Path) -> Vec<String> {
+    let path = repo.join("objects/info/commit-graphs/commit-graph-chain");
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+/// git reads the commit-graph as it reads the commits themselves.
+fn assert_graph_agrees(home: &Path, srv: &Path) {
+    git_ok(home, srv, &["commit-graph", "verify"]);
+    let log = |graph: &str| {
+        git_ok(
+            home,
+            srv,
+            &[
+                "-c",
+                &format!("core.commitGraph={graph}"),
+                "log",
+                "--format=%H %P %ct",
+                "--topo-order",
+                "--all",
+            ],
+        )
+    };
+    assert_eq!(log("true"), log("false"));
+}
+
+fn push_commits(home: &Path, work: &Path, srv: &Path, n: usize) {
+    for i in 0..n {
+        // Appended: every commit changes the file.
+        let mut grown = std::fs::read_to_string(work.join("grow")).unwrap_or_default();
+        grown.push_str(&format!("{i}\n"));
+        std::fs::write(work.join("grow"), grown).unwrap();
+        git_ok(home, work, &["add", "-A"]);
+        git_ok(home, work, &["commit", "-qm", &format!("grow {i}")]);
+    }
+    git_ok(
+        home,
+        work,
+        &["push", "-q", srv.to_str().unwrap(), "HEAD:refs/heads/main"],
+    );
+}
+
 #[test]
-fn commit_graph_is_verified_by_git() {
+fn commit_graph_chain_is_extended_and_merged_as_git_does() {
     let tmp = tempfile::tempdir().unwrap();
     let home = tmp.path();
     let (srv, work) = pushed_repo(home, 12);
@@ -262,28 +308,88 @@ fn commit_graph_is_verified_by_git() {
         &work,
         &["push", "-q", srv.to_str().unwrap(), "HEAD:refs/heads/main"],
     );
+    // A single file, as `git commit-graph write` leaves it, gives way to
+    // the chain.
+    git_ok(home, &srv, &["commit-graph", "write", "--reachable"]);
     let out = maintenance(home, &srv, &[], &["--task=commit-graph"]);
-    assert!(out.contains("commit-graph of"), "{out}");
-    assert!(srv.join("objects/info/commit-graph").exists());
-    git_ok(home, &srv, &["commit-graph", "verify"]);
-    let with = git_ok(
+    assert!(out.contains("a layer of"), "{out}");
+    assert!(!srv.join("objects/info/commit-graph").exists());
+    assert_eq!(chain(&srv).len(), 1);
+    assert_graph_agrees(home, &srv);
+    let layer = srv
+        .join("objects/info/commit-graphs")
+        .join(format!("graph-{}.graph", chain(&srv)[0]));
+    let bytes = std::fs::read(&layer).unwrap();
+    assert!(bytes.windows(4).any(|w| w == b"GDA2"), "no generation data");
+
+    // Small additions stack up as layers.
+    push_commits(home, &work, &srv, 3);
+    maintenance(home, &srv, &[], &["--task=commit-graph"]);
+    assert_eq!(chain(&srv).len(), 2);
+    assert_graph_agrees(home, &srv);
+    push_commits(home, &work, &srv, 1);
+    maintenance(home, &srv, &[], &["--task=commit-graph"]);
+    assert_eq!(chain(&srv).len(), 3);
+    assert_graph_agrees(home, &srv);
+    // Nothing new: the chain stays as it is.
+    let before = chain(&srv);
+    maintenance(home, &srv, &[], &["--task=commit-graph"]);
+    assert_eq!(chain(&srv), before);
+
+    // A larger addition takes the small layers above it in: 4 new
+    // commits merge with the layers of 1 and 3 (each at most twice what
+    // is merged so far), not with the base of 20.
+    push_commits(home, &work, &srv, 4);
+    let out = maintenance(
         home,
         &srv,
-        &["log", "--format=%H %P %ct", "--topo-order", "main"],
+        &["refstore.redundantPackExpire=now"],
+        &["--task=commit-graph"],
     );
-    let without = git_ok(
+    assert!(out.contains("(2 merged into it)"), "{out}");
+    let after = chain(&srv);
+    assert_eq!(after.len(), 2);
+    assert_eq!(after[0], before[0]);
+    assert_graph_agrees(home, &srv);
+    // The merged layers' files are gone (their expiry is now).
+    let files = std::fs::read_dir(srv.join("objects/info/commit-graphs"))
+        .unwrap()
+        .count();
+    assert_eq!(files, 3, "the chain file and two layers");
+
+    // git extends refstore's chain, and refstore git's.
+    push_commits(home, &work, &srv, 1);
+    git_ok(
         home,
         &srv,
+        &["commit-graph", "write", "--split", "--reachable"],
+    );
+    assert_eq!(chain(&srv).len(), 3);
+    assert_graph_agrees(home, &srv);
+    push_commits(home, &work, &srv, 1);
+    maintenance(home, &srv, &[], &["--task=commit-graph"]);
+    assert_eq!(chain(&srv)[..2], after[..]);
+    assert_graph_agrees(home, &srv);
+
+    // refstore's upload-pack reads the chain: a clone through it is
+    // complete.
+    let upload_pack = format!("{} upload-pack", env!("CARGO_BIN_EXE_refstore"));
+    let url = format!("file://{}", srv.display());
+    git_ok(
+        home,
+        home,
         &[
-            "-c",
-            "core.commitGraph=false",
-            "log",
-            "--format=%H %P %ct",
-            "--topo-order",
-            "main",
+            "clone",
+            "-q",
+            "--bare",
+            "--no-local",
+            "--upload-pack",
+            &upload_pack,
+            &url,
+            "clone.git",
         ],
     );
-    assert_eq!(with, without);
+    git_ok(home, &home.join("clone.git"), &["fsck", "--no-dangling"]);
 }
 
 #[test]
@@ -321,6 +427,56 @@ fn loose_objects_are_packed_and_removed() {
     assert!(counted.starts_with("count: 0\n"), "{counted}");
     assert_eq!(all_objects(home, &srv), before);
     assert_git_accepts(home, &srv);
+}
+
+#[test]
+fn loose_versions_of_files_are_packed_as_deltas() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path();
+    git_ok(home, home, &["init", "-q", "--bare", "srv.git"]);
+    git_ok(home, home, &["init", "-q", "work"]);
+    let srv = home.join("srv.git");
+    let work = home.join("work");
+    // Small pushes, stored loose (receive.unpackLimit): two files growing
+    // by a line a commit, as source files do.
+    let mut lines: Vec<String> = (0..100).map(|n| format!("line {n} of the file")).collect();
+    // Files that do not change make the root trees worth a delta.
+    for n in 0..10 {
+        std::fs::write(work.join(format!("static{n}")), format!("{n}\n")).unwrap();
+    }
+    for i in 0..20 {
+        lines.push(format!("added by commit {i}"));
+        std::fs::write(work.join("a.txt"), lines.join("\n")).unwrap();
+        std::fs::write(work.join("b.txt"), lines.join("\n").to_uppercase()).unwrap();
+        git_ok(home, &work, &["add", "-A"]);
+        git_ok(home, &work, &["commit", "-qm", &format!("c{i}")]);
+        git_ok(
+            home,
+            &work,
+            &["push", "-q", srv.to_str().unwrap(), "HEAD:refs/heads/main"],
+        );
+    }
+    let counted = git_ok(home, &srv, &["count-objects", "-v"]);
+    assert!(counted.starts_with("count: 90\n"), "{counted}");
+    let before = all_objects(home, &srv);
+    maintenance(home, &srv, &[], &["--task=loose-objects"]);
+    let index = srv.join("objects/pack").join(&pack_names(&srv, "idx")[0]);
+    let verified = git_ok(home, &srv, &["verify-pack", "-v", index.to_str().unwrap()]);
+    // `<id> <type> <size> <size in pack> <offset> <depth> <base>` for deltas.
+    let deltas: Vec<&str> = verified
+        .lines()
+        .filter(|l| l.split_whitespace().count() == 7)
+        .collect();
+    let blob_deltas = deltas.iter().filter(|l| l.contains(" blob ")).count();
+    let tree_deltas = deltas.iter().filter(|l| l.contains(" tree ")).count();
+    assert!(blob_deltas >= 36, "{verified}");
+    assert!(tree_deltas >= 15, "{verified}");
+    let pack = std::fs::metadata(index.with_extension("pack"))
+        .unwrap()
+        .len();
+    assert!(pack < 12_000, "pack of {pack} bytes: {verified}");
+    assert_eq!(all_objects(home, &srv), before);
+    git_ok(home, &srv, &["fsck", "--strict", "--no-dangling"]);
 }
 
 fn age(path: &Path, by: Duration) {

@@ -89,6 +89,7 @@ pub mod confine;
 pub mod discover;
 pub mod flush;
 pub mod hook;
+pub mod kill_at;
 pub mod lock;
 mod mapped;
 pub mod observe;

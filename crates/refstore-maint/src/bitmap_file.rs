@@ -7,16 +7,22 @@
 //! pseudo-merges), the number of entries (4 bytes), the
 //! checksum of the multi-pack-index it belongs to; the four type bitmaps
 //! (commits, trees, blobs, tags); one entry per selected commit — its
-//! multi-pack-index position (4 bytes), the XOR offset (1 byte, always 0:
-//! every bitmap is stored whole, which readers accept and which keeps
-//! each entry readable on its own), flags (1 byte, 0) and its EWAH
-//! stream; the name-hash cache, one 4-byte [`name_hash`] per object in
+//! multi-pack-index position (4 bytes), the XOR offset (1 byte), flags (1
+//! byte, 0) and its EWAH stream; the name-hash cache, one 4-byte [`name_hash`] per object in
 //! index order, of the path it was found at (what lets a pack writer
 //! pair versions of one file as deltas); and the checksum of everything
 //! before.
 //!
 //! Bits are positions in the index's pseudo-pack order (its `RIDX`
 //! chunk).
+//!
+//! An entry with XOR offset `k > 0` stores its bitmap XORed with the
+//! bitmap of the entry `k` before it, as git stores most of them: the
+//! commits selected are mostly near each other in history, so the XOR of
+//! two is nearly empty and encodes in a few words. Each entry takes the
+//! smallest of its whole bitmap and its XOR with each of the
+//! [`XOR_WINDOW`] entries before it whose chain of XORed entries is
+//! shorter than [`MAX_XOR_CHAIN`].
 
 use crate::MaintError;
 use refstore_odb::ewah::{self, Bitmap};
@@ -25,6 +31,12 @@ use refstore_odb::ewah::{self, Bitmap};
 const FULL_DAG: u16 = 0x1;
 /// A name-hash cache follows the entries.
 const HASH_CACHE: u16 = 0x4;
+/// How many earlier entries an entry may be XORed with (git searches as
+/// many).
+const XOR_WINDOW: usize = 10;
+/// The longest chain of XORed entries: a reader resolves a whole chain to
+/// read its last entry.
+const MAX_XOR_CHAIN: u32 = 8;
 
 /// git's hash of the path an object was found at: each byte (whitespace
 /// skipped) enters at the top while the earlier ones shift down, so the
@@ -66,11 +78,34 @@ pub fn write(
     for bitmap in types {
         ewah::encode(bitmap, &mut out);
     }
-    for entry in entries {
+    let mut whole = Vec::new();
+    let mut xored = Vec::new();
+    // How many entries reading each one resolves.
+    let mut chain = vec![0u32; entries.len()];
+    for (n, entry) in entries.iter().enumerate() {
+        whole.clear();
+        ewah::encode(&entry.reachable, &mut whole);
+        let mut best: (usize, Option<Vec<u8>>) = (0, None);
+        for offset in 1..=XOR_WINDOW.min(n) {
+            if chain[n - offset] >= MAX_XOR_CHAIN {
+                continue;
+            }
+            let mut xor = entry.reachable.clone();
+            xor.xor_assign(&entries[n - offset].reachable);
+            xored.clear();
+            ewah::encode(&xor, &mut xored);
+            let smallest = best.1.as_ref().map_or(whole.len(), Vec::len);
+            if xored.len() < smallest {
+                best = (offset, Some(xored.clone()));
+            }
+        }
+        if best.0 > 0 {
+            chain[n] = chain[n - best.0] + 1;
+        }
         out.extend_from_slice(&entry.position.to_be_bytes());
+        out.push(best.0 as u8);
         out.push(0);
-        out.push(0);
-        ewah::encode(&entry.reachable, &mut out);
+        out.extend_from_slice(best.1.as_deref().unwrap_or(&whole));
     }
     for name in names {
         out.extend_from_slice(&name.to_be_bytes());

@@ -13,3 +13,13 @@ pub fn append(out: &mut Vec<u8>, hash: gix_hash::Kind) -> Result<(), MaintError>
     out.extend_from_slice(sum.as_slice());
     Ok(())
 }
+
+/// The hash of `bytes`.
+pub fn of(bytes: &[u8], hash: gix_hash::Kind) -> Result<Vec<u8>, MaintError> {
+    let mut hasher = gix_hash::hasher(hash);
+    hasher.update(bytes);
+    let sum = hasher
+        .try_finalize()
+        .map_err(|e| MaintError::Format(format!("hash collision detected: {e}")))?;
+    Ok(sum.as_slice().to_vec())
+}

@@ -18,8 +18,9 @@
 //! - Lock files under `refs/`, `packed-refs.lock`, `HEAD.lock` and
 //!   `reftable/tables.list.lock` that are stale by refstore's rule
 //!   ([`refstore_fs::stale`]: older than `refstore.staleLockAge` and no
-//!   live holder), and `multi-pack-index.lock` / `commit-graph.lock` older
-//!   than the expiry (they are written in well under that).
+//!   live holder), and `multi-pack-index.lock` / `commit-graph.lock` /
+//!   `commit-graph-chain.lock` older than the expiry (they are written in
+//!   well under that), with the temporary layers of a commit-graph chain.
 
 use crate::process::{self, KeepHolder};
 use crate::{MaintError, Repo};
@@ -98,6 +99,19 @@ pub fn run(repo: &Repo) -> Result<Cleaned, MaintError> {
     for lock in ["commit-graph.lock", "refstore-redundant-packs.lock"] {
         let path = objects.join("info").join(lock);
         if old(vfs, &path) && removed(vfs, &path)? {
+            cleaned.locks += 1;
+        }
+    }
+    let graphs = objects.join("info").join("commit-graphs");
+    for entry in list(vfs, &graphs)? {
+        let name = entry.name.to_string_lossy();
+        let path = graphs.join(&entry.name);
+        if !old(vfs, &path) {
+            continue;
+        }
+        if name.starts_with("tmp_") && removed(vfs, &path)? {
+            cleaned.temp_files += 1;
+        } else if name == "commit-graph-chain.lock" && removed(vfs, &path)? {
             cleaned.locks += 1;
         }
     }

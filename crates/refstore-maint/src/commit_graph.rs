@@ -1,36 +1,21 @@
-//! The `commit-graph` task: `objects/info/commit-graph` (git's format,
-//! version 1) over every commit in the object database, so that walks read
-//! parents, root trees, dates and generation numbers without inflating
-//! commits.
+//! The `commit-graph` task: git's commit-graph over every commit in the
+//! object database, so that walks read parents, root trees, dates and
+//! generation numbers without inflating commits. Written as git
+//! maintenance writes it (`git commit-graph write --split`): the commits
+//! not in the current chain go into a new layer, merged with the layers
+//! above a geometric size ([`crate::commit_graph_chain`]), in the format
+//! of [`crate::commit_graph_file`] with generation data v2.
 //!
-//! Layout: `CGPH`, version 1, hash id, the number of chunks, 0 base
-//! graphs; a chunk table like the multi-pack-index's; `OIDF` (fanout),
-//! `OIDL` (sorted ids), `CDAT` (per commit: root tree id, first and second
-//! parent as positions — `0x70000000` for none, or for an octopus the
-//! high bit and where its parents start in `EDGE` — then the topological
-//! level in 30 bits with the top two bits of the committer time, then the
-//! time's low 32 bits) and `EDGE` (parents beyond the first of octopus
-//! merges, the last of each list with the high bit set); the checksum.
-//!
-//! Generation numbers are topological levels (1 for a root, one more than
-//! the highest parent otherwise); no `GDAT` chunk is written, so git
-//! uses them as they are. The graph must hold every parent of every
-//! commit in it: a commit whose ancestry is incomplete in the database is
-//! left out. A single `commit-graph` file takes precedence over a chain
-//! in git's readers, so an existing chain is left as it is.
+//! The graph must hold every parent of every commit in it: a commit whose
+//! ancestry is incomplete in the database is left out.
 //!
 //! Not written: changed-path Bloom filters.
 
+use crate::commit_graph_chain as chain;
 use crate::{MaintError, Repo};
-use refstore_fs::config::Component;
 use refstore_odb::{ObjectKind, Odb, PackedAt, Packs};
 use refstore_refs::ObjectId;
 use std::collections::{HashMap, HashSet};
-
-const PARENT_NONE: u32 = 0x7000_0000;
-const EXTRA_EDGES: u32 = 0x8000_0000;
-const LAST_EDGE: u32 = 0x8000_0000;
-const GENERATION_MAX: u32 = 0x3fff_ffff;
 
 /// What a walk needs of a commit.
 pub(crate) struct Commit {
@@ -44,6 +29,81 @@ pub(crate) struct Commit {
 
 /// Runs the task.
 pub fn run(repo: &Repo) -> Result<String, MaintError> {
+    let commits = complete_commits(repo)?;
+    if commits.is_empty() {
+        return Ok("no commits".into());
+    }
+    let generations = crate::commit_graph_file::generations(&commits);
+    let mut layers = chain::read(repo)?;
+    // A chain holding commits the database lacks (pruned since) is
+    // replaced as a whole.
+    if layers
+        .iter()
+        .any(|l| l.ids.iter().any(|id| !commits.contains_key(id)))
+    {
+        layers.clear();
+    }
+    let in_chain: HashSet<&[u8]> = layers
+        .iter()
+        .flat_map(|l| l.ids.iter().map(Vec::as_slice))
+        .collect();
+    let mut new: Vec<&[u8]> = commits
+        .keys()
+        .map(Vec::as_slice)
+        .filter(|id| !in_chain.contains(id))
+        .collect();
+    let single = repo.objects_dir().join("info").join("commit-graph");
+    if new.is_empty() {
+        match repo.vfs.unlink(&single) {
+            Err(e) if !e.is_not_found() => return Err(e.into()),
+            _ => {}
+        }
+        let named: HashSet<Vec<u8>> = layers.iter().map(|l| l.checksum.clone()).collect();
+        let expired = chain::expire(repo, &named)?;
+        return Ok(format!(
+            "commit-graph chain of {} commits in {} layers is up to date; \
+             {expired} old layers deleted",
+            commits.len(),
+            layers.len()
+        ));
+    }
+    let kept = chain::kept_layers(&layers, new.len());
+    let (below, merged) = layers.split_at(kept);
+    new.extend(merged.iter().flat_map(|l| l.ids.iter().map(Vec::as_slice)));
+    new.sort_unstable();
+    let mut position: HashMap<&[u8], u32> = HashMap::with_capacity(commits.len());
+    for id in below
+        .iter()
+        .flat_map(|l| l.ids.iter().map(Vec::as_slice))
+        .chain(new.iter().copied())
+    {
+        let next = position.len() as u32;
+        position.insert(id, next);
+    }
+    let bases: Vec<Vec<u8>> = below.iter().map(|l| l.checksum.clone()).collect();
+    let lookup = |id: &[u8]| position[id];
+    let layer = crate::commit_graph_file::Layer {
+        ids: &new,
+        position: &lookup,
+        bases: &bases,
+    };
+    let bytes = crate::commit_graph_file::build(&layer, &commits, &generations, repo.hash())?;
+    let checksum = chain::install(repo, below, merged, &bytes)?;
+    let mut named: HashSet<Vec<u8>> = bases.into_iter().collect();
+    named.insert(checksum);
+    let expired = chain::expire(repo, &named)?;
+    Ok(format!(
+        "commit-graph chain of {} commits: a layer of {} commits on {} layers \
+         ({} merged into it); {expired} old layers deleted",
+        commits.len(),
+        new.len(),
+        below.len(),
+        merged.len()
+    ))
+}
+
+/// Every commit of the database whose whole ancestry is there too.
+fn complete_commits(repo: &Repo) -> Result<HashMap<Vec<u8>, Commit>, MaintError> {
     let odb = Odb::open(&repo.objects_dir(), repo.format)?;
     let ids = all_commit_ids(repo, &odb)?;
     let mut commits: HashMap<Vec<u8>, Commit> = HashMap::with_capacity(ids.len());
@@ -55,7 +115,6 @@ pub fn run(repo: &Repo) -> Result<String, MaintError> {
             }
         }
     }
-    // Only commits whose whole ancestry is here.
     loop {
         let incomplete: Vec<Vec<u8>> = commits
             .iter()
@@ -69,13 +128,7 @@ pub fn run(repo: &Repo) -> Result<String, MaintError> {
             commits.remove(&id);
         }
     }
-    if commits.is_empty() {
-        return Ok("no commits".into());
-    }
-    let bytes = build(&commits, repo.hash())?;
-    let target = repo.objects_dir().join("info").join("commit-graph");
-    crate::install::replace_file(repo, &target, &bytes, Component::CommitGraph)?;
-    Ok(format!("commit-graph of {} commits", commits.len()))
+    Ok(commits)
 }
 
 /// Ids of every commit in the packs and loose objects.
@@ -149,130 +202,6 @@ pub(crate) fn parse_commit(data: &[u8], repo: &Repo) -> Option<Commit> {
     })
 }
 
-/// The commit-graph file.
-fn build(commits: &HashMap<Vec<u8>, Commit>, hash: gix_hash::Kind) -> Result<Vec<u8>, MaintError> {
-    let mut ids: Vec<&Vec<u8>> = commits.keys().collect();
-    ids.sort();
-    let position: HashMap<&[u8], u32> = ids
-        .iter()
-        .enumerate()
-        .map(|(n, id)| (id.as_slice(), n as u32))
-        .collect();
-    let levels = levels(commits, &ids, &position);
-
-    let mut oidf = Vec::with_capacity(1024);
-    let mut counts = [0u32; 256];
-    for id in &ids {
-        counts[id[0] as usize] += 1;
-    }
-    let mut total = 0u32;
-    for count in counts {
-        total += count;
-        oidf.extend_from_slice(&total.to_be_bytes());
-    }
-    let mut oidl = Vec::new();
-    for id in &ids {
-        oidl.extend_from_slice(id);
-    }
-    let mut cdat = Vec::new();
-    let mut edge = Vec::new();
-    for (n, id) in ids.iter().enumerate() {
-        let commit = &commits[*id];
-        cdat.extend_from_slice(&commit.tree);
-        let pos = |p: &Vec<u8>| position[p.as_slice()];
-        let first = commit.parents.first().map_or(PARENT_NONE, pos);
-        let second = match commit.parents.len() {
-            0 | 1 => PARENT_NONE,
-            2 => pos(&commit.parents[1]),
-            _ => {
-                let start = (edge.len() / 4) as u32;
-                let rest = &commit.parents[1..];
-                for (i, parent) in rest.iter().enumerate() {
-                    let mut value = pos(parent);
-                    if i + 1 == rest.len() {
-                        value |= LAST_EDGE;
-                    }
-                    edge.extend_from_slice(&value.to_be_bytes());
-                }
-                EXTRA_EDGES | start
-            }
-        };
-        cdat.extend_from_slice(&first.to_be_bytes());
-        cdat.extend_from_slice(&second.to_be_bytes());
-        let level = levels[n].min(GENERATION_MAX);
-        let high = (level << 2) | ((commit.time >> 32) as u32 & 0x3);
-        cdat.extend_from_slice(&high.to_be_bytes());
-        cdat.extend_from_slice(&(commit.time as u32).to_be_bytes());
-    }
-    let mut chunks: Vec<([u8; 4], &[u8])> =
-        vec![(*b"OIDF", &oidf), (*b"OIDL", &oidl), (*b"CDAT", &cdat)];
-    if !edge.is_empty() {
-        chunks.push((*b"EDGE", &edge));
-    }
-    let mut out = Vec::new();
-    out.extend_from_slice(b"CGPH");
-    out.push(1);
-    out.push(match hash {
-        gix_hash::Kind::Sha256 => 2,
-        _ => 1,
-    });
-    out.push(chunks.len() as u8);
-    out.push(0);
-    let mut offset = (out.len() + 12 * (chunks.len() + 1)) as u64;
-    for (id, chunk) in &chunks {
-        out.extend_from_slice(id);
-        out.extend_from_slice(&offset.to_be_bytes());
-        offset += chunk.len() as u64;
-    }
-    out.extend_from_slice(&[0; 4]);
-    out.extend_from_slice(&offset.to_be_bytes());
-    for (_, chunk) in &chunks {
-        out.extend_from_slice(chunk);
-    }
-    crate::checksum::append(&mut out, hash)?;
-    Ok(out)
-}
-
-/// Topological levels, computed without recursion (histories are deep).
-fn levels(
-    commits: &HashMap<Vec<u8>, Commit>,
-    ids: &[&Vec<u8>],
-    position: &HashMap<&[u8], u32>,
-) -> Vec<u32> {
-    let mut level = vec![0u32; ids.len()];
-    let mut stack: Vec<u32> = Vec::new();
-    for start in 0..ids.len() as u32 {
-        if level[start as usize] != 0 {
-            continue;
-        }
-        stack.push(start);
-        while let Some(&n) = stack.last() {
-            if level[n as usize] != 0 {
-                stack.pop();
-                continue;
-            }
-            let commit = &commits[ids[n as usize]];
-            let mut ready = true;
-            let mut max = 0;
-            for parent in &commit.parents {
-                let p = position[parent.as_slice()];
-                match level[p as usize] {
-                    0 => {
-                        ready = false;
-                        stack.push(p);
-                    }
-                    l => max = max.max(l),
-                }
-            }
-            if ready {
-                level[n as usize] = max.saturating_add(1);
-                stack.pop();
-            }
-        }
-    }
-    level
-}
-
 /// Commits reachable from the refs that the commit-graph lacks, counted up
 /// to `limit` (for `--auto`).
 pub fn missing_commits(repo: &Repo, limit: usize) -> Result<usize, MaintError> {
@@ -315,8 +244,13 @@ pub fn missing_commits(repo: &Repo, limit: usize) -> Result<usize, MaintError> {
     Ok(missing)
 }
 
-/// The ids the current `objects/info/commit-graph` holds.
+/// The ids the current commit-graph holds: the single file's, or the
+/// chain's.
 fn graph_ids(repo: &Repo) -> Result<HashSet<Vec<u8>>, MaintError> {
+    let layers = chain::read(repo)?;
+    if !layers.is_empty() {
+        return Ok(layers.into_iter().flat_map(|l| l.ids).collect());
+    }
     let path = repo.objects_dir().join("info").join("commit-graph");
     let bytes = match repo.vfs.read_mapped(&path) {
         Ok(bytes) => bytes,

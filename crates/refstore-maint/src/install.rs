@@ -178,6 +178,7 @@ pub fn add_file(
     let method = repo.fsync().method_for(component);
     let mut batch = FlushBatch::new(vfs.clone(), method, dir.clone())
         .with_mechanism(repo.fsync().batch_mechanism());
+    batch.create_dir_all(&dir)?;
     let mut temps = Temps {
         vfs: vfs.clone(),
         paths: Vec::new(),

@@ -17,7 +17,8 @@
 //!   `multi-pack-index` over all packs with its reachability bitmap
 //!   (`repack.writeBitmaps`, on by default in bare repositories); packs it
 //!   made redundant are deleted once no reader can still be using them.
-//! - [`Task::CommitGraph`] writes `objects/info/commit-graph`.
+//! - [`Task::CommitGraph`] writes or extends the split commit-graph
+//!   (`objects/info/commit-graphs/`), as `git commit-graph write --split`.
 //!
 //! A run holds git's maintenance lock (`objects/maintenance.lock`) and
 //! `gc.pid` for its whole duration, so `git maintenance`, `git gc` and
@@ -37,6 +38,9 @@ mod bitmaps;
 mod checksum;
 pub mod cleanup;
 mod commit_graph;
+mod commit_graph_chain;
+mod commit_graph_file;
+mod delta_plan;
 pub mod expire;
 pub mod geometric;
 pub mod idx;

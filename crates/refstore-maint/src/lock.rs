@@ -10,11 +10,17 @@
 //!   written under `gc.pid.lock`. `git gc` does not start while it names a
 //!   live process on this host (and is younger than 12 hours); refstore
 //!   does not start while a `git gc` holds it either.
+//!
+//! Both lock files appear with their content: it is written to a
+//! temporary file first, which then gets the lock's name with `link(2)`
+//! (which, like an exclusive create, fails if the name exists). A process
+//! killed at any moment thus leaves either no lock or one naming it, never
+//! an empty one that would look like git's and block every later run.
 
 use crate::process;
 use crate::{MaintError, Repo};
 use refstore_fs::Vfs;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
@@ -38,11 +44,11 @@ impl MaintenanceLock {
         let path = repo.objects_dir().join("maintenance.lock");
         let content = format!("refstore maintenance {} on {host}\n", std::process::id());
         let mut attempts = 0;
-        let mut file = loop {
+        loop {
             attempts += 1;
-            match vfs.create_exclusive(&path) {
-                Ok(file) => break file,
-                Err(e) if e.is_already_exists() && attempts == 1 => {
+            match create_with(repo, &path, content.as_bytes())? {
+                true => break,
+                false if attempts == 1 => {
                     if abandoned_by_refstore(vfs.as_ref(), &path, &host) {
                         let _ = vfs.unlink(&path);
                         continue;
@@ -53,23 +59,20 @@ impl MaintenanceLock {
                     );
                     return Ok(None);
                 }
-                Err(e) if e.is_already_exists() => {
+                false => {
                     eprintln!(
                         "warning: lock file '{}' exists, skipping maintenance",
                         path.display()
                     );
                     return Ok(None);
                 }
-                Err(e) => return Err(e.into()),
             }
-        };
+        }
         let mut lock = MaintenanceLock {
             vfs: vfs.clone(),
             maintenance: path,
             gc_pid: None,
         };
-        file.write_all(content.as_bytes())?;
-        drop(file);
         match take_gc_pid(repo, &host)? {
             Some(held) => lock.gc_pid = Some(held),
             None => return Ok(None),
@@ -80,7 +83,7 @@ impl MaintenanceLock {
 
 /// True if the maintenance lock was written by a refstore process on this
 /// host that is gone.
-fn abandoned_by_refstore(vfs: &dyn Vfs, path: &std::path::Path, host: &str) -> bool {
+fn abandoned_by_refstore(vfs: &dyn Vfs, path: &Path, host: &str) -> bool {
     let Ok(content) = vfs.read(path) else {
         return false;
     };
@@ -99,17 +102,27 @@ fn take_gc_pid(repo: &Repo, host: &str) -> Result<Option<(PathBuf, Vec<u8>)>, Ma
     let vfs = &repo.vfs;
     let path = repo.common_dir.join("gc.pid");
     let lock_path = repo.common_dir.join("gc.pid.lock");
-    let mut file = match vfs.create_exclusive(&lock_path) {
-        Ok(file) => file,
-        Err(e) if e.is_already_exists() => {
-            eprintln!(
-                "warning: '{}' exists: a gc is starting, skipping maintenance",
-                lock_path.display()
-            );
-            return Ok(None);
+    let content = format!("{} {host}", std::process::id()).into_bytes();
+    let mut attempts = 0;
+    loop {
+        attempts += 1;
+        match create_with(repo, &lock_path, &content)? {
+            true => break,
+            false => {
+                // git writes `<pid> <host>` into it as well: one naming a
+                // process of this host that is gone is abandoned.
+                if attempts == 1 && names_dead_process(vfs.as_ref(), &lock_path, host) {
+                    let _ = vfs.unlink(&lock_path);
+                    continue;
+                }
+                eprintln!(
+                    "warning: '{}' exists: a gc is starting, skipping maintenance",
+                    lock_path.display()
+                );
+                return Ok(None);
+            }
         }
-        Err(e) => return Err(e.into()),
-    };
+    }
     let held_by_live_gc = match (vfs.read(&path), vfs.stat(&path)) {
         (Ok(content), Ok(meta)) => {
             let young = SystemTime::now()
@@ -126,21 +139,45 @@ fn take_gc_pid(repo: &Repo, host: &str) -> Result<Option<(PathBuf, Vec<u8>)>, Ma
         _ => false,
     };
     if held_by_live_gc {
-        drop(file);
         let _ = vfs.unlink(&lock_path);
         eprintln!("warning: gc is already running on this machine, skipping maintenance");
         return Ok(None);
     }
-    let content = format!("{} {host}", std::process::id()).into_bytes();
-    let written = file.write_all(&content).and_then(|_| {
-        drop(file);
-        vfs.rename(&lock_path, &path)
-    });
-    if let Err(e) = written {
+    if let Err(e) = vfs.rename(&lock_path, &path) {
         let _ = vfs.unlink(&lock_path);
         return Err(e.into());
     }
     Ok(Some((path, content)))
+}
+
+/// Creates `path` holding `content`; false if it exists. Never visible
+/// without its content.
+fn create_with(repo: &Repo, path: &Path, content: &[u8]) -> Result<bool, MaintError> {
+    let vfs = repo.vfs.as_ref();
+    let (temp, mut file) = crate::temp::create(vfs, &repo.objects_dir(), "tmp_lock_")?;
+    let linked = file.write_all(content).and_then(|_| {
+        drop(file);
+        vfs.link(&temp, path)
+    });
+    let _ = vfs.unlink(&temp);
+    match linked {
+        Ok(()) => Ok(true),
+        Err(e) if e.is_already_exists() => Ok(false),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// True if the lock at `path` holds `<pid> <host>` naming a process of
+/// this host that is gone.
+fn names_dead_process(vfs: &dyn Vfs, path: &Path, host: &str) -> bool {
+    let Ok(content) = vfs.read(path) else {
+        return false;
+    };
+    let text = String::from_utf8_lossy(&content);
+    match text.split_whitespace().collect::<Vec<_>>().as_slice() {
+        [pid, on] if *on == host => pid.parse().is_ok_and(|pid| !process::is_alive(pid)),
+        _ => false,
+    }
 }
 
 impl Drop for MaintenanceLock {

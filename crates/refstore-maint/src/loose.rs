@@ -5,6 +5,9 @@
 //! misses a loose object it listed looks again and finds the pack (git
 //! and gitoxide both re-scan on a miss).
 //!
+//! Trees and blobs are stored as deltas where one pays
+//! ([`crate::delta_plan`]), as `git repack` stores them.
+//!
 //! Every loose object is checked against its name before it is packed; one
 //! that does not hash to its name, or cannot be read, is left alone for
 //! `git fsck` to report.
@@ -12,6 +15,7 @@
 //! Before packing, unreachable loose objects older than `gc.pruneExpire`
 //! are deleted ([`crate::prune`]).
 
+use crate::delta_plan::Stored;
 use crate::idx::IndexEntries;
 use crate::inventory::Inventory;
 use crate::pack_out::PackOut;
@@ -111,9 +115,7 @@ pub fn run(repo: &Repo) -> Result<String, MaintError> {
             objects.len() as u32,
         )?;
         let temp = out.temp_path().to_owned();
-        let written = objects
-            .iter()
-            .try_for_each(|(object, kind, data)| out.whole(&object.id, *kind, data))
+        let written = write_all(&objects, &mut out)
             .and_then(|_| out.finish())
             .and_then(|finished| crate::install::install(repo, finished));
         if let Err(e) = written {
@@ -130,6 +132,31 @@ pub fn run(repo: &Repo) -> Result<String, MaintError> {
         "packed {packed_now} loose objects, removed {pruned} loose copies of packed objects, \
          pruned {unreachable} unreachable old ones"
     ))
+}
+
+/// Writes the objects as [`crate::delta_plan`] plans them.
+fn write_all(
+    objects: &[(LooseObject, ObjectKind, Vec<u8>)],
+    out: &mut PackOut,
+) -> Result<(), MaintError> {
+    let listed: Vec<crate::delta_plan::Object<'_>> = objects
+        .iter()
+        .map(|(object, kind, data)| crate::delta_plan::Object {
+            id: &object.id,
+            kind: *kind,
+            data,
+        })
+        .collect();
+    let mut offsets = vec![0u64; objects.len()];
+    for (n, stored) in crate::delta_plan::plan(&listed) {
+        offsets[n] = out.offset();
+        let (object, kind, data) = &objects[n];
+        match stored {
+            Stored::Whole => out.whole(&object.id, *kind, data)?,
+            Stored::Delta { base, delta } => out.delta(&object.id, offsets[base], &delta)?,
+        }
+    }
+    Ok(())
 }
 
 /// The indexes of every visible pack.

@@ -150,6 +150,22 @@ impl PackOut {
         Ok(())
     }
 
+    /// Writes `delta` (instructions against the entry at `base_offset` of
+    /// this pack), compressed, as an offset delta.
+    pub fn delta(&mut self, id: &[u8], base_offset: u64, delta: &[u8]) -> Result<(), MaintError> {
+        let mut deflated = std::mem::take(&mut self.deflated);
+        deflated.clear();
+        let mut encoder =
+            flate2::write::ZlibEncoder::new(&mut deflated, flate2::Compression::default());
+        encoder
+            .write_all(delta)
+            .and_then(|_| encoder.finish().map(|_| ()))
+            .map_err(|e| MaintError::Format(format!("cannot compress a delta: {e}")))?;
+        let written = self.ofs_delta(id, delta.len() as u64, base_offset, &deflated);
+        self.deflated = deflated;
+        written
+    }
+
     /// Writes a whole object, compressed afresh.
     pub fn whole(&mut self, id: &[u8], kind: ObjectKind, data: &[u8]) -> Result<(), MaintError> {
         let offset = self.offset;

@@ -21,7 +21,7 @@ const MAX_COPY: usize = 0x1_0000;
 const MAX_INSERT: usize = 127;
 
 /// The base indexed for delta searches against it.
-pub(crate) struct DeltaIndex<'a> {
+pub struct DeltaIndex<'a> {
     base: &'a [u8],
     /// Block hash → the offset of the last base block with that hash.
     blocks: HashMap<u64, usize>,

@@ -38,7 +38,7 @@
 mod advertisement;
 mod bitmap_walk;
 mod combined_blobs;
-mod delta;
+pub mod delta;
 mod delta_search;
 mod error;
 pub(crate) mod filter;
