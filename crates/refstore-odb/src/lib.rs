@@ -70,6 +70,7 @@ mod large;
 mod loose;
 mod odb;
 mod pack;
+mod pack_index;
 mod packed;
 mod quarantine;
 mod rev_index;

@@ -177,9 +177,7 @@ impl Packs {
         let hash = hash_kind(format);
         let mut packs = Vec::with_capacity(index_paths.len());
         for index_path in index_paths {
-            let index = gix_pack::index::File::at(index_path, hash).map_err(|e| {
-                OdbError::Pack(format!("cannot read {}: {e}", index_path.display()))
-            })?;
+            let index = crate::pack_index::open_index(index_path, hash)?;
             let pack_path = index_path.with_extension("pack");
             let data = gix_pack::data::File::at(&pack_path, hash)
                 .map_err(|e| OdbError::Pack(format!("cannot read {}: {e}", pack_path.display())))?;

@@ -16,17 +16,20 @@ pub trait ObjectsWanted: Send + Sync {
 }
 
 /// Gives the repository's [`ObjectsWanted`] step, if it has one, the ids
-/// of `wants` the repository lacks.
-pub(crate) fn bring_in(repo: &Repository, wants: &[gix_hash::ObjectId]) {
+/// of `wants` the repository lacks. True if the step was asked: packs it
+/// stored are not among the packs opened before.
+pub(crate) fn bring_in(repo: &Repository, wants: &[gix_hash::ObjectId]) -> bool {
     let Some(step) = &repo.objects_wanted else {
-        return;
+        return false;
     };
     let missing: Vec<ObjectId> = wants
         .iter()
         .filter_map(|id| ObjectId::from_raw(id.as_bytes()))
         .filter(|id| !repo.objects.contains(id))
         .collect();
-    if !missing.is_empty() {
-        step.objects_missing(repo, &missing);
+    if missing.is_empty() {
+        return false;
     }
+    step.objects_missing(repo, &missing);
+    true
 }

@@ -37,7 +37,7 @@ pub(crate) struct Graph {
     /// The repository's filesystem, for streaming large loose objects.
     vfs: std::sync::Arc<dyn refstore_fs::Vfs>,
     /// The packs as stored, for copying their entries.
-    packs: refstore_odb::Packs,
+    packs: std::sync::Arc<refstore_odb::Packs>,
     objects_dir: std::path::PathBuf,
     hash: gix_hash::Kind,
     commits: HashMap<ObjectId, Rc<Commit>, IdHasher>,
@@ -56,11 +56,13 @@ pub(crate) struct Graph {
 }
 
 impl Graph {
-    /// Opens the object database at `objects_dir`.
+    /// Opens the object database at `objects_dir`, whose packs as stored
+    /// are `packs`.
     pub fn open(
         vfs: std::sync::Arc<dyn refstore_fs::Vfs>,
         objects_dir: &std::path::Path,
         format: refstore_refs::ObjectFormat,
+        packs: std::sync::Arc<refstore_odb::Packs>,
     ) -> Result<Graph, UploadPackError> {
         let hash = hash_kind(format);
         let store = gix_odb::Store::at_opts(
@@ -82,8 +84,6 @@ impl Graph {
         // Trees are stored as long delta chains: without a cache of their
         // bases, each read would resolve its chain from the start.
         handle.set_pack_cache(|| Box::new(refstore_odb::DeltaBaseCache::default()));
-        let packs = refstore_odb::Packs::open(objects_dir, format)
-            .map_err(|e| UploadPackError::objects("cannot open the packs", e))?;
         let commit_graph = refstore_odb::CommitGraph::open(vfs.as_ref(), objects_dir, format)
             .unwrap_or_else(|e| {
                 tracing::warn!("ignoring the commit-graph: {e}");

@@ -65,6 +65,7 @@ pub use error::UploadPackError;
 use crate::pkt_line::{Dialect, PacketReader, PacketWriter};
 use crate::{ProtocolVersion, Repository};
 use std::io::{BufReader, Read, Write};
+use std::sync::Arc;
 
 /// How a transport runs upload-pack.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -99,6 +100,7 @@ pub fn upload_pack(
         input: PacketReader::new(BufReader::new(input), dialect).fail_on_err_packets(false),
         output: Some(PacketWriter::new(output)),
         pack_started: false,
+        packs: None,
     };
     let result = match options.version {
         ProtocolVersion::V2 => v2::serve(&mut session),
@@ -120,6 +122,10 @@ pub(crate) struct Session<'a> {
     output: Option<PacketWriter<Box<dyn Write + 'a>>>,
     /// Once pack data flows, errors go on band 3, not in `ERR` packets.
     pack_started: bool,
+    /// The repository's packs as stored, opened on first use and shared by
+    /// the commands of the connection: each opening maps and checks every
+    /// pack index.
+    packs: Option<Arc<refstore_odb::Packs>>,
 }
 
 impl<'a> Session<'a> {
@@ -128,6 +134,23 @@ impl<'a> Session<'a> {
         self.output
             .as_mut()
             .expect("the output is taken only by the last write of a session")
+    }
+
+    /// The repository's packs, as stored.
+    fn packs(&mut self) -> Result<Arc<refstore_odb::Packs>, UploadPackError> {
+        if let Some(packs) = &self.packs {
+            return Ok(packs.clone());
+        }
+        let packs =
+            refstore_odb::Packs::open(self.repo.objects.objects_dir(), self.repo.object_format())
+                .map_err(|e| UploadPackError::objects("cannot open the packs", e))?;
+        Ok(self.packs.insert(Arc::new(packs)).clone())
+    }
+
+    /// Drops the packs opened so far, so that the next [`packs`](Self::packs)
+    /// sees packs stored since.
+    fn forget_packs(&mut self) {
+        self.packs = None;
     }
 
     /// Tells the client why its request failed, when it can still hear it.

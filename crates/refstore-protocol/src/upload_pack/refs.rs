@@ -6,7 +6,7 @@
 //! ([`Offering`]), keeping none of them.
 
 use super::UploadPackError;
-use refstore_odb::{ObjectKind, Odb};
+use refstore_odb::{ObjectKind, Odb, Packs};
 use refstore_refs::files::Resolved;
 use refstore_refs::value::{Peeled, RefView, Target, TargetView};
 use refstore_refs::{Backend, ObjectId, RefName};
@@ -84,9 +84,14 @@ pub(crate) struct RefSnapshot {
 }
 
 impl RefSnapshot {
-    /// Reads the refs of `backend`, peeling tags through `objects`.
-    pub fn read(backend: &dyn Backend, objects: &Odb) -> Result<RefSnapshot, UploadPackError> {
-        Self::read_matching(backend, objects, &[])
+    /// Reads the refs of `backend`, peeling tags through `objects` (whose
+    /// packs, when given, answer first; see [`Offering::new`]).
+    pub fn read(
+        backend: &dyn Backend,
+        objects: &Odb,
+        packs: Option<&Packs>,
+    ) -> Result<RefSnapshot, UploadPackError> {
+        Self::read_matching(backend, objects, packs, &[])
     }
 
     /// Like [`read`](RefSnapshot::read), keeping only refs whose names
@@ -96,9 +101,10 @@ impl RefSnapshot {
     pub fn read_matching(
         backend: &dyn Backend,
         objects: &Odb,
+        packs: Option<&Packs>,
         prefixes: &[&[u8]],
     ) -> Result<RefSnapshot, UploadPackError> {
-        let mut offering = Offering::new(backend, objects);
+        let mut offering = Offering::new(backend, objects, packs);
         let head = offering.head()?;
         let mut refs = Vec::new();
         offering.visit(prefixes, &mut |offered| {
@@ -137,11 +143,15 @@ pub(crate) struct Offering<'a> {
 }
 
 impl<'a> Offering<'a> {
-    /// Offers the refs of `backend`, peeling through `objects`.
-    pub fn new(backend: &'a dyn Backend, objects: &'a Odb) -> Self {
+    /// Offers the refs of `backend`, peeling through `objects`. The kinds
+    /// of packed objects are read from `packs` where given: the packs the
+    /// connection opens anyway to send objects, so that the object database
+    /// does not open (and check, page by page) each pack index a second
+    /// time just to say that a branch names a commit.
+    pub fn new(backend: &'a dyn Backend, objects: &'a Odb, packs: Option<&'a Packs>) -> Self {
         Offering {
             backend,
-            peeler: Peeler::new(objects),
+            peeler: Peeler::new(objects, packs),
         }
     }
 
@@ -270,13 +280,15 @@ fn read_head(backend: &dyn Backend, peeler: &mut Peeler<'_>) -> Result<Head, Upl
 /// objects, and a kind lookup costs an object read.
 struct Peeler<'a> {
     objects: &'a Odb,
+    packs: Option<&'a Packs>,
     known: HashMap<ObjectId, Option<ObjectId>>,
 }
 
 impl<'a> Peeler<'a> {
-    fn new(objects: &'a Odb) -> Self {
+    fn new(objects: &'a Odb, packs: Option<&'a Packs>) -> Self {
         Peeler {
             objects,
+            packs,
             known: HashMap::new(),
         }
     }
@@ -288,16 +300,32 @@ impl<'a> Peeler<'a> {
         if let Some(known) = self.known.get(id) {
             return Ok(*known);
         }
-        let kind = self
-            .objects
-            .kind(id)
-            .map_err(|e| UploadPackError::objects("cannot read an object a ref names", e))?;
+        let read_error = |e| UploadPackError::objects("cannot read an object a ref names", e);
+        let kind = match self.packed_kind(id).map_err(read_error)? {
+            Some(kind) => Some(kind),
+            None => self.objects.kind(id).map_err(read_error)?,
+        };
         let peeled = match kind {
             Some(ObjectKind::Tag) => self.objects.peel(id).ok().flatten(),
             _ => None,
         };
         self.known.insert(*id, peeled);
         Ok(peeled)
+    }
+
+    /// The kind of `id` as the packs store it, if they hold it with its
+    /// delta base; otherwise the object database answers.
+    fn packed_kind(&self, id: &ObjectId) -> Result<Option<ObjectKind>, refstore_odb::OdbError> {
+        let Some(packs) = self.packs else {
+            return Ok(None);
+        };
+        if id.format() != self.objects.format() {
+            return Ok(None);
+        }
+        match packs.locate(gix_hash::oid::from_bytes_unchecked(id.as_bytes())) {
+            Some(at) => packs.kind(at),
+            None => Ok(None),
+        }
     }
 }
 

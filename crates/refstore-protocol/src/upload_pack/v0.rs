@@ -35,7 +35,8 @@ pub(super) fn serve(session: &mut Session<'_>) -> Result<(), UploadPackError> {
     };
     if session.options.advertise_refs {
         // Only the advertisement: stream it, keeping no refs.
-        let mut offering = Offering::new(repo.refs.as_ref(), &repo.objects);
+        let packs = session.packs().ok();
+        let mut offering = Offering::new(repo.refs.as_ref(), &repo.objects, packs.as_deref());
         return advertisement::write_streaming(
             session.out(),
             &mut offering,
@@ -44,7 +45,8 @@ pub(super) fn serve(session: &mut Session<'_>) -> Result<(), UploadPackError> {
             offered,
         );
     }
-    let snapshot = RefSnapshot::read(repo.refs.as_ref(), &repo.objects)?;
+    let packs = session.packs().ok();
+    let snapshot = RefSnapshot::read(repo.refs.as_ref(), &repo.objects, packs.as_deref())?;
     if !session.options.stateless_rpc {
         advertisement::write(session.out(), &snapshot, format, version_line, offered)?;
     }
@@ -54,8 +56,11 @@ pub(super) fn serve(session: &mut Session<'_>) -> Result<(), UploadPackError> {
         // `git ls-remote` reads the advertisement and leaves.
         return Ok(());
     };
-    crate::objects_wanted::bring_in(repo, &wants);
-    let mut graph = Graph::open(repo.vfs.clone(), repo.objects.objects_dir(), format)?;
+    if crate::objects_wanted::bring_in(repo, &wants) {
+        session.forget_packs();
+    }
+    let packs = session.packs()?;
+    let mut graph = Graph::open(repo.vfs.clone(), repo.objects.objects_dir(), format, packs)?;
     let stateless = session.options.stateless_rpc;
     wants::check(
         &mut graph,

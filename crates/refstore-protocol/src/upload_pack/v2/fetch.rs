@@ -99,10 +99,13 @@ pub(super) fn serve(
         shallow,
         filter,
     } = parse_arguments(arguments, format, &FilterPolicy::read(&repo.config)?)?;
-    crate::objects_wanted::bring_in(repo, &wanted);
+    if crate::objects_wanted::bring_in(repo, &wanted) {
+        session.forget_packs();
+    }
 
-    let snapshot = RefSnapshot::read(repo.refs.as_ref(), &repo.objects)?;
-    let mut graph = Graph::open(repo.vfs.clone(), repo.objects.objects_dir(), format)?;
+    let packs = session.packs()?;
+    let snapshot = RefSnapshot::read(repo.refs.as_ref(), &repo.objects, Some(&packs))?;
+    let mut graph = Graph::open(repo.vfs.clone(), repo.objects.objects_dir(), format, packs)?;
     let policy = WantPolicy::read(&repo.config)?;
     wants::check(&mut graph, &snapshot, &wanted, policy, Protocol::V2)?;
     // The blobs of `sparse:oid=` filters are read before any answer, so

@@ -58,7 +58,8 @@ pub(super) fn serve(
     let wanted = |name: &[u8]| prefixes.is_empty() || prefixes.iter().any(|p| name.starts_with(p));
 
     let repo = session.repo;
-    let mut offering = Offering::new(repo.refs.as_ref(), &repo.objects);
+    let packs = session.packs().ok();
+    let mut offering = Offering::new(repo.refs.as_ref(), &repo.objects, packs.as_deref());
     let head = offering.head()?;
     let out = session.out();
     if let (Head::Unborn(target), true) = (&head, unborn && wanted(b"HEAD")) {
