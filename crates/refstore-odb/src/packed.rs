@@ -71,6 +71,8 @@ impl StoredEntry<'_> {
 /// One pack: its index and its data, both mapped.
 struct Pack {
     index: gix_pack::index::File,
+    /// Where `index` is mapped.
+    index_pages: crate::pack_index::IndexPages,
     data: gix_pack::data::File,
     /// Entry offsets in pack order with their index positions: built on
     /// first use.
@@ -177,12 +179,13 @@ impl Packs {
         let hash = hash_kind(format);
         let mut packs = Vec::with_capacity(index_paths.len());
         for index_path in index_paths {
-            let index = crate::pack_index::open_index(index_path, hash)?;
+            let (index, index_pages) = crate::pack_index::open_index(index_path, hash)?;
             let pack_path = index_path.with_extension("pack");
             let data = gix_pack::data::File::at(&pack_path, hash)
                 .map_err(|e| OdbError::Pack(format!("cannot read {}: {e}", pack_path.display())))?;
             packs.push(Pack {
                 index,
+                index_pages,
                 data,
                 by_offset: OnceLock::new(),
             });
@@ -320,6 +323,21 @@ impl Packs {
             unsafe {
                 refstore_fs::resident::release_pages(bytes)
             };
+        }
+    }
+
+    /// Gives back the resident pages of every pack and index: for a
+    /// request moving to a phase that reads other objects (from
+    /// negotiating to counting and sending), whose pages would otherwise
+    /// add to those the last phase left.
+    pub fn release_all_pages(&self) {
+        for (n, pack) in self.packs.iter().enumerate() {
+            // SAFETY: the index is open for as long as `self` is.
+            #[allow(unsafe_code)]
+            unsafe {
+                pack.index_pages.release()
+            };
+            self.release_pages(n as u32);
         }
     }
 

@@ -86,6 +86,8 @@ pub(super) fn serve(session: &mut Session<'_>) -> Result<(), UploadPackError> {
     if !negotiate(session, &mut graph, &mut negotiation, client.multi_ack)? {
         return Ok(());
     }
+    // What negotiating read of the packs is not read again.
+    graph.packs().release_all_pages();
     let tags = if client.include_tag {
         annotated_tags(&snapshot, &mut graph)
     } else {

@@ -133,6 +133,8 @@ pub(super) fn serve(
         wanted.extend_from_slice(&plan.extra_wants);
         common.extend_from_slice(&plan.extra_haves);
     }
+    // What negotiating read of the packs is not read again.
+    graph.packs().release_all_pages();
     session.out().write_text("packfile")?;
     let tags = if client.include_tag {
         v0::annotated_tags(&snapshot, &mut graph)
