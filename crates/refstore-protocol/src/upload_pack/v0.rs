@@ -93,6 +93,9 @@ pub(super) fn serve(session: &mut Session<'_>) -> Result<(), UploadPackError> {
     } else {
         Vec::new()
     };
+    // The refs are not looked at again: a repository's thousands of tags
+    // need not stay in memory while the pack is made.
+    drop(snapshot);
     let mut common = negotiation.common().to_vec();
     if let Some(plan) = &shallow {
         wants.extend_from_slice(&plan.extra_wants);

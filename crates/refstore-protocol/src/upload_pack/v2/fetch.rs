@@ -141,6 +141,9 @@ pub(super) fn serve(
     } else {
         Vec::new()
     };
+    // The refs are not looked at again: a repository's thousands of tags
+    // need not stay in memory while the pack is made.
+    drop(snapshot);
     // The commits that gain their parents are the client's: what their
     // parents share with them is not sent again.
     let edges = shallow
