@@ -69,3 +69,73 @@ pub(crate) fn open_index(
     };
     Ok((index, pages))
 }
+
+#[cfg(test)]
+mod tests {
+    /// Objects in the test index: its table of 32-bit offsets (128 KiB) is
+    /// larger than the run of pages the kernel maps around one fault.
+    const OBJECTS: u32 = 32 * 1024;
+
+    /// A version 2 index of `OBJECTS` made-up ids, in a fresh file.
+    fn write_index(path: &std::path::Path) -> Vec<[u8; 20]> {
+        let ids: Vec<[u8; 20]> = (0..OBJECTS)
+            .map(|i| {
+                let mut id = [0x5a; 20];
+                id[..4].copy_from_slice(&(i << 17).to_be_bytes());
+                id
+            })
+            .collect();
+        let mut out = b"\xfftOc\0\0\0\x02".to_vec();
+        for byte in 0..=255u8 {
+            let count = ids.iter().filter(|id| id[0] <= byte).count() as u32;
+            out.extend_from_slice(&count.to_be_bytes());
+        }
+        ids.iter().for_each(|id| out.extend_from_slice(id));
+        (0..OBJECTS).for_each(|i| out.extend_from_slice(&i.to_be_bytes()));
+        (0..OBJECTS).for_each(|i| out.extend_from_slice(&(12 + 32 * i).to_be_bytes()));
+        out.extend_from_slice(&[0; 40]);
+        std::fs::write(path, out).unwrap();
+        ids
+    }
+
+    /// The resident size of the mapping that starts at `start`, from
+    /// /proc/self/smaps (that mapping alone: other tests may map files
+    /// meanwhile).
+    fn resident_kib(start: usize) -> u64 {
+        let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap();
+        let start = format!("{start:x}-");
+        let mut lines = smaps.lines().skip_while(|l| !l.starts_with(&start));
+        lines.next().expect("the mapping is listed");
+        lines
+            .find_map(|l| l.strip_prefix("Rss:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .unwrap()
+    }
+
+    #[test]
+    fn an_opened_index_keeps_no_page_its_checks_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("pack-test.idx");
+        let ids = write_index(&path);
+        let (index, pages) = super::open_index(&path, gix_hash::Kind::Sha1).unwrap();
+        // The checks read the whole offset table (OBJECTS * 4 bytes).
+        let opened = resident_kib(pages.start);
+        assert!(opened < 64, "{opened} kB resident after opening");
+        // Lookups read the pages back as they were.
+        for (position, id) in ids.iter().enumerate().step_by(4099) {
+            let found = index.lookup(gix_hash::oid::from_bytes_unchecked(id));
+            assert_eq!(found, Some(position as u32));
+            assert_eq!(
+                index.pack_offset_at_index(position as u32),
+                12 + 32 * position as u64
+            );
+        }
+        assert!(resident_kib(pages.start) > opened);
+        // SAFETY: `index` is open.
+        #[allow(unsafe_code)]
+        unsafe {
+            pages.release()
+        };
+        assert!(resident_kib(pages.start) < 64);
+    }
+}
