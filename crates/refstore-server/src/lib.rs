@@ -13,6 +13,7 @@ pub mod metrics_endpoint;
 pub mod per_address;
 mod permits;
 pub mod ref_source;
+pub mod service;
 pub mod shutdown;
 pub mod ssh;
 

@@ -114,11 +114,7 @@ async fn answer_request(
     // Who asks, and may they: decided before the repository is opened, so
     // a client that may not read it cannot tell whether it exists.
     let rules = state.options.access.as_ref().map(|rules| rules.get());
-    let want = if route.service.writes() {
-        Want::Write
-    } else {
-        Want::Read
-    };
+    let want = route.service.want();
     let user = match field("Authorization") {
         Some(header) if rules.is_some() || want == Want::Write => {
             let state = state.clone();

@@ -6,37 +6,7 @@
 //! (one round of the protocol). Everything else, including git's "dumb"
 //! protocol files, is not served.
 
-/// The two services of Git's smart protocol.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Service {
-    /// Fetches and clones.
-    UploadPack,
-    /// Pushes.
-    ReceivePack,
-}
-
-impl Service {
-    /// The service's name on the wire (`git-upload-pack`).
-    pub fn name(self) -> &'static str {
-        match self {
-            Service::UploadPack => "git-upload-pack",
-            Service::ReceivePack => "git-receive-pack",
-        }
-    }
-
-    fn from_name(name: &str) -> Option<Service> {
-        match name {
-            "git-upload-pack" => Some(Service::UploadPack),
-            "git-receive-pack" => Some(Service::ReceivePack),
-            _ => None,
-        }
-    }
-
-    /// True if the service changes the repository.
-    pub fn writes(self) -> bool {
-        self == Service::ReceivePack
-    }
-}
+pub use crate::service::Service;
 
 /// What a request asks of the service.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

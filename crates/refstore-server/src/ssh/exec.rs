@@ -4,34 +4,7 @@
 //! for a shell: in single quotes, a quote written `'\''` and an
 //! exclamation mark `'\!'`.
 
-use crate::access::Want;
-
-/// A service git's clients run over SSH.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Service {
-    /// Fetch, clone, ls-remote.
-    UploadPack,
-    /// Push.
-    ReceivePack,
-}
-
-impl Service {
-    /// The command's name, as git's clients send it.
-    pub fn name(self) -> &'static str {
-        match self {
-            Service::UploadPack => "git-upload-pack",
-            Service::ReceivePack => "git-receive-pack",
-        }
-    }
-
-    /// What the service does to the repository.
-    pub fn want(self) -> Want {
-        match self {
-            Service::UploadPack => Want::Read,
-            Service::ReceivePack => Want::Write,
-        }
-    }
-}
+pub use crate::service::Service;
 
 /// A command to serve.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -76,11 +49,7 @@ pub fn parse(command: &[u8]) -> Result<Command, Refused> {
         }
         _ => (name.to_owned(), argument),
     };
-    let service = match name.as_str() {
-        "git-upload-pack" => Service::UploadPack,
-        "git-receive-pack" => Service::ReceivePack,
-        _ => return Err(unknown()),
-    };
+    let service = Service::from_name(&name).ok_or_else(unknown)?;
     let path = dequote(argument.trim()).ok_or_else(|| {
         Refused(format!(
             "{}: the repository must be one argument, quoted as git quotes it",
