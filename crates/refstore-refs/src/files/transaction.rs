@@ -30,7 +30,7 @@ use crate::availability::{self, ExistingRefs};
 pub use crate::error::CommitError;
 use crate::observed::CommitClock;
 use crate::plan::{self, Planned, Reads};
-use crate::transaction::{Change, Expected, Outcome, Rejected, Rejection, Transaction};
+use crate::transaction::{Change, Outcome, Rejected, Rejection, Transaction};
 use crate::value::Target;
 use crate::RefName;
 use refstore_fs::config::LogRefUpdates;
@@ -532,31 +532,7 @@ impl FilesBackend {
                 Some(Target::Symbolic(to)) => self.resolve_in(to, &packed)?.and_then(|r| r.id),
                 None => None,
             };
-            // Old values are checked against what the ref resolves to: a
-            // dangling symbolic ref counts as absent, as in git.
-            let check = match &update.expected {
-                Expected::Any => Ok(()),
-                Expected::Absent if old_id.is_none() => Ok(()),
-                Expected::Absent => Err(Rejection::AlreadyExists),
-                Expected::Present if old_id.is_some() => Ok(()),
-                Expected::Present => Err(Rejection::Missing),
-                Expected::Value(Target::Object(want)) => match old_id {
-                    None => Err(Rejection::Missing),
-                    Some(have) if have == *want => Ok(()),
-                    Some(have) => Err(Rejection::IncorrectOldValue {
-                        actual: Target::Object(have),
-                        expected: Target::Object(*want),
-                    }),
-                },
-                Expected::Value(want) => match &old {
-                    None => Err(Rejection::Missing),
-                    Some(have) if have == want => Ok(()),
-                    Some(have) => Err(Rejection::IncorrectOldValue {
-                        actual: have.clone(),
-                        expected: want.clone(),
-                    }),
-                },
-            };
+            let check = update.expected.check(&old, old_id);
             if let Err(reason) = check {
                 // A lock left behind would block every later update of the
                 // ref: one that cannot be removed fails the transaction
