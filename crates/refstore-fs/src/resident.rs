@@ -39,23 +39,22 @@ pub unsafe fn release_pages(bytes: &[u8]) {
     };
 }
 
+/// How many KiB of the mapping that starts at address `start` are resident
+/// in this process, from `/proc/self/smaps` (that mapping alone); `None`
+/// where the kernel does not say. For checking [`release_pages`].
+pub fn mapping_resident_kib(start: usize) -> Option<u64> {
+    let smaps = std::fs::read_to_string("/proc/self/smaps").ok()?;
+    let start = format!("{start:x}-");
+    let mut lines = smaps.lines().skip_while(|l| !l.starts_with(&start));
+    lines.next()?;
+    lines
+        .find_map(|l| l.strip_prefix("Rss:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+}
+
 #[cfg(test)]
 mod tests {
     use crate::Vfs;
-
-    /// The resident size of the mapping that starts at `start`, from
-    /// /proc/self/smaps (that mapping alone: other tests may map files
-    /// meanwhile).
-    fn resident_kib(start: *const u8) -> u64 {
-        let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap();
-        let start = format!("{:x}-", start as usize);
-        let mut lines = smaps.lines().skip_while(|l| !l.starts_with(&start));
-        lines.next().expect("the mapping is listed");
-        lines
-            .find_map(|l| l.strip_prefix("Rss:"))
-            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-            .unwrap()
-    }
 
     #[test]
     fn released_pages_read_back_the_same_and_leave_the_resident_set() {
@@ -65,13 +64,13 @@ mod tests {
         std::fs::write(&path, &content).unwrap();
         let mapped = crate::real::RealFs::new().read_mapped(&path).unwrap();
         assert_eq!(&mapped[..], &content[..]);
-        let touched = resident_kib(mapped.as_ptr());
+        let touched = super::mapping_resident_kib(mapped.as_ptr() as usize).unwrap();
         // SAFETY: a read-only mapping of a file nothing writes meanwhile.
         #[allow(unsafe_code)]
         unsafe {
             super::release_pages(&mapped)
         };
-        let released = resident_kib(mapped.as_ptr());
+        let released = super::mapping_resident_kib(mapped.as_ptr() as usize).unwrap();
         assert!(
             touched >= 16 * 1024 && released < 1024,
             "{touched} kB resident before, {released} kB after"

@@ -98,20 +98,6 @@ mod tests {
         ids
     }
 
-    /// The resident size of the mapping that starts at `start`, from
-    /// /proc/self/smaps (that mapping alone: other tests may map files
-    /// meanwhile).
-    fn resident_kib(start: usize) -> u64 {
-        let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap();
-        let start = format!("{start:x}-");
-        let mut lines = smaps.lines().skip_while(|l| !l.starts_with(&start));
-        lines.next().expect("the mapping is listed");
-        lines
-            .find_map(|l| l.strip_prefix("Rss:"))
-            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-            .unwrap()
-    }
-
     #[test]
     fn an_opened_index_keeps_no_page_its_checks_read() {
         let dir = tempfile::tempdir().unwrap();
@@ -119,7 +105,7 @@ mod tests {
         let ids = write_index(&path);
         let (index, pages) = super::open_index(&path, gix_hash::Kind::Sha1).unwrap();
         // The checks read the whole offset table (OBJECTS * 4 bytes).
-        let opened = resident_kib(pages.start);
+        let opened = refstore_fs::resident::mapping_resident_kib(pages.start).unwrap();
         assert!(opened < 64, "{opened} kB resident after opening");
         // Lookups read the pages back as they were.
         for (position, id) in ids.iter().enumerate().step_by(4099) {
@@ -130,12 +116,12 @@ mod tests {
                 12 + 32 * position as u64
             );
         }
-        assert!(resident_kib(pages.start) > opened);
+        assert!(refstore_fs::resident::mapping_resident_kib(pages.start).unwrap() > opened);
         // SAFETY: `index` is open.
         #[allow(unsafe_code)]
         unsafe {
             pages.release()
         };
-        assert!(resident_kib(pages.start) < 64);
+        assert!(refstore_fs::resident::mapping_resident_kib(pages.start).unwrap() < 64);
     }
 }
