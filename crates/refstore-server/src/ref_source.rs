@@ -9,9 +9,8 @@ use std::sync::Arc;
 
 /// Where the refs of served repositories come from.
 pub trait RefSource: Send + Sync + std::fmt::Debug {
-    /// The ref store of `repo`, a repository below the served root `root`
-    /// (symbolic links resolved).
-    fn refs(&self, root: &Path, repo: &Repository) -> Arc<dyn Backend>;
+    /// The ref store of `repo`, a repository below the served root.
+    fn refs(&self, repo: &Repository) -> Arc<dyn Backend>;
 }
 
 impl crate::ServeOptions {
@@ -28,9 +27,7 @@ impl crate::ServeOptions {
     ) -> Result<Repository, OpenError> {
         let mut repo = Repository::open(vfs.clone(), path, &self.repository_overrides())?;
         if let Some(source) = &self.ref_source {
-            let root = refstore_fs::confine::resolve(vfs.as_ref(), &self.root)
-                .unwrap_or_else(|_| self.root.clone());
-            repo.refs = source.refs(&root, &repo);
+            repo.refs = source.refs(&repo);
         }
         if let Some(replica) = &self.replication {
             let steps = replica.for_repository(name);
