@@ -436,21 +436,7 @@ fn packs_larger_than_the_channel_window_stream_both_ways() {
     let home = tmp.path();
     let root = home.join("root");
     let work = setup(home, &root, &[]);
-    std::fs::write(work.join("big"), noise(6 << 20, 7)).unwrap();
-    git_ok(home, &work, &["add", "big"]);
-    git_ok(home, &work, &["commit", "-q", "-m", "big"]);
-    let served = root.join("big.git");
-    git_ok(
-        home,
-        home,
-        &[
-            "clone",
-            "-q",
-            "--bare",
-            work.to_str().unwrap(),
-            served.to_str().unwrap(),
-        ],
-    );
+    let served = serve_big_file(home, &root, &work, 6 << 20, 7);
     let (alice, alice_pub) = keygen(home, "alice", "ed25519", "alice");
     let server = SshServed::start(home, &root, &alice_pub, &["--allow-push"]);
 

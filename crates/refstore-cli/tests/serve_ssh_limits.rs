@@ -280,21 +280,7 @@ fn a_client_that_stops_reading_gives_its_worker_back_after_the_timeout() {
     let home = tmp.path();
     let root = home.join("root");
     let work = setup(home, &root, &[]);
-    std::fs::write(work.join("big"), noise(8 << 20, 5)).unwrap();
-    git_ok(home, &work, &["add", "big"]);
-    git_ok(home, &work, &["commit", "-q", "-m", "big"]);
-    let served = root.join("big.git");
-    git_ok(
-        home,
-        home,
-        &[
-            "clone",
-            "-q",
-            "--bare",
-            work.to_str().unwrap(),
-            served.to_str().unwrap(),
-        ],
-    );
+    let served = serve_big_file(home, &root, &work, 8 << 20, 5);
     let (alice, alice_pub) = keygen(home, "alice", "ed25519", "alice");
     let server = SshServed::start(
         home,

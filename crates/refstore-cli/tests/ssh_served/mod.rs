@@ -222,6 +222,27 @@ pub fn setup(home: &Path, root: &Path, repos: &[&str]) -> PathBuf {
     work
 }
 
+/// Commits `len` bytes of [`noise`] as `big` in `work` and serves a bare
+/// copy of it at `big.git` below `root`, which it returns.
+pub fn serve_big_file(home: &Path, root: &Path, work: &Path, len: usize, seed: u64) -> PathBuf {
+    std::fs::write(work.join("big"), noise(len, seed)).unwrap();
+    git_ok(home, work, &["add", "big"]);
+    git_ok(home, work, &["commit", "-q", "-m", "big"]);
+    let served = root.join("big.git");
+    git_ok(
+        home,
+        home,
+        &[
+            "clone",
+            "-q",
+            "--bare",
+            work.to_str().unwrap(),
+            served.to_str().unwrap(),
+        ],
+    );
+    served
+}
+
 pub fn refs_of(home: &Path, git_dir: &Path) -> String {
     git_ok(
         home,
