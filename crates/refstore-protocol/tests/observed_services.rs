@@ -10,8 +10,6 @@ use refstore_fs::observe::{self, Observer};
 use refstore_fs::real::RealFs;
 use refstore_protocol::{receive_pack, upload_pack, ProtocolVersion, Repository};
 use std::cell::RefCell;
-use std::path::Path;
-use std::process::Command;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -49,44 +47,13 @@ fn take() -> Seen {
     SEEN.with(|s| std::mem::take(&mut *s.borrow_mut()))
 }
 
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .current_dir(dir)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_AUTHOR_NAME", "A")
-        .env("GIT_AUTHOR_EMAIL", "a@example.com")
-        .env("GIT_COMMITTER_NAME", "C")
-        .env("GIT_COMMITTER_EMAIL", "c@example.com")
-        .args(args)
-        .output()
-        .expect("cannot run git: install git (scripts/install-deps does)");
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap().trim().to_owned()
-}
+mod support;
+use support::pkt;
 
-fn pkt(payload: &[u8]) -> Vec<u8> {
-    let mut out = format!("{:04x}", payload.len() + 4).into_bytes();
-    out.extend_from_slice(payload);
-    out
-}
-
-/// A bare repository with one commit (an empty tree) on `refs/heads/main`,
-/// `refs/heads/gone` and `refs/tags/t`; deleting branches is refused.
+/// The push target of [`support::push_target`], opened.
 fn repository() -> (tempfile::TempDir, Repository, String) {
-    let tmp = tempfile::tempdir().unwrap();
-    git(tmp.path(), &["init", "-q", "--bare", "repo.git"]);
+    let (tmp, commit) = support::push_target();
     let dir = tmp.path().join("repo.git");
-    let tree = git(&dir, &["mktree"]);
-    let commit = git(&dir, &["commit-tree", "-m", "first", &tree]);
-    for name in ["refs/heads/main", "refs/heads/gone", "refs/tags/t"] {
-        git(&dir, &["update-ref", name, &commit]);
-    }
-    git(&dir, &["config", "receive.denyDeletes", "true"]);
     let repo = Repository::open(Arc::new(RealFs::new()), &dir, &[]).unwrap();
     (tmp, repo, commit)
 }

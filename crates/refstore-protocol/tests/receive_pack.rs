@@ -6,52 +6,12 @@
 use refstore_fs::real::RealFs;
 use refstore_protocol::receive_pack::{receive_pack, Options};
 use refstore_protocol::Repository;
-use std::path::Path;
-use std::process::Command;
 use std::sync::Arc;
 
 const ZERO: &str = "0000000000000000000000000000000000000000";
 
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .current_dir(dir)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_AUTHOR_NAME", "A")
-        .env("GIT_AUTHOR_EMAIL", "a@example.com")
-        .env("GIT_COMMITTER_NAME", "C")
-        .env("GIT_COMMITTER_EMAIL", "c@example.com")
-        .args(args)
-        .output()
-        .expect("cannot run git: install git (scripts/install-deps does)");
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap().trim().to_owned()
-}
-
-fn pkt(payload: &[u8]) -> Vec<u8> {
-    let mut out = format!("{:04x}", payload.len() + 4).into_bytes();
-    out.extend_from_slice(payload);
-    out
-}
-
-/// A bare repository with `refs/heads/main`, `refs/heads/gone` and
-/// `refs/tags/t` at one commit, and `receive.denyDeletes` protecting branches.
-fn repository() -> (tempfile::TempDir, String) {
-    let tmp = tempfile::tempdir().unwrap();
-    git(tmp.path(), &["init", "-q", "--bare", "repo.git"]);
-    let repo = tmp.path().join("repo.git");
-    let tree = git(&repo, &["mktree"]);
-    let commit = git(&repo, &["commit-tree", "-m", "first", &tree]);
-    git(&repo, &["update-ref", "refs/heads/main", &commit]);
-    git(&repo, &["update-ref", "refs/heads/gone", &commit]);
-    git(&repo, &["update-ref", "refs/tags/t", &commit]);
-    git(&repo, &["config", "receive.denyDeletes", "true"]);
-    (tmp, commit)
-}
+mod support;
+use support::{git_ok as git, pkt, push_target as repository};
 
 fn open(tmp: &tempfile::TempDir) -> Repository {
     Repository::open(Arc::new(RealFs::new()), &tmp.path().join("repo.git"), &[]).unwrap()

@@ -1,4 +1,5 @@
 //! Helpers shared by the integration tests that drive the real git.
+#![allow(dead_code)]
 
 use std::io::Write;
 use std::path::Path;
@@ -31,4 +32,38 @@ pub fn git_with(dir: &Path, args: &[&str], env: &[(&str, &str)], input: &[u8]) -
     let out = child.wait_with_output().unwrap();
     feeder.join().unwrap();
     out
+}
+
+/// `git <args>` in `dir`, which must succeed: its output, trimmed.
+pub fn git_ok(dir: &Path, args: &[&str]) -> String {
+    let out = git_with(dir, args, &[], b"");
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap().trim().to_owned()
+}
+
+/// `payload` framed as one pkt-line.
+pub fn pkt(payload: &[u8]) -> Vec<u8> {
+    let mut out = format!("{:04x}", payload.len() + 4).into_bytes();
+    out.extend_from_slice(payload);
+    out
+}
+
+/// A bare repository `repo.git` to push into: one commit (an empty tree)
+/// on `refs/heads/main`, `refs/heads/gone` and `refs/tags/t`, and
+/// `receive.denyDeletes` protecting branches. Returns the commit's id.
+pub fn push_target() -> (tempfile::TempDir, String) {
+    let tmp = tempfile::tempdir().unwrap();
+    git_ok(tmp.path(), &["init", "-q", "--bare", "repo.git"]);
+    let repo = tmp.path().join("repo.git");
+    let tree = git_ok(&repo, &["mktree"]);
+    let commit = git_ok(&repo, &["commit-tree", "-m", "first", &tree]);
+    for name in ["refs/heads/main", "refs/heads/gone", "refs/tags/t"] {
+        git_ok(&repo, &["update-ref", name, &commit]);
+    }
+    git_ok(&repo, &["config", "receive.denyDeletes", "true"]);
+    (tmp, commit)
 }
