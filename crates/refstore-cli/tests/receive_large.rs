@@ -348,17 +348,20 @@ fn serve_refuses_a_push_beyond_max_push_inflated() {
     let users = home.join("users");
     std::fs::write(&users, "bob:pw\n").unwrap();
     let before = listing(&served.join("objects"));
-    let server = Served::start(
-        home,
-        &root,
-        &[
-            "--allow-push",
-            "--credentials",
-            users.to_str().unwrap(),
-            "--max-push-inflated",
-            "10485760",
-        ],
-    );
+    let start = || {
+        Served::start(
+            home,
+            &root,
+            &[
+                "--allow-push",
+                "--credentials",
+                users.to_str().unwrap(),
+                "--max-push-inflated",
+                "10485760",
+            ],
+        )
+    };
+    let server = start();
     let url = server.url_as("bob", "pw", "proj.git");
     let push = git_net(home, &src, &["push", &url, "main"]);
     assert!(!push.status.success());
@@ -373,17 +376,7 @@ fn serve_refuses_a_push_beyond_max_push_inflated() {
 
     // The repository's own setting gives way to the server's.
     git_ok(home, &served, &["config", "refstore.maxPushInflated", "1g"]);
-    let server = Served::start(
-        home,
-        &root,
-        &[
-            "--allow-push",
-            "--credentials",
-            users.to_str().unwrap(),
-            "--max-push-inflated",
-            "10485760",
-        ],
-    );
+    let server = start();
     let url = server.url_as("bob", "pw", "proj.git");
     let push = git_net(home, &src, &["push", &url, "main"]);
     assert!(
