@@ -7,7 +7,6 @@ use refstore_fs::real::RealFs;
 use refstore_fs::Vfs;
 use std::fmt;
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 use std::sync::Arc;
 
 /// An error that ends the command, printed as git prints its fatal errors.
@@ -27,9 +26,9 @@ impl Fatal {
     }
 
     /// Prints the message and returns the exit code.
-    pub fn exit(self) -> ExitCode {
+    pub fn exit(self) -> u8 {
         eprintln!("fatal: {}", self.message);
-        ExitCode::from(self.code)
+        self.code
     }
 }
 

@@ -64,19 +64,12 @@ fn the_configured_mechanism_makes_the_flushes() {
     for (i, value) in ["auto", "syncfs", "fdatasync"].into_iter().enumerate() {
         let setting = format!("refstore.batchFlush={value}");
         let configured = BatchMechanism::from_config_name(value).unwrap();
-        // `auto` flushes a small batch (one ref, one object) file by file
-        // on every filesystem; a large one as the filesystem calls for.
+        // `auto` flushes as the filesystem calls for, whatever the size.
         let expected = match configured {
-            BatchMechanism::Auto => BatchMechanism::ConcurrentFsync,
-            chosen => chosen,
-        };
-        let expected_large = match configured {
             BatchMechanism::Auto => auto,
             chosen => chosen,
         };
-        let check_as = |expected: BatchMechanism,
-                        what: &str,
-                        (syncfs, fdatasync): (usize, usize)| match expected {
+        let check = |what: &str, (syncfs, fdatasync): (usize, usize)| match expected {
             BatchMechanism::Syncfs => assert!(
                 syncfs > 0 && fdatasync == 0,
                 "{value}, {what}: {syncfs} syncfs, {fdatasync} fdatasync"
@@ -86,7 +79,6 @@ fn the_configured_mechanism_makes_the_flushes() {
                 "{value}, {what}: {syncfs} syncfs, {fdatasync} fdatasync"
             ),
         };
-        let check = |what: &str, calls: (usize, usize)| check_as(expected, what, calls);
         let name = format!("refs/heads/b{i}");
         let calls = flush_calls(
             home,
@@ -112,7 +104,7 @@ fn the_configured_mechanism_makes_the_flushes() {
             &["-c", &setting, "update-ref", "--stdin"],
             &many,
         );
-        check_as(expected_large, "update-ref --stdin of 20 refs", calls);
+        check("update-ref --stdin of 20 refs", calls);
     }
 }
 

@@ -153,16 +153,6 @@ impl BatchMechanism {
 /// Open handles a `ConcurrentFsync` batch keeps before flushing a group.
 const MAX_STAGED_HANDLES: usize = 256;
 
-/// Under `Auto` on a filesystem where `syncfs` is chosen, a flush point
-/// covering at most this many files and directories flushes each of them
-/// instead, one after the other. A `syncfs` writes back everything any
-/// process left dirty on the filesystem, so on a busy host it costs a
-/// single-ref update far more than that update's own two or three files;
-/// on ext4 and XFS the first `fdatasync` commits the journal for all of
-/// them and the others find little left to do. Larger batches keep one
-/// `syncfs`, which is cheaper than thousands of per-file flushes.
-const SMALL_BATCH: usize = 8;
-
 /// Threads used for concurrent flushes: enough to keep a device's queue full,
 /// few enough not to matter for memory.
 const FLUSH_THREADS: usize = 32;
@@ -184,12 +174,6 @@ pub struct FlushBatch {
     /// Whether files were staged since the last data flush point.
     files_pending: bool,
     dirs: BTreeSet<PathBuf>,
-    /// Whether the mechanism was left to `Auto`, which may flush small
-    /// batches file by file where it otherwise chose `syncfs`.
-    auto: bool,
-    /// Under `Auto` with `syncfs`: staged files beyond [`SMALL_BATCH`] were
-    /// dropped unflushed, so the next flush point must be a `syncfs`.
-    overflowed: bool,
     /// Directories known to exist, so each is checked once per batch
     /// (keyed by their bytes, which hash faster than a `Path`'s components).
     known_dirs: std::collections::HashSet<std::ffi::OsString>,
@@ -218,8 +202,6 @@ impl FlushBatch {
             staged: Vec::new(),
             files_pending: false,
             dirs: BTreeSet::new(),
-            auto: true,
-            overflowed: false,
             known_dirs: std::collections::HashSet::new(),
         }
     }
@@ -228,7 +210,6 @@ impl FlushBatch {
     /// chosen).
     pub fn with_mechanism(mut self, mechanism: BatchMechanism) -> Self {
         self.mechanism = mechanism;
-        self.auto = mechanism == BatchMechanism::Auto;
         self
     }
 
@@ -262,14 +243,6 @@ impl FlushBatch {
             // (a transaction of 10k refs must not hold 10k descriptors).
             FlushMethod::Batch if by_syncfs => {
                 self.files_pending = true;
-                // Small batches under `Auto` keep their handles to be
-                // flushed one by one; past the limit they are dropped.
-                if self.auto && !self.overflowed && self.staged.len() < SMALL_BATCH {
-                    self.staged.push(file);
-                } else {
-                    self.staged.clear();
-                    self.overflowed = true;
-                }
                 Ok(())
             }
             FlushMethod::Batch => {
@@ -335,11 +308,7 @@ impl FlushBatch {
         if staged.is_empty() && !pending {
             return Ok(());
         }
-        let overflowed = std::mem::take(&mut self.overflowed);
         match self.mechanism() {
-            BatchMechanism::Syncfs if self.auto && !overflowed => reported(FDATASYNC, || {
-                staged.into_iter().try_for_each(|mut file| file.fdatasync())
-            }),
             BatchMechanism::Syncfs => reported(SYNCFS, || self.vfs.syncfs(&self.filesystem)),
             _ => reported(FDATASYNC, || {
                 concurrently(staged, |mut file: Box<dyn VfsFile>| file.fdatasync())
@@ -363,18 +332,7 @@ impl FlushBatch {
         if staged.is_empty() && !pending && dirs.is_empty() {
             return Ok(());
         }
-        let overflowed = std::mem::take(&mut self.overflowed);
         match self.mechanism() {
-            BatchMechanism::Syncfs
-                if self.auto && !overflowed && staged.len() + dirs.len() <= SMALL_BATCH =>
-            {
-                reported(FDATASYNC, || {
-                    staged
-                        .into_iter()
-                        .try_for_each(|mut file| file.fdatasync())?;
-                    dirs.iter().try_for_each(|d| self.vfs.fsync_dir(d))
-                })
-            }
             BatchMechanism::Syncfs => reported(SYNCFS, || self.vfs.syncfs(&self.filesystem)),
             _ => {
                 let vfs = &self.vfs;
@@ -406,13 +364,6 @@ impl FlushBatch {
             });
         }
         match self.mechanism() {
-            // Directories are flushed with fsync; under a batch they are
-            // counted with the file-by-file flushes they stand in for.
-            BatchMechanism::Syncfs if self.auto && dirs.len() <= SMALL_BATCH => {
-                reported(FDATASYNC, || {
-                    dirs.iter().try_for_each(|d| self.vfs.fsync_dir(d))
-                })
-            }
             BatchMechanism::Syncfs => reported(SYNCFS, || self.vfs.syncfs(&self.filesystem)),
             _ => {
                 let vfs = &self.vfs;
@@ -630,15 +581,12 @@ mod tests {
     }
 
     #[test]
-    fn auto_flushes_small_batches_file_by_file_and_large_ones_by_syncfs() {
+    fn auto_flushes_batches_of_every_size_by_syncfs_where_it_flushes() {
         use Op::*;
-        assert_eq!(auto_batch_ops(2, false), [Fdatasync, Fdatasync, FsyncDir]);
-        assert_eq!(auto_batch_ops(2, true), [Fdatasync, Fdatasync, FsyncDir]);
-        assert_eq!(auto_batch_ops(SMALL_BATCH, false).len(), SMALL_BATCH + 1);
-        // One file and one directory more than a small batch holds.
-        assert_eq!(auto_batch_ops(SMALL_BATCH, true), [Syncfs]);
-        assert_eq!(auto_batch_ops(SMALL_BATCH + 1, false), [Syncfs, FsyncDir]);
-        assert_eq!(auto_batch_ops(1000, false), [Syncfs, FsyncDir]);
+        for files in [1, 2, 8, 9, 1000] {
+            assert_eq!(auto_batch_ops(files, false), [Syncfs, Syncfs], "{files}");
+            assert_eq!(auto_batch_ops(files, true), [Syncfs], "{files}");
+        }
     }
 
     #[test]
