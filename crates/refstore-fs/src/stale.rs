@@ -356,3 +356,112 @@ fn old_enough(vfs: &Arc<dyn Vfs>, lock_path: &Path, min_age: Duration) -> Result
 pub fn remove_if_stale(vfs: &Arc<dyn Vfs>, lock_path: &Path) -> Result<bool> {
     recover(vfs, lock_path, None)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lock::{lock_path_for, LockFile};
+    use crate::real::RealFs;
+    use std::os::unix::fs::MetadataExt;
+
+    /// The POSIX record lock ("READ" or "WRITE") this process holds on
+    /// `path`, as the kernel lists it in `/proc/locks`.
+    fn own_record_lock(path: &Path) -> Option<String> {
+        let inode = std::fs::metadata(path).ok()?.ino();
+        let pid = std::process::id().to_string();
+        std::fs::read_to_string("/proc/locks")
+            .unwrap()
+            .lines()
+            .map(|line| line.split_whitespace().collect::<Vec<_>>())
+            .find(|f| {
+                f.len() >= 6
+                    && f[1] == "POSIX"
+                    && f[4] == pid
+                    && f[5].rsplit(':').next() == Some(&inode.to_string())
+            })
+            .map(|f| f[3].to_owned())
+    }
+
+    fn aged(path: &Path, by: Duration) {
+        std::fs::write(path, "").unwrap();
+        let file = std::fs::File::options().write(true).open(path).unwrap();
+        file.set_modified(SystemTime::now() - by).unwrap();
+    }
+
+    fn repository() -> (tempfile::TempDir, Arc<dyn Vfs>, PathBuf) {
+        let tmp = tempfile::tempdir().unwrap();
+        recover_stale_locks(tmp.path(), Duration::from_secs(60));
+        let holders = tmp.path().join(HOLDERS_DIR).join(HOLDERS_FILE);
+        (tmp, Arc::new(RealFs::new()), holders)
+    }
+
+    #[test]
+    fn a_writer_holding_a_lock_recovers_a_stale_one_and_keeps_its_own() {
+        let (tmp, vfs, holders) = repository();
+        let own = LockFile::acquire(&vfs, tmp.path().join("a"), Duration::ZERO).unwrap();
+        assert_eq!(own_record_lock(&holders).as_deref(), Some("READ"));
+        // Left by a process that is gone, and old.
+        let stale = lock_path_for(&tmp.path().join("b"));
+        aged(&stale, Duration::from_secs(7200));
+        let mut taken = LockFile::acquire(&vfs, tmp.path().join("b"), Duration::ZERO).unwrap();
+        taken.write_all(b"new\n").unwrap();
+        assert_eq!(std::fs::read(&stale).unwrap(), b"new\n");
+        // Back to the read lock, and its own lock is never stale.
+        assert_eq!(own_record_lock(&holders).as_deref(), Some("READ"));
+        aged(own.lock_path(), Duration::from_secs(7200));
+        assert!(!remove_if_stale(&vfs, own.lock_path()).unwrap());
+        assert!(own.lock_path().exists());
+        drop(taken);
+        assert_eq!(own_record_lock(&holders).as_deref(), Some("READ"));
+        drop(own);
+        assert_eq!(own_record_lock(&holders), None);
+    }
+
+    #[test]
+    fn a_recoverer_holding_no_lock_lets_go_of_the_holder_file() {
+        let (tmp, vfs, holders) = repository();
+        let stale = lock_path_for(&tmp.path().join("packed-refs"));
+        aged(&stale, Duration::from_secs(30));
+        assert!(!remove_if_stale(&vfs, &stale).unwrap());
+        assert!(stale.exists());
+        aged(&stale, Duration::from_secs(7200));
+        assert!(remove_if_stale(&vfs, &stale).unwrap());
+        assert!(!stale.exists());
+        assert_eq!(own_record_lock(&holders), None);
+    }
+
+    #[test]
+    fn holding_changes_nothing_in_the_holder_directory_once_it_exists() {
+        let (tmp, vfs, holders) = repository();
+        let names = || {
+            std::fs::read_dir(holders.parent().unwrap())
+                .unwrap()
+                .map(|e| e.unwrap().file_name())
+                .collect::<Vec<_>>()
+        };
+        LockFile::acquire(&vfs, tmp.path().join("a"), Duration::ZERO)
+            .unwrap()
+            .rollback()
+            .unwrap();
+        let inode = std::fs::metadata(&holders).unwrap().ino();
+        let dir_modified = std::fs::metadata(holders.parent().unwrap())
+            .unwrap()
+            .modified()
+            .unwrap();
+        for name in ["a", "b"] {
+            LockFile::acquire(&vfs, tmp.path().join(name), Duration::ZERO)
+                .unwrap()
+                .rollback()
+                .unwrap();
+        }
+        assert_eq!(names(), [OsString::from(HOLDERS_FILE)]);
+        assert_eq!(std::fs::metadata(&holders).unwrap().ino(), inode);
+        assert_eq!(
+            std::fs::metadata(holders.parent().unwrap())
+                .unwrap()
+                .modified()
+                .unwrap(),
+            dir_modified
+        );
+    }
+}
