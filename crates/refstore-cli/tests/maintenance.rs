@@ -586,32 +586,17 @@ fn an_old_lock_with_a_live_refstore_holder_is_kept() {
     let lock = srv.join("refs/heads/main.lock");
     std::fs::write(&lock, "0000\n").unwrap();
     age(&lock, Duration::from_secs(3600));
-    // A live refstore writer's holder record, flocked by another process.
-    let holders = srv.join("refstore-lock-holders");
-    std::fs::create_dir_all(&holders).unwrap();
-    let record = holders.join("999999-0");
-    std::fs::write(&record, "").unwrap();
-    let mut holder = Command::new("flock")
-        .args(["-x", "-o"])
-        .arg(&record)
-        .args(["sleep", "600"])
-        .spawn()
-        .expect("flock(1) is needed");
-    // Wait until the lock is taken: flock -n fails while it is.
-    while Command::new("flock")
-        .args(["-n", "-x"])
-        .arg(&record)
-        .arg("true")
-        .status()
-        .unwrap()
-        .success()
-    {
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    // A live refstore writer elsewhere: another process (this test) holds
+    // a read lock on the repository's holder file.
+    let holders = srv.join("refstore-lock-holders/holders");
+    std::fs::create_dir_all(holders.parent().unwrap()).unwrap();
+    std::fs::write(&holders, "").unwrap();
+    let vfs = refstore_fs::real::RealFs::new();
+    let mut holder = refstore_fs::Vfs::open_existing(&vfs, &holders).unwrap();
+    assert!(holder.record_lock(refstore_fs::RecordLock::Read).unwrap());
     maintenance(home, &srv, &[], &["--task=cleanup"]);
     assert!(lock.exists(), "a lock with a live holder was removed");
-    holder.kill().unwrap();
-    holder.wait().unwrap();
+    drop(holder);
     maintenance(home, &srv, &[], &["--task=cleanup"]);
     assert!(!lock.exists(), "a stale lock was kept");
 }

@@ -187,14 +187,12 @@ fn killed_writer_leaves_a_recoverable_lock(format: Format) {
     assert!(!lock.exists());
     assert_eq!(repo.main(), repo.commits[2]);
     repo.check_intact();
-    // Nothing of the recovery stays behind but an empty record directory.
-    let holders = repo.dir.join(".git/refstore-lock-holders");
-    let left: Vec<_> = std::fs::read_dir(&holders)
+    // Nothing of the recovery stays behind but the repository's holder file.
+    let left: Vec<_> = std::fs::read_dir(repo.dir.join(".git/refstore-lock-holders"))
         .unwrap()
         .map(|e| e.unwrap().file_name().into_string().unwrap())
-        .filter(|n| n != "recovery")
         .collect();
-    assert!(left.is_empty(), "{format:?}: holder records left: {left:?}");
+    assert_eq!(left, ["holders"], "{format:?}");
 }
 
 fn live_holder_keeps_its_lock(format: Format) {
@@ -219,6 +217,88 @@ fn live_holder_keeps_its_lock(format: Format) {
     assert_eq!(lines.next().unwrap().unwrap(), "commit: ok");
     let status = writer.wait().unwrap();
     assert!(status.success());
+    assert_eq!(repo.main(), repo.commits[1]);
+    repo.check_intact();
+}
+
+/// A writer that holds a lock of its own in the repository still recovers
+/// one a dead process left: deleting a packed ref locks the ref, then
+/// `packed-refs`.
+#[test]
+fn a_writer_holding_its_own_lock_recovers_a_stale_one() {
+    let repo = Repo::new(Format::Files);
+    let out = refstore(
+        &repo.home,
+        &repo.dir,
+        &["update-ref", "refs/heads/gone", &repo.commits[1]],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    git_ok(&repo.home, &repo.dir, &["pack-refs", "--all"]);
+    let lock = repo.dir.join(".git/packed-refs.lock");
+    std::fs::write(&lock, "").unwrap();
+    age_by(&lock, Duration::from_secs(7200));
+    let out = refstore(
+        &repo.home,
+        &repo.dir,
+        &[
+            "-c",
+            "refstore.staleLockAge=60",
+            "update-ref",
+            "-d",
+            "refs/heads/gone",
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains(&format!("warning: removed stale lock '{}'", lock.display())),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!lock.exists());
+    let gone = refstore(
+        &repo.home,
+        &repo.dir,
+        &["rev-parse", "--verify", "-q", "refs/heads/gone"],
+    );
+    assert!(!gone.status.success(), "{}", stdout(&gone));
+    assert_eq!(repo.main(), repo.commits[0]);
+    repo.check_intact();
+}
+
+/// Another process holding a read lock on the holder file is a live refstore
+/// writer: its repository's old locks are kept. One holding the write lock
+/// is a recoverer at work: a writer waits for it, then fails naming the
+/// holder file, and changes nothing.
+#[test]
+fn other_processes_on_the_holder_file_are_respected() {
+    let repo = Repo::new(Format::Files);
+    let holders = repo.dir.join(".git/refstore-lock-holders/holders");
+    let vfs = refstore_fs::real::RealFs::new();
+    let mut holder = refstore_fs::Vfs::open_existing(&vfs, &holders).unwrap();
+    let lock = repo.lock_path();
+    std::fs::write(&lock, "").unwrap();
+    age_by(&lock, Duration::from_secs(7200));
+
+    assert!(holder.record_lock(refstore_fs::RecordLock::Read).unwrap());
+    let out = repo.update("60", &repo.commits[1]);
+    assert_eq!(out.status.code(), Some(128), "{}", stderr(&out));
+    assert!(stderr(&out).contains("File exists."), "{}", stderr(&out));
+    assert!(lock.exists(), "a live holder's lock was removed");
+
+    std::fs::remove_file(&lock).unwrap();
+    assert!(holder.record_lock(refstore_fs::RecordLock::Write).unwrap());
+    let out = repo.update("60", &repo.commits[1]);
+    assert_eq!(out.status.code(), Some(128), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains(&holders.display().to_string()),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(repo.main(), repo.commits[0]);
+
+    drop(holder);
+    let out = repo.update("60", &repo.commits[1]);
+    assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(repo.main(), repo.commits[1]);
     repo.check_intact();
 }

@@ -13,7 +13,7 @@
 //! The refstore binary wraps its filesystem in one when the environment
 //! names a step ([`STEP_VARIABLE`]); otherwise nothing of this runs.
 
-use crate::vfs::{DirEntry, FsType, Metadata, Result, Vfs, VfsFile};
+use crate::vfs::{DirEntry, FsType, Metadata, RecordLock, Result, Vfs, VfsFile};
 use crate::Mapped;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -115,6 +115,9 @@ impl VfsFile for KillAtFile {
     fn try_flock(&mut self) -> Result<bool> {
         self.inner.try_flock()
     }
+    fn record_lock(&mut self, lock: RecordLock) -> Result<bool> {
+        self.inner.record_lock(lock)
+    }
 }
 
 impl Vfs for KillAt {
@@ -125,6 +128,9 @@ impl Vfs for KillAt {
     fn open_append(&self, path: &Path) -> Result<Box<dyn VfsFile>> {
         self.counter.step();
         self.inner.open_append(path).map(|f| self.wrap(f))
+    }
+    fn open_existing(&self, path: &Path) -> Result<Box<dyn VfsFile>> {
+        self.inner.open_existing(path).map(|f| self.wrap(f))
     }
     fn read(&self, path: &Path) -> Result<Vec<u8>> {
         self.inner.read(path)

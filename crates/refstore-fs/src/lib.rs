@@ -100,4 +100,4 @@ pub mod stale;
 mod vfs;
 
 pub use mapped::Mapped;
-pub use vfs::{DirEntry, Error, FileKind, FsType, Metadata, Op, Result, Vfs, VfsFile};
+pub use vfs::{DirEntry, Error, FileKind, FsType, Metadata, Op, RecordLock, Result, Vfs, VfsFile};

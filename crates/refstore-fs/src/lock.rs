@@ -75,9 +75,9 @@ pub struct LockFile {
     lock_path: PathBuf,
     file: Option<Box<dyn VfsFile>>,
     held: bool,
-    /// Set where stale locks are recovered: this process's holder record
-    /// stays published while the lock is held.
-    holding: Option<stale::Holding>,
+    /// Set where stale locks are recovered: this process keeps its read
+    /// lock on the repository's holder file while the lock is held.
+    holding: Option<stale::Hold>,
 }
 
 impl fmt::Debug for LockFile {
@@ -101,13 +101,13 @@ impl LockFile {
         let lock_path = lock_path_for(&target);
         let deadline = Instant::now() + timeout;
         let mut backoff = Duration::from_millis(1);
-        // A holder record that cannot be published (a read-only directory,
-        // say) only means this lock is protected by its age alone.
-        let record = stale::before_create(vfs, &lock_path).ok().flatten();
+        let mut holding = stale::before_create(vfs, &lock_path).map_err(LockError::Io)?;
         loop {
             match vfs.create_exclusive(&lock_path) {
                 Ok(file) => {
-                    let holding = record.map(|r| stale::after_create(&lock_path, r));
+                    if let Some(hold) = &mut holding {
+                        hold.created(&lock_path);
+                    }
                     return Ok(LockFile {
                         vfs: vfs.clone(),
                         target,
@@ -119,7 +119,9 @@ impl LockFile {
                 }
                 Err(e) if e.is_already_exists() => {
                     // An abandoned lock is removed and the lock taken at once.
-                    if record.is_some() && stale::recover(vfs, &lock_path).unwrap_or(false) {
+                    if holding.is_some()
+                        && stale::recover(vfs, &lock_path, holding.as_ref()).unwrap_or(false)
+                    {
                         continue;
                     }
                     let now = Instant::now();

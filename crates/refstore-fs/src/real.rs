@@ -6,7 +6,9 @@
 //! returned and the caller's transaction fails.
 
 use crate::mapped::MAP_THRESHOLD;
-use crate::vfs::{DirEntry, Error, FileKind, FsType, Metadata, Op, Result, Vfs, VfsFile};
+use crate::vfs::{
+    DirEntry, Error, FileKind, FsType, Metadata, Op, RecordLock, Result, Vfs, VfsFile,
+};
 use crate::Mapped;
 use rustix::fd::OwnedFd;
 use rustix::fs::{FileType, Mode, OFlags, Timestamps, CWD};
@@ -104,6 +106,41 @@ impl VfsFile for RealFile {
             Err(e) => Err(err(Op::Flock, &self.path, e)),
         }
     }
+
+    fn record_lock(&mut self, lock: RecordLock) -> Result<bool> {
+        match retry_eintr(|| set_record_lock(&self.fd, lock)) {
+            Ok(()) => Ok(true),
+            Err(Errno::AGAIN | Errno::ACCESS) => Ok(false),
+            Err(e) => Err(err(Op::RecordLock, &self.path, e)),
+        }
+    }
+}
+
+/// `fcntl(F_SETLK)` on byte 0 of the file. Process-associated POSIX locks,
+/// not open file description locks: rustix wraps only the latter (and
+/// `flock`), whose holder is the descriptor rather than the process.
+#[allow(unsafe_code)]
+fn set_record_lock(fd: &OwnedFd, lock: RecordLock) -> rustix::io::Result<()> {
+    use rustix::fd::AsRawFd;
+    let kind = match lock {
+        RecordLock::Read => libc::F_RDLCK,
+        RecordLock::Write => libc::F_WRLCK,
+        RecordLock::Unlock => libc::F_UNLCK,
+    };
+    // SAFETY: an all-zero `flock` is a valid value of the plain C struct.
+    let mut range: libc::flock = unsafe { std::mem::zeroed() };
+    range.l_type = kind as libc::c_short;
+    range.l_whence = libc::SEEK_SET as libc::c_short;
+    range.l_start = 0;
+    range.l_len = 1;
+    // SAFETY: the descriptor is owned and open for the whole call; the
+    // kernel reads `range`, which lives until the call returns.
+    let rc = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETLK, &range) };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(Errno::from_io_error(&std::io::Error::last_os_error()).unwrap_or(Errno::IO))
+    }
 }
 
 /// `sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WRITE)`: queue the file's dirty
@@ -149,6 +186,14 @@ impl Vfs for RealFs {
             OFlags::CREATE | OFlags::APPEND | OFlags::WRONLY,
             Op::OpenAppend,
         )?;
+        Ok(Box::new(RealFile {
+            fd,
+            path: path.to_owned(),
+        }))
+    }
+
+    fn open_existing(&self, path: &Path) -> Result<Box<dyn VfsFile>> {
+        let fd = open(path, OFlags::RDWR, Op::Open)?;
         Ok(Box::new(RealFile {
             fd,
             path: path.to_owned(),

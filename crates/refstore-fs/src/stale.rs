@@ -8,47 +8,67 @@
 //! provably abandoned.
 //!
 //! A lock file's content is the new value (git's protocol), so its holder
-//! cannot be written into it. Instead every refstore process that holds a
-//! lock in a repository keeps a *holder record*: a file
-//! `<repository>/refstore-lock-holders/<pid>-<n>` on which it holds an
-//! exclusive `flock(2)` for as long as it holds any lock there. The kernel
-//! drops the flock when the process dies, however it dies. A lock file is
-//! stale when all of these hold:
+//! cannot be written into it. Instead each repository has one long-lived
+//! *holder file*, `<repository>/refstore-lock-holders/holders`, and the
+//! kernel's POSIX record locks (`fcntl(F_SETLK)` on its first byte) say who
+//! is at work. They belong to the process and vanish when it dies, however
+//! it dies:
+//!
+//! - a refstore process holds a read lock on the holder file for as long as
+//!   it holds (or is about to create) any lock file in the repository. It
+//!   takes it when its first lock there is about to be created and drops it
+//!   when its last one is renamed or removed; in between it keeps exactly
+//!   one descriptor of the holder file open, as closing any descriptor of it
+//!   would drop the process's lock. In the steady state that costs an `open`
+//!   of the existing file and one `fcntl` per process, and changes nothing
+//!   on disk;
+//! - a recoverer takes a write lock without waiting. It is granted only
+//!   while no other process holds a read lock: no other live refstore
+//!   process holds a lock file in the repository. A process's own locks
+//!   never conflict with each other and turning its read lock into a write
+//!   lock and back is atomic, so a writer in the middle of a transaction can
+//!   recover a lock a dead process left without giving up its own.
+//!
+//! A lock file is stale, and removed by a recoverer holding the write lock,
+//! when all of these hold:
 //!
 //! 1. it is older than the repository's minimum age (`refstore.staleLockAge`):
-//!    git does not keep holder records, and git gives up waiting on a lock
-//!    after at most a second (`core.filesRefLockTimeout`,
+//!    git does not take the holder file's lock, and git gives up waiting on
+//!    a lock after at most a second (`core.filesRefLockTimeout`,
 //!    `core.packedRefsTimeout`, `reftable.lockTimeout`), so a lock that old
 //!    is not a git writer at work unless it runs a transaction of a size
 //!    git itself would not wait for;
-//! 2. this process does not hold it;
-//! 3. no other process holds a holder record in the repository (every
-//!    record found either is flocked — a live refstore writer, so nothing is
-//!    removed — or can be flocked, and belongs to a dead process: it is
-//!    removed).
+//! 2. this process does not hold it, and no other thread of this process is
+//!    between creating a lock file and recording that it holds it;
+//! 3. the write lock was granted: no other process holds a read lock.
 //!
-//! Removal is race-free: recoverers serialise on an exclusive flock of
-//! `refstore-lock-holders/recovery` and check the conditions under it; a
-//! new lock cannot appear at the stale lock's path while the stale file is
-//! there (`O_EXCL`), and a live refstore writer publishes its holder record
-//! (written under a temporary name, flocked, then renamed into place) before
-//! it creates any lock, so a recoverer either sees the record or the writer
-//! has not created its lock yet. Removing a lock only ever undoes an update
-//! that never happened: nothing is renamed into place by its removal.
+//! Removal is race-free: while the write lock is held no other refstore
+//! process holds or creates a lock file in the repository (a writer takes
+//! its read lock before it creates a lock file and waits for it while a
+//! recoverer is at work, up to a bound, then fails with an error naming the
+//! holder file), so the lock file checked is the one removed, and
+//! recoverers exclude each other. Removing a lock only ever undoes an
+//! update that never happened: nothing is renamed into place by its
+//! removal.
+//!
+//! Earlier versions kept one record file per process in the same directory
+//! (`<pid>-<n>`, flocked while it held locks, and a `recovery` file); such
+//! files are ignored. A writer of such a version still at work during an
+//! upgrade is protected by the lock's age alone, as git is.
 
-use crate::vfs::{Result, Vfs, VfsFile};
+use crate::vfs::{Error, Op, RecordLock, Result, Vfs, VfsFile};
 use std::collections::{HashMap, HashSet};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant, SystemTime};
 
-/// Directory of holder records, inside the repository.
+/// Directory of the holder file, inside the repository: a name space of
+/// refstore's own.
 const HOLDERS_DIR: &str = "refstore-lock-holders";
-/// The file recoverers flock to take turns.
-const RECOVERY_FILE: &str = "recovery";
-/// How long a recoverer waits for another one to finish.
+/// The holder file, inside [`HOLDERS_DIR`].
+const HOLDERS_FILE: &str = "holders";
+/// How long a writer waits for a recoverer to finish.
 const RECOVERY_WAIT: Duration = Duration::from_secs(2);
 
 /// The default minimum age of a stale lock (`refstore.staleLockAge`).
@@ -59,29 +79,57 @@ pub const DEFAULT_STALE_LOCK_AGE: Duration = Duration::from_secs(60);
 #[derive(Debug, Clone)]
 struct Policy {
     repository: PathBuf,
-    /// `<repository>/refstore-lock-holders`.
+    /// `<repository>/refstore-lock-holders/holders`.
     holders: PathBuf,
     min_age: Duration,
+    state: Arc<Mutex<Holders>>,
 }
 
-/// The repositories that opted in, and this process's holder records and
-/// held locks. Process-wide, as flocks and process liveness are. Paths are
-/// keyed by their bytes: hashing a `Path` walks its components, which a
-/// transaction taking thousands of locks would pay for every one.
+/// This process's side of one repository's holder file.
 #[derive(Default)]
-struct Registry {
-    policies: Vec<Arc<Policy>>,
-    holders: HashMap<OsString, Weak<HolderRecord>>,
+struct Holders {
+    /// The process's only open descriptor of the holder file: open while
+    /// `count > 0` (holding the read lock) or while this process recovers.
+    file: Option<Box<dyn VfsFile>>,
+    /// Holds taken: lock files held plus lock files about to be created.
+    count: usize,
+    /// Holds whose lock file is not created, or not yet recorded in `held`.
+    pending: usize,
+    /// The lock files this process holds in the repository, keyed by their
+    /// bytes: hashing a `Path` walks its components, which a transaction
+    /// taking thousands of locks would pay for every one.
     held: HashSet<OsString>,
 }
 
-fn registry() -> &'static Mutex<Registry> {
-    static REGISTRY: OnceLock<Mutex<Registry>> = OnceLock::new();
-    REGISTRY.get_or_init(Mutex::default)
+impl std::fmt::Debug for Holders {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Holders")
+            .field("count", &self.count)
+            .field("pending", &self.pending)
+            .finish()
+    }
 }
 
-fn lock_registry() -> std::sync::MutexGuard<'static, Registry> {
-    registry().lock().unwrap_or_else(|e| e.into_inner())
+/// The repositories that opted in, and this process's side of each holder
+/// file. Process-wide, as record locks and process liveness are. A
+/// repository's [`Holders`] outlive a change of its policy: a second one
+/// would open a second descriptor of the holder file.
+#[derive(Default)]
+struct Registry {
+    policies: Vec<Arc<Policy>>,
+    states: HashMap<PathBuf, Arc<Mutex<Holders>>>,
+}
+
+fn lock_registry() -> MutexGuard<'static, Registry> {
+    static REGISTRY: OnceLock<Mutex<Registry>> = OnceLock::new();
+    REGISTRY
+        .get_or_init(Mutex::default)
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+}
+
+fn lock_state(state: &Mutex<Holders>) -> MutexGuard<'_, Holders> {
+    state.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// Lets lock files under `repository` (its common directory: the lock files
@@ -90,11 +138,14 @@ fn lock_registry() -> std::sync::MutexGuard<'static, Registry> {
 /// Calling it again for the same repository updates the age.
 pub fn recover_stale_locks(repository: &Path, min_age: Duration) {
     let mut registry = lock_registry();
+    let holders = repository.join(HOLDERS_DIR).join(HOLDERS_FILE);
+    let state = registry.states.entry(holders.clone()).or_default().clone();
     registry.policies.retain(|p| p.repository != repository);
     registry.policies.push(Arc::new(Policy {
         repository: repository.to_owned(),
-        holders: repository.join(HOLDERS_DIR),
+        holders,
         min_age,
+        state,
     }));
 }
 
@@ -108,119 +159,111 @@ fn policy_for(lock_path: &Path) -> Option<Arc<Policy>> {
         .cloned()
 }
 
-/// This process's record of holding locks in one repository: removed when
-/// the last lock there is released, or by a recoverer after a crash.
-pub(crate) struct HolderRecord {
-    vfs: Arc<dyn Vfs>,
-    path: PathBuf,
-    /// Holds the flock; a mutex only so the record can be shared.
-    _file: Mutex<Box<dyn VfsFile>>,
+/// This process's read lock on a repository's holder file, on behalf of one
+/// lock file: taken before the lock file is created, given up after it is
+/// renamed or removed (or was never created).
+pub(crate) struct Hold {
+    state: Arc<Mutex<Holders>>,
+    /// The lock file, once created; `None` while it is about to be.
+    lock_path: Option<PathBuf>,
 }
 
-impl Drop for HolderRecord {
-    fn drop(&mut self) {
-        let _ = self.vfs.unlink(&self.path);
+impl Hold {
+    /// Records that the lock file at `lock_path` was created and is held.
+    pub(crate) fn created(&mut self, lock_path: &Path) {
+        let mut state = lock_state(&self.state);
+        state.pending -= 1;
+        state.held.insert(lock_path.as_os_str().to_owned());
+        self.lock_path = Some(lock_path.to_owned());
     }
 }
 
-/// What a lock file under a recovering repository carries while it is held.
-pub(crate) struct Holding {
-    lock_path: PathBuf,
-    _record: Arc<HolderRecord>,
-}
-
-impl Drop for Holding {
+impl Drop for Hold {
     fn drop(&mut self) {
-        lock_registry().held.remove(self.lock_path.as_os_str());
+        let mut state = lock_state(&self.state);
+        match &self.lock_path {
+            Some(path) => {
+                state.held.remove(path.as_os_str());
+            }
+            None => state.pending -= 1,
+        }
+        state.count -= 1;
+        if state.count == 0 {
+            // Closing the only descriptor drops the read lock.
+            state.file = None;
+        }
     }
 }
 
-/// Before creating `lock_path`: publishes this process's holder record in
-/// the repository when it recovers stale locks (`None` otherwise).
-pub(crate) fn before_create(
-    vfs: &Arc<dyn Vfs>,
-    lock_path: &Path,
-) -> Result<Option<Arc<HolderRecord>>> {
+/// Before creating `lock_path`: when its repository recovers stale locks,
+/// makes sure this process holds its read lock on the holder file, and
+/// returns the hold (`None` otherwise). A holder file that cannot be opened
+/// or locked (a read-only repository, a filesystem without record locks)
+/// only means this lock is protected by its age alone; a recoverer that
+/// keeps the write lock longer than a writer waits is an error.
+pub(crate) fn before_create(vfs: &Arc<dyn Vfs>, lock_path: &Path) -> Result<Option<Hold>> {
     let Some(policy) = policy_for(lock_path) else {
         return Ok(None);
     };
-    let holders = &policy.holders;
-    let mut registry = lock_registry();
-    if let Some(record) = registry
-        .holders
-        .get(holders.as_os_str())
-        .and_then(Weak::upgrade)
-    {
-        return Ok(Some(record));
+    let mut state = lock_state(&policy.state);
+    if state.count == 0 {
+        let Ok(mut file) = open_holders(vfs, &policy.holders) else {
+            return Ok(None);
+        };
+        match read_lock_within(&mut *file, RECOVERY_WAIT) {
+            Ok(true) => state.file = Some(file),
+            Ok(false) => {
+                return Err(Error::new(
+                    Op::RecordLock,
+                    &policy.holders,
+                    std::io::Error::new(
+                        std::io::ErrorKind::WouldBlock,
+                        format!(
+                            "a recovery of stale locks kept it locked for more than {} s",
+                            RECOVERY_WAIT.as_secs()
+                        ),
+                    ),
+                ))
+            }
+            Err(_) => return Ok(None),
+        }
     }
-    let record = Arc::new(publish_record(vfs, holders)?);
-    registry
-        .holders
-        .insert(holders.as_os_str().to_owned(), Arc::downgrade(&record));
-    Ok(Some(record))
+    state.count += 1;
+    state.pending += 1;
+    drop(state);
+    Ok(Some(Hold {
+        state: policy.state.clone(),
+        lock_path: None,
+    }))
 }
 
-/// After `lock_path` was created: remembers that this process holds it.
-pub(crate) fn after_create(lock_path: &Path, record: Arc<HolderRecord>) -> Holding {
-    lock_registry()
-        .held
-        .insert(lock_path.as_os_str().to_owned());
-    Holding {
-        lock_path: lock_path.to_owned(),
-        _record: record,
+/// Opens the holder file, creating it and its directory only when missing.
+fn open_holders(vfs: &Arc<dyn Vfs>, holders: &Path) -> Result<Box<dyn VfsFile>> {
+    match vfs.open_existing(holders) {
+        Err(e) if e.is_not_found() => {}
+        opened => return opened,
     }
-}
-
-fn publish_record(vfs: &Arc<dyn Vfs>, holders: &Path) -> Result<HolderRecord> {
-    static SEQUENCE: AtomicU64 = AtomicU64::new(0);
-    match vfs.mkdir(holders) {
+    if let Some(dir) = holders.parent() {
+        match vfs.mkdir(dir) {
+            Err(e) if !e.is_already_exists() => return Err(e),
+            _ => {}
+        }
+    }
+    // Only called while this process has no descriptor of the holder file
+    // open, so closing this one loses no lock.
+    match vfs.create_exclusive(holders) {
         Err(e) if !e.is_already_exists() => return Err(e),
         _ => {}
     }
-    let name = format!(
-        "{}-{}",
-        std::process::id(),
-        SEQUENCE.fetch_add(1, Ordering::Relaxed)
-    );
-    let temporary = holders.join(format!("{name}.tmp"));
-    let path = holders.join(&name);
-    let mut file = vfs.create_exclusive(&temporary)?;
-    // A recoverer may hold the new file's flock for a moment (it takes
-    // every unflocked record for a dead one's) and unlink it: then the
-    // rename fails and a record under the next name is published instead.
-    // The record must never be named while this process does not hold it.
-    let published = flock_within(&mut *file, RECOVERY_WAIT).and_then(|held| match held {
-        true => vfs.rename(&temporary, &path),
-        false => Err(crate::vfs::Error::new(
-            crate::vfs::Op::Flock,
-            &temporary,
-            std::io::Error::new(
-                std::io::ErrorKind::WouldBlock,
-                "another process kept the lock holder record locked",
-            ),
-        )),
-    });
-    match published {
-        Ok(()) => {}
-        Err(e) if e.is_not_found() => return publish_record(vfs, holders),
-        Err(e) => {
-            let _ = vfs.unlink(&temporary);
-            return Err(e);
-        }
-    }
-    Ok(HolderRecord {
-        vfs: vfs.clone(),
-        path,
-        _file: Mutex::new(file),
-    })
+    vfs.open_existing(holders)
 }
 
-/// Takes `file`'s exclusive flock, waiting up to `wait` for another holder
-/// to let go; false if it did not.
-fn flock_within(file: &mut dyn VfsFile, wait: Duration) -> Result<bool> {
+/// Takes the read lock on `file`, waiting up to `wait` while a recoverer
+/// holds the write lock; false if it kept it that long.
+fn read_lock_within(file: &mut dyn VfsFile, wait: Duration) -> Result<bool> {
     let deadline = Instant::now() + wait;
     loop {
-        if file.try_flock()? {
+        if file.record_lock(RecordLock::Read)? {
             return Ok(true);
         }
         if Instant::now() >= deadline {
@@ -232,29 +275,50 @@ fn flock_within(file: &mut dyn VfsFile, wait: Duration) -> Result<bool> {
 
 /// Called when `lock_path` exists: removes it if it is stale (see the module
 /// docs) and says whether it is gone, so the caller can try again at once.
-pub(crate) fn recover(vfs: &Arc<dyn Vfs>, lock_path: &Path) -> Result<bool> {
+/// `hold` is the caller's own hold for creating it, if any.
+pub(crate) fn recover(vfs: &Arc<dyn Vfs>, lock_path: &Path, hold: Option<&Hold>) -> Result<bool> {
     let Some(policy) = policy_for(lock_path) else {
         return Ok(false);
     };
-    if lock_registry().held.contains(lock_path.as_os_str())
-        || !old_enough(vfs, lock_path, policy.min_age)?
-    {
+    if !old_enough(vfs, lock_path, policy.min_age)? {
         return Ok(false);
     }
-    let holders = &policy.holders;
-    let Some(_turn) = take_turn(vfs, holders)? else {
+    let own_pending = usize::from(hold.is_some_and(|h| h.lock_path.is_none()));
+    let mut state = lock_state(&policy.state);
+    if state.held.contains(lock_path.as_os_str()) || state.pending > own_pending {
         return Ok(false);
+    }
+    let mut file = match state.file.take() {
+        Some(file) => file,
+        None => open_holders(vfs, &policy.holders)?,
     };
-    // Checked again under the turn: another recoverer may have replaced it.
+    let outcome = match file.record_lock(RecordLock::Write) {
+        Ok(true) => {
+            let removed = remove_if_old(vfs, lock_path, policy.min_age);
+            // Back to the read lock this process held, or to none.
+            let restored = match state.count {
+                0 => Ok(true),
+                _ => file.record_lock(RecordLock::Read),
+            };
+            removed.and_then(|removed| restored.map(|_| removed))
+        }
+        other => other.map(|_| false),
+    };
+    if state.count > 0 {
+        state.file = Some(file);
+    }
+    outcome
+}
+
+/// Under the write lock: removes `lock_path` if it is still old enough.
+fn remove_if_old(vfs: &Arc<dyn Vfs>, lock_path: &Path, min_age: Duration) -> Result<bool> {
+    // Checked again: another recoverer may have replaced it meanwhile.
     let age = match vfs.stat(lock_path) {
         Ok(meta) => age_of(meta.modified),
         Err(e) if e.is_not_found() => return Ok(true),
         Err(e) => return Err(e),
     };
-    if age < policy.min_age || lock_registry().held.contains(lock_path.as_os_str()) {
-        return Ok(false);
-    }
-    if other_live_holder(vfs, holders)? {
+    if age < min_age {
         return Ok(false);
     }
     match vfs.unlink(lock_path) {
@@ -284,62 +348,120 @@ fn old_enough(vfs: &Arc<dyn Vfs>, lock_path: &Path, min_age: Duration) -> Result
     }
 }
 
-/// The exclusive flock recoverers take turns with; `None` if another
-/// recoverer kept it longer than [`RECOVERY_WAIT`].
-fn take_turn(vfs: &Arc<dyn Vfs>, holders: &Path) -> Result<Option<Box<dyn VfsFile>>> {
-    match vfs.mkdir(holders) {
-        Err(e) if !e.is_already_exists() => return Err(e),
-        _ => {}
-    }
-    let mut file = vfs.open_append(&holders.join(RECOVERY_FILE))?;
-    let deadline = Instant::now() + RECOVERY_WAIT;
-    loop {
-        if file.try_flock()? {
-            return Ok(Some(file));
-        }
-        if Instant::now() >= deadline {
-            return Ok(None);
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
-}
-
-/// True if another process holds a holder record; records of processes that
-/// are gone are removed on the way.
-fn other_live_holder(vfs: &Arc<dyn Vfs>, holders: &Path) -> Result<bool> {
-    let own = format!("{}-", std::process::id());
-    let holding_here = lock_registry()
-        .holders
-        .get(holders.as_os_str())
-        .is_some_and(|record| record.strong_count() > 0);
-    for entry in vfs.read_dir(holders)? {
-        let name = entry.name.to_string_lossy();
-        if name == RECOVERY_FILE {
-            continue;
-        }
-        // This process's own records: its live locks are known by path.
-        if name.starts_with(&own) && holding_here {
-            continue;
-        }
-        let path = holders.join(&*entry.name);
-        let mut file = match vfs.open_append(&path) {
-            Ok(file) => file,
-            Err(e) if e.is_not_found() => continue,
-            Err(e) => return Err(e),
-        };
-        if !file.try_flock()? {
-            return Ok(true);
-        }
-        let _ = vfs.unlink(&path);
-    }
-    Ok(false)
-}
-
 /// Removes `lock_path` if it is stale (see the module docs) under the policy
 /// [`recover_stale_locks`] registered for its repository, and says whether
 /// it is gone. Housekeeping looks for abandoned locks with it instead of
 /// waiting for a writer to trip over them; without a policy nothing is
 /// removed.
 pub fn remove_if_stale(vfs: &Arc<dyn Vfs>, lock_path: &Path) -> Result<bool> {
-    recover(vfs, lock_path)
+    recover(vfs, lock_path, None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lock::{lock_path_for, LockFile};
+    use crate::real::RealFs;
+    use std::os::unix::fs::MetadataExt;
+
+    /// The POSIX record lock ("READ" or "WRITE") this process holds on
+    /// `path`, as the kernel lists it in `/proc/locks`.
+    fn own_record_lock(path: &Path) -> Option<String> {
+        let inode = std::fs::metadata(path).ok()?.ino();
+        let pid = std::process::id().to_string();
+        std::fs::read_to_string("/proc/locks")
+            .unwrap()
+            .lines()
+            .map(|line| line.split_whitespace().collect::<Vec<_>>())
+            .find(|f| {
+                f.len() >= 6
+                    && f[1] == "POSIX"
+                    && f[4] == pid
+                    && f[5].rsplit(':').next() == Some(&inode.to_string())
+            })
+            .map(|f| f[3].to_owned())
+    }
+
+    fn aged(path: &Path, by: Duration) {
+        std::fs::write(path, "").unwrap();
+        let file = std::fs::File::options().write(true).open(path).unwrap();
+        file.set_modified(SystemTime::now() - by).unwrap();
+    }
+
+    fn repository() -> (tempfile::TempDir, Arc<dyn Vfs>, PathBuf) {
+        let tmp = tempfile::tempdir().unwrap();
+        recover_stale_locks(tmp.path(), Duration::from_secs(60));
+        let holders = tmp.path().join(HOLDERS_DIR).join(HOLDERS_FILE);
+        (tmp, Arc::new(RealFs::new()), holders)
+    }
+
+    #[test]
+    fn a_writer_holding_a_lock_recovers_a_stale_one_and_keeps_its_own() {
+        let (tmp, vfs, holders) = repository();
+        let own = LockFile::acquire(&vfs, tmp.path().join("a"), Duration::ZERO).unwrap();
+        assert_eq!(own_record_lock(&holders).as_deref(), Some("READ"));
+        // Left by a process that is gone, and old.
+        let stale = lock_path_for(&tmp.path().join("b"));
+        aged(&stale, Duration::from_secs(7200));
+        let mut taken = LockFile::acquire(&vfs, tmp.path().join("b"), Duration::ZERO).unwrap();
+        taken.write_all(b"new\n").unwrap();
+        assert_eq!(std::fs::read(&stale).unwrap(), b"new\n");
+        // Back to the read lock, and its own lock is never stale.
+        assert_eq!(own_record_lock(&holders).as_deref(), Some("READ"));
+        aged(own.lock_path(), Duration::from_secs(7200));
+        assert!(!remove_if_stale(&vfs, own.lock_path()).unwrap());
+        assert!(own.lock_path().exists());
+        drop(taken);
+        assert_eq!(own_record_lock(&holders).as_deref(), Some("READ"));
+        drop(own);
+        assert_eq!(own_record_lock(&holders), None);
+    }
+
+    #[test]
+    fn a_recoverer_holding_no_lock_lets_go_of_the_holder_file() {
+        let (tmp, vfs, holders) = repository();
+        let stale = lock_path_for(&tmp.path().join("packed-refs"));
+        aged(&stale, Duration::from_secs(30));
+        assert!(!remove_if_stale(&vfs, &stale).unwrap());
+        assert!(stale.exists());
+        aged(&stale, Duration::from_secs(7200));
+        assert!(remove_if_stale(&vfs, &stale).unwrap());
+        assert!(!stale.exists());
+        assert_eq!(own_record_lock(&holders), None);
+    }
+
+    #[test]
+    fn holding_changes_nothing_in_the_holder_directory_once_it_exists() {
+        let (tmp, vfs, holders) = repository();
+        let names = || {
+            std::fs::read_dir(holders.parent().unwrap())
+                .unwrap()
+                .map(|e| e.unwrap().file_name())
+                .collect::<Vec<_>>()
+        };
+        LockFile::acquire(&vfs, tmp.path().join("a"), Duration::ZERO)
+            .unwrap()
+            .rollback()
+            .unwrap();
+        let inode = std::fs::metadata(&holders).unwrap().ino();
+        let dir_modified = std::fs::metadata(holders.parent().unwrap())
+            .unwrap()
+            .modified()
+            .unwrap();
+        for name in ["a", "b"] {
+            LockFile::acquire(&vfs, tmp.path().join(name), Duration::ZERO)
+                .unwrap()
+                .rollback()
+                .unwrap();
+        }
+        assert_eq!(names(), [OsString::from(HOLDERS_FILE)]);
+        assert_eq!(std::fs::metadata(&holders).unwrap().ino(), inode);
+        assert_eq!(
+            std::fs::metadata(holders.parent().unwrap())
+                .unwrap()
+                .modified()
+                .unwrap(),
+            dir_modified
+        );
+    }
 }

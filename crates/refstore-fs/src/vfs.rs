@@ -44,6 +44,8 @@ pub enum Op {
     SetTimes,
     Truncate,
     Flock,
+    Open,
+    RecordLock,
 }
 
 impl Op {
@@ -71,6 +73,8 @@ impl Op {
             Op::StartWriteout => "start write-back of",
             Op::SetTimes => "set times of",
             Op::Truncate => "truncate",
+            Op::Open => "open",
+            Op::RecordLock => "lock",
         }
     }
 }
@@ -224,6 +228,30 @@ pub trait VfsFile: Send {
     fn try_flock(&mut self) -> Result<bool> {
         Ok(true)
     }
+    /// Sets this process's POSIX record lock (`fcntl(F_SETLK)`) on the
+    /// file's first byte without waiting: a shared read lock, an exclusive
+    /// write lock, or none. False if another process holds a conflicting
+    /// lock; the process's previous lock on the byte is then unchanged.
+    /// The lock belongs to the process, not to the handle: a process never
+    /// conflicts with itself, changing between read and write is atomic, and
+    /// closing ANY descriptor of the file in the process drops it (as does
+    /// the process's death). The file must be open for reading and writing.
+    /// A filesystem model with a single process (`SimFs`) always grants it.
+    fn record_lock(&mut self, lock: RecordLock) -> Result<bool> {
+        let _ = lock;
+        Ok(true)
+    }
+}
+
+/// A POSIX record lock to set with [`VfsFile::record_lock`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RecordLock {
+    /// Shared: any number of processes may hold it together.
+    Read,
+    /// Exclusive: granted only while no other process holds any lock.
+    Write,
+    /// Releases the process's lock.
+    Unlock,
 }
 
 /// The filesystem, as refstore uses it.
@@ -238,6 +266,12 @@ pub trait Vfs: Send + Sync + fmt::Debug {
     fn create_exclusive(&self, path: &Path) -> Result<Box<dyn VfsFile>>;
     /// Opens a file for appending, creating it if missing (reflogs).
     fn open_append(&self, path: &Path) -> Result<Box<dyn VfsFile>>;
+    /// Opens an existing file for reading and writing, without creating it
+    /// (`NotFound` if it is missing): a file whose record locks are used.
+    fn open_existing(&self, path: &Path) -> Result<Box<dyn VfsFile>> {
+        self.stat(path)?;
+        self.open_append(path)
+    }
     /// Reads a whole file.
     fn read(&self, path: &Path) -> Result<Vec<u8>>;
     /// Reads a whole file that is only ever replaced by rename, never
