@@ -6,9 +6,14 @@
 //! `IORING_FSYNC_DATASYNC`; measured here only, to see whether it would
 //! match `syncfs`).
 //!
+//! A second table measures the shape of a one-ref update: a ref and its
+//! new reflog, in two directories, with both flush points, repeated; the
+//! per-file ways (one after the other, with or without write-back started
+//! first) are measured by hand there, against refstore's mechanisms.
+//!
 //! Usage: flush_mechanism [DIR] [ROUNDS]
 //! DIR must be on the filesystem being measured (default ./flush-bench).
-//! Prints a markdown table of medians and ratios against "no flush".
+//! Prints markdown tables of medians and ratios against "no flush".
 
 use refstore_bench::median;
 use refstore_fs::flush::{BatchMechanism, FlushBatch, FlushMethod};
@@ -136,6 +141,120 @@ fn uring_fsync(ring: &mut io_uring::IoUring, files: &[File], datasync: bool) {
     }
 }
 
+/// How the flush points of a one-ref update are made.
+#[derive(Clone, Copy)]
+enum SingleFlush {
+    /// Through a [`FlushBatch`] of this method and mechanism.
+    Batch(FlushMethod, BatchMechanism),
+    /// `fdatasync` of each file, then `fsync` of each directory, one after
+    /// the other; with `writeback_first`, write-back of both files is
+    /// started before the first `fdatasync`.
+    OneByOne { writeback_first: bool },
+}
+
+const SINGLE_VARIANTS: [(&str, SingleFlush); 6] = [
+    (
+        "none",
+        SingleFlush::Batch(FlushMethod::None, BatchMechanism::Syncfs),
+    ),
+    (
+        "syncfs",
+        SingleFlush::Batch(FlushMethod::Batch, BatchMechanism::Syncfs),
+    ),
+    (
+        "concurrent fdatasync",
+        SingleFlush::Batch(FlushMethod::Batch, BatchMechanism::ConcurrentFsync),
+    ),
+    (
+        "one by one",
+        SingleFlush::OneByOne {
+            writeback_first: false,
+        },
+    ),
+    (
+        "write-back, then one by one",
+        SingleFlush::OneByOne {
+            writeback_first: true,
+        },
+    ),
+    (
+        "fsync (each file)",
+        SingleFlush::Batch(FlushMethod::Fsync, BatchMechanism::Syncfs),
+    ),
+];
+
+/// One-ref updates in a row, each creating `refs/r<i>` and `logs/r<i>`
+/// under `dir`; the mean time per update.
+fn single_updates(vfs: &Arc<dyn Vfs>, dir: &Path, updates: usize, flush: SingleFlush) -> f64 {
+    let (refs, logs) = (dir.join("refs"), dir.join("logs"));
+    vfs.create_dir_all(&refs).unwrap();
+    vfs.create_dir_all(&logs).unwrap();
+    let start = Instant::now();
+    for i in 0..updates {
+        let lock = refs.join(format!("r{i}.lock"));
+        let mut value = vfs.create_exclusive(&lock).unwrap();
+        value
+            .write_all(b"0123456789abcdef0123456789abcdef01234567\n")
+            .unwrap();
+        let mut log = vfs.open_append(&logs.join(format!("r{i}"))).unwrap();
+        log.write_all(&[b'x'; 176]).unwrap();
+        log.write_all(b"\n").unwrap();
+        match flush {
+            SingleFlush::Batch(method, mechanism) => {
+                let mut batch = FlushBatch::new(vfs.clone(), method, dir).with_mechanism(mechanism);
+                batch.stage(value).unwrap();
+                batch.stage(log).unwrap();
+                batch.flush_files().unwrap();
+                vfs.rename(&lock, &lock.with_extension("")).unwrap();
+                batch.dir_changed(&refs);
+                batch.dir_changed(&logs);
+                batch.flush_dirs().unwrap();
+            }
+            SingleFlush::OneByOne { writeback_first } => {
+                if writeback_first {
+                    value.start_writeout().unwrap();
+                    log.start_writeout().unwrap();
+                }
+                value.fdatasync().unwrap();
+                log.fdatasync().unwrap();
+                vfs.rename(&lock, &lock.with_extension("")).unwrap();
+                vfs.fsync_dir(&refs).unwrap();
+                vfs.fsync_dir(&logs).unwrap();
+            }
+        }
+    }
+    start.elapsed().as_secs_f64() / updates as f64
+}
+
+/// Prints the table of one-ref updates.
+fn single_table(vfs: &Arc<dyn Vfs>, run: &Path, rounds: usize) {
+    const UPDATES: usize = 100;
+    println!();
+    println!("One-ref updates ({UPDATES} in a row: a new ref and its new reflog in two directories), time per update:");
+    println!();
+    let names: Vec<&str> = SINGLE_VARIANTS.iter().map(|v| v.0).collect();
+    println!("| {} |", names.join(" | "));
+    println!("|{}", "---:|".repeat(names.len()));
+    let mut counter = 0;
+    let medians: Vec<f64> = SINGLE_VARIANTS
+        .iter()
+        .map(|&(_, flush)| {
+            let mut samples: Vec<f64> = (0..rounds)
+                .map(|_| {
+                    counter += 1;
+                    single_updates(vfs, &run.join(format!("single-{counter}")), UPDATES, flush)
+                })
+                .collect();
+            median(&mut samples)
+        })
+        .collect();
+    let cells: Vec<String> = medians
+        .iter()
+        .map(|m| format!("{:.3} ms ({:.1}x)", m * 1000.0, m / medians[0]))
+        .collect();
+    println!("| {} |", cells.join(" | "));
+}
+
 fn main() {
     let mut args = std::env::args().skip(1);
     let root = PathBuf::from(args.next().unwrap_or_else(|| "flush-bench".into()));
@@ -183,4 +302,5 @@ fn main() {
             .collect();
         println!("| {n} | {} |", cells.join(" | "));
     }
+    single_table(&vfs, &run, rounds);
 }

@@ -103,8 +103,8 @@ pub(crate) fn commit_options(repo: &Repo) -> Result<CommitOptions, Fatal> {
     })
 }
 
-fn new_value_check(repo: &Repo, backend: &dyn Backend) -> Result<NewValueCheck, Fatal> {
-    NewValueCheck::open(&repo.location.common_dir.join("objects"), backend).map_err(Fatal::new)
+fn new_value_check(repo: &Repo, backend: &dyn Backend) -> NewValueCheck {
+    NewValueCheck::open(&repo.location.common_dir.join("objects"), backend)
 }
 
 fn usage() -> Result<u8, Fatal> {
@@ -135,7 +135,7 @@ pub fn run(args: Args, globals: &Globals) -> Result<u8, Fatal> {
         if !args.args.is_empty() || args.delete {
             return usage();
         }
-        let check = new_value_check(&repo, backend)?;
+        let check = new_value_check(&repo, backend);
         return run_stdin(&args, backend, &options, tx, check);
     }
     if args.nul || args.batch_updates {
@@ -178,7 +178,7 @@ pub fn run(args: Args, globals: &Globals) -> Result<u8, Fatal> {
         expected,
         no_deref: args.no_deref,
     });
-    let mut check = new_value_check(&repo, backend)?;
+    let mut check = new_value_check(&repo, backend);
     check.check(backend, &mut tx).map_err(|e| match e {
         CheckError::Refused(r) => Fatal::new(format!("update_ref failed for ref '{name}': {r}")),
         CheckError::Read(e) => Fatal::new(e),

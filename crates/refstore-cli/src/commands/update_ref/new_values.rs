@@ -8,31 +8,53 @@
 //! messages do ("cannot update ref 'refs/heads/main'" for an update of
 //! `HEAD`).
 
-use refstore_odb::{ObjectKind, Odb};
+use refstore_odb::{loose_kind, ObjectKind, Odb};
 use refstore_refs::backend::Backend;
 use refstore_refs::transaction::{Change, Rejected, Rejection, Transaction, Update};
 use refstore_refs::value::Target;
-use refstore_refs::{ObjectId, RefName};
+use refstore_refs::{ObjectFormat, ObjectId, RefName};
 use std::collections::HashMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// Symbolic refs followed at most, as in git.
 const MAX_SYMREF_DEPTH: usize = 5;
 
-/// Looks up the kinds of new values, each distinct object once.
+/// Looks up the kinds of new values, each distinct object once: from its
+/// loose file when it has one, else from the object database, opened on
+/// first need (most new values are loose objects just written, and a
+/// one-ref update should not pay for opening the packs).
 pub(crate) struct NewValueCheck {
-    odb: Odb,
+    objects_dir: PathBuf,
+    format: ObjectFormat,
+    odb: Option<Odb>,
     kinds: HashMap<ObjectId, Option<ObjectKind>>,
 }
 
 impl NewValueCheck {
     /// A check against the object database at `objects_dir`.
-    pub(crate) fn open(objects_dir: &Path, backend: &dyn Backend) -> Result<Self, String> {
-        let odb = Odb::open(objects_dir, backend.object_format()).map_err(|e| e.to_string())?;
-        Ok(NewValueCheck {
-            odb,
+    pub(crate) fn open(objects_dir: &Path, backend: &dyn Backend) -> Self {
+        NewValueCheck {
+            objects_dir: objects_dir.to_owned(),
+            format: backend.object_format(),
+            odb: None,
             kinds: HashMap::new(),
-        })
+        }
+    }
+
+    /// The kind of `id`, `None` if the repository does not have it.
+    fn kind(&mut self, id: &ObjectId) -> Result<Option<ObjectKind>, String> {
+        if id.format() == self.format {
+            if let Some(kind) = loose_kind(&self.objects_dir, id) {
+                return Ok(Some(kind));
+            }
+        }
+        let odb = match &mut self.odb {
+            Some(odb) => odb,
+            empty => {
+                empty.insert(Odb::open(&self.objects_dir, self.format).map_err(|e| e.to_string())?)
+            }
+        };
+        odb.kind(id).map_err(|e| e.to_string())
     }
 
     /// Checks every update of `tx` that writes an object id. In an atomic
@@ -74,10 +96,7 @@ impl NewValueCheck {
         let kind = match self.kinds.get(id) {
             Some(kind) => *kind,
             None => {
-                let kind = self
-                    .odb
-                    .kind(id)
-                    .map_err(|e| CheckError::Read(e.to_string()))?;
+                let kind = self.kind(id).map_err(CheckError::Read)?;
                 self.kinds.insert(*id, kind);
                 kind
             }
