@@ -11,7 +11,8 @@
 //! little more than a millisecond. [`main`] does the rest of what it did
 //! that refstore relies on.
 
-#![no_main]
+// Unit tests keep the test harness's own `main`.
+#![cfg_attr(not(test), no_main)]
 
 mod allocator;
 mod commands;
@@ -50,7 +51,7 @@ fn cli() -> clap::Command {
 }
 
 /// The process's entry point, called by the C runtime.
-#[unsafe(no_mangle)]
+#[cfg_attr(not(test), unsafe(no_mangle))]
 extern "C" fn main(_argc: libc::c_int, _argv: *const *const libc::c_char) -> libc::c_int {
     sanitize_standard_descriptors();
     // Writes to a closed pipe fail with EPIPE instead of killing the
