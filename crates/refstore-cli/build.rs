@@ -19,6 +19,11 @@
 //!   panics unwind and backtraces print as before.
 
 fn main() {
+    let target = |key: &str| std::env::var(key).unwrap_or_default();
+    // Both are properties of Linux with the GNU C library and its gcc.
+    if target("CARGO_CFG_TARGET_OS") != "linux" || target("CARGO_CFG_TARGET_ENV") != "gnu" {
+        return;
+    }
     println!("cargo:rustc-link-arg-bins=-no-pie");
     println!("cargo:rustc-link-arg-bins=-Wl,--whole-archive");
     println!("cargo:rustc-link-arg-bins=-l:libgcc_eh.a");
