@@ -222,18 +222,10 @@ pub fn read_checked(
     let Some(nul) = raw.iter().position(|&b| b == 0) else {
         return Ok(None);
     };
-    let header = String::from_utf8_lossy(&raw[..nul]).into_owned();
-    let Some((kind, size)) = header.split_once(' ') else {
+    let Some((kind, size)) = refstore_odb::parse_loose_header(&raw[..nul]) else {
         return Ok(None);
     };
-    let kind = match kind {
-        "commit" => ObjectKind::Commit,
-        "tree" => ObjectKind::Tree,
-        "blob" => ObjectKind::Blob,
-        "tag" => ObjectKind::Tag,
-        _ => return Ok(None),
-    };
-    if size.parse::<usize>().ok() != Some(raw.len() - nul - 1) {
+    if size != (raw.len() - nul - 1) as u64 {
         return Ok(None);
     }
     let mut hasher = gix_hash::hasher(repo.hash());

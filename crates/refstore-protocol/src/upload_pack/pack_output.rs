@@ -669,23 +669,13 @@ impl Writer<'_, '_> {
         let header = header
             .strip_suffix(b"\0")
             .ok_or_else(|| corrupt("no header"))?;
-        let (kind, size) = header
-            .iter()
-            .position(|&b| b == b' ')
-            .and_then(|space| {
-                let kind = gix_object::Kind::from_bytes(&header[..space]).ok()?;
-                let size = std::str::from_utf8(&header[space + 1..])
-                    .ok()?
-                    .parse()
-                    .ok()?;
-                Some((kind, size))
-            })
-            .ok_or_else(|| corrupt("bad header"))?;
+        let (kind, size) =
+            refstore_odb::parse_loose_header(header).ok_or_else(|| corrupt("bad header"))?;
         if size <= super::delta_search::MAX_SIZE as u64 {
             return Ok(false);
         }
         self.pack
-            .entry_header(type_id(kind), size, None)
+            .entry_header(type_id(super::graph::to_gix_kind(kind)), size, None)
             .map_err(io)?;
         let mut deflate = DeflateInto::new(&mut self.pack);
         let copied = std::io::copy(&mut reader.take(size), &mut deflate)

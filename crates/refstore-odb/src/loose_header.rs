@@ -1,4 +1,6 @@
-//! The kind of a loose object, read from its file alone.
+//! The header of a loose object (`<type> <size>\0` at the start of its
+//! inflated content), parsed as git does, and an object's kind read from
+//! its loose file alone.
 //!
 //! A one-ref `update-ref` asks one question of the object database: what
 //! kind of object is the new value (it must exist, and a branch must name a
@@ -53,16 +55,23 @@ fn header_kind(deflated: &[u8]) -> Option<ObjectKind> {
     let produced = inflate.total_out() as usize;
     let header = &header[..produced];
     let end = header.iter().position(|&b| b == 0)?;
-    let header = &header[..end];
+    parse_loose_header(&header[..end]).map(|(kind, _)| kind)
+}
+
+/// Parses a loose object's header, without its terminating NUL: a type
+/// name, one space, and the size in canonical decimal (no sign, no leading
+/// zero), as git requires. `None` for anything else.
+pub fn parse_loose_header(header: &[u8]) -> Option<(ObjectKind, u64)> {
     let space = header.iter().position(|&b| b == b' ')?;
     let (name, size) = (&header[..space], &header[space + 1..]);
-    let well_formed = !size.is_empty()
+    let canonical = !size.is_empty()
         && size.iter().all(u8::is_ascii_digit)
         && (size.len() == 1 || size[0] != b'0');
-    if !well_formed {
+    if !canonical {
         return None;
     }
-    ObjectKind::from_name(name)
+    let size = std::str::from_utf8(size).ok()?.parse().ok()?;
+    Some((ObjectKind::from_name(name)?, size))
 }
 
 #[cfg(test)]
@@ -110,6 +119,28 @@ mod tests {
         }
         assert_eq!(header_kind(b"not zlib at all"), None);
         assert_eq!(header_kind(b""), None);
+    }
+
+    #[test]
+    fn headers_are_parsed_as_git_does() {
+        assert_eq!(
+            parse_loose_header(b"commit 0"),
+            Some((ObjectKind::Commit, 0))
+        );
+        assert_eq!(
+            parse_loose_header(b"blob 18446744073709551615"),
+            Some((ObjectKind::Blob, u64::MAX))
+        );
+        for bad in [
+            &b"blob 18446744073709551616"[..],
+            b"blob +5",
+            b"blob 5 ",
+            b"blob  5",
+            b"Blob 5",
+            b"blob",
+        ] {
+            assert_eq!(parse_loose_header(bad), None, "{bad:?}");
+        }
     }
 
     #[test]
