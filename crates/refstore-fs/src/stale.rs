@@ -249,8 +249,9 @@ fn open_holders(vfs: &Arc<dyn Vfs>, holders: &Path) -> Result<Box<dyn VfsFile>> 
             _ => {}
         }
     }
-    // Only called while this process has no descriptor of the holder file
-    // open, so closing this one loses no lock.
+    // Created write-only, then opened again for the read lock, which needs
+    // a descriptor open for reading. Only called while this process has no
+    // descriptor of the holder file open, so closing this one loses no lock.
     match vfs.create_exclusive(holders) {
         Err(e) if !e.is_already_exists() => return Err(e),
         _ => {}

@@ -104,7 +104,7 @@ pub(crate) fn commit_options(repo: &Repo) -> Result<CommitOptions, Fatal> {
 }
 
 fn new_value_check(repo: &Repo, backend: &dyn Backend) -> NewValueCheck {
-    NewValueCheck::open(&repo.location.common_dir.join("objects"), backend)
+    NewValueCheck::new(&repo.location.common_dir.join("objects"), backend)
 }
 
 fn usage() -> Result<u8, Fatal> {

@@ -31,8 +31,9 @@ pub(crate) struct NewValueCheck {
 }
 
 impl NewValueCheck {
-    /// A check against the object database at `objects_dir`.
-    pub(crate) fn open(objects_dir: &Path, backend: &dyn Backend) -> Self {
+    /// A check against the object database at `objects_dir`, which is
+    /// opened only if a new value is not a loose object.
+    pub(crate) fn new(objects_dir: &Path, backend: &dyn Backend) -> Self {
         NewValueCheck {
             objects_dir: objects_dir.to_owned(),
             format: backend.object_format(),
