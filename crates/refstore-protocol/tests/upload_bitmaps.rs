@@ -8,12 +8,9 @@
 
 use proptest::prelude::*;
 use refstore_fs::real::RealFs;
-use refstore_protocol::pkt_line::sideband::SidebandReader;
-use refstore_protocol::pkt_line::{Dialect, Packet, PacketReader};
 use refstore_protocol::upload_pack::{upload_pack, Options};
 use refstore_protocol::{ProtocolVersion, Repository};
 use std::collections::BTreeSet;
-use std::io::Read;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -37,19 +34,11 @@ fn git(dir: &Path, args: &[&str]) -> String {
 
 /// The pack a v2 fetch of `wants` with `haves` (and `done`) answers.
 fn fetch(dir: &Path, wants: &[String], haves: &[String]) -> Vec<u8> {
-    let mut input = Vec::new();
-    let mut line = |text: &str| {
-        input.extend_from_slice(format!("{:04x}{text}\n", text.len() + 5).as_bytes());
-    };
-    line("command=fetch");
-    let mut lines: Vec<String> = wants.iter().map(|w| format!("want {w}")).collect();
-    lines.extend(haves.iter().map(|h| format!("have {h}")));
-    lines.push("done".into());
-    input.extend_from_slice(b"0001");
-    for text in lines {
-        input.extend_from_slice(format!("{:04x}{text}\n", text.len() + 5).as_bytes());
-    }
-    input.extend_from_slice(b"0000");
+    let mut arguments: Vec<String> = wants.iter().map(|w| format!("want {w}")).collect();
+    arguments.extend(haves.iter().map(|h| format!("have {h}")));
+    arguments.push("done".into());
+    let arguments: Vec<&str> = arguments.iter().map(String::as_str).collect();
+    let input = support::fetch_request(&arguments);
     let repo = Repository::open(Arc::new(RealFs::new()), dir, &[]).unwrap();
     let options = Options {
         stateless_rpc: true,
@@ -58,19 +47,7 @@ fn fetch(dir: &Path, wants: &[String], haves: &[String]) -> Vec<u8> {
     };
     let mut response = Vec::new();
     upload_pack(&repo, &options, &mut &input[..], &mut response).unwrap();
-    let mut reader = PacketReader::new(&response[..], Dialect::V2);
-    loop {
-        match reader.read_text().unwrap() {
-            Some(Packet::Data(b"packfile")) => break,
-            Some(_) => continue,
-            None => panic!("no packfile section"),
-        }
-    }
-    let mut pack = Vec::new();
-    SidebandReader::new(&mut reader, |_: &[u8]| {})
-        .read_to_end(&mut pack)
-        .unwrap();
-    pack
+    support::v2_pack(&response)
 }
 
 /// Indexes `pack` in a new repository (git checks every entry); with

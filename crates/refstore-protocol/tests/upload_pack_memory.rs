@@ -8,18 +8,16 @@
 
 use refstore_fs::real::RealFs;
 use refstore_odb::{Packs, StoredKind};
-use refstore_protocol::pkt_line::sideband::SidebandReader;
-use refstore_protocol::pkt_line::{Dialect, Packet, PacketReader};
 use refstore_protocol::upload_pack::{upload_pack, Options};
 use refstore_protocol::{ProtocolVersion, Repository};
 use refstore_refs::ObjectFormat;
 use std::alloc::{GlobalAlloc, Layout, System};
-use std::io::Read;
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 mod support;
+use support::git_ok as git;
 
 /// The system allocator, counting the bytes allocated and their peak.
 struct Counting;
@@ -73,16 +71,6 @@ const FILE_SIZE: usize = 256 << 10;
 /// its buffers, less than the files sent.
 const BOUND: usize = 32 << 20;
 
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = support::git_with(dir, args, &[], b"");
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap().trim_end().to_owned()
-}
-
 /// Text that compresses and deltifies as source code does, but differs
 /// from file to file.
 fn file_text(file: usize) -> String {
@@ -102,21 +90,7 @@ fn file_text(file: usize) -> String {
 /// The pack of a v2 fetch of `want`, one commit deep, and the peak heap
 /// upload-pack added while making it.
 fn shallow_fetch(dir: &Path, want: &str) -> (Vec<u8>, usize) {
-    let mut input = Vec::new();
-    for line in [
-        "command=fetch",
-        "0001",
-        &format!("want {want}"),
-        "deepen 1",
-        "done",
-    ] {
-        if line == "0001" {
-            input.extend_from_slice(b"0001");
-        } else {
-            input.extend_from_slice(format!("{:04x}{line}\n", line.len() + 5).as_bytes());
-        }
-    }
-    input.extend_from_slice(b"0000");
+    let input = support::fetch_request(&[&format!("want {want}"), "deepen 1", "done"]);
     let repo = Repository::open(Arc::new(RealFs::new()), dir, &[]).unwrap();
     let options = Options {
         stateless_rpc: true,
@@ -134,18 +108,7 @@ fn shallow_fetch(dir: &Path, want: &str) -> (Vec<u8>, usize) {
         response.len() <= response.capacity(),
         "the response outgrew its buffer"
     );
-    let mut reader = PacketReader::new(&response[..], Dialect::V2);
-    loop {
-        match reader.read_text().unwrap() {
-            Some(Packet::Data(b"packfile")) => break,
-            Some(_) => continue,
-            None => panic!("no packfile section"),
-        }
-    }
-    let mut pack = Vec::new();
-    SidebandReader::new(&mut reader, |_: &[u8]| {})
-        .read_to_end(&mut pack)
-        .unwrap();
+    let pack = support::v2_pack(&response);
     (pack, peak)
 }
 

@@ -7,13 +7,10 @@
 use refstore_fs::flush::FlushMethod;
 use refstore_fs::real::RealFs;
 use refstore_odb::{LooseWriter, ObjectKind, Packs, StoredKind};
-use refstore_protocol::pkt_line::sideband::SidebandReader;
-use refstore_protocol::pkt_line::{Dialect, Packet, PacketReader};
 use refstore_protocol::upload_pack::{upload_pack, Options};
 use refstore_protocol::{ProtocolVersion, Repository};
 use refstore_refs::ObjectFormat;
 use std::collections::BTreeSet;
-use std::io::Read;
 use std::path::Path;
 use std::process::Output;
 use std::sync::Arc;
@@ -59,17 +56,9 @@ fn commit_versions(path: &Path, from: usize, count: usize) {
 }
 
 /// What a full v2 fetch of `want` from `dir` answers: the result, the pack
-/// and the progress text.
+/// (empty when the fetch fails) and the progress text.
 fn fetch(dir: &Path, want: &str) -> (Result<(), String>, Vec<u8>, String) {
-    let mut input = Vec::new();
-    for line in ["command=fetch", "0001", &format!("want {want}"), "done"] {
-        if line == "0001" {
-            input.extend_from_slice(b"0001");
-        } else {
-            input.extend_from_slice(format!("{:04x}{line}\n", line.len() + 5).as_bytes());
-        }
-    }
-    input.extend_from_slice(b"0000");
+    let input = support::fetch_request(&[&format!("want {want}"), "done"]);
     let repo = Repository::open(Arc::new(RealFs::new()), dir, &[]).unwrap();
     let options = Options {
         stateless_rpc: true,
@@ -78,24 +67,17 @@ fn fetch(dir: &Path, want: &str) -> (Result<(), String>, Vec<u8>, String) {
     };
     let mut response = Vec::new();
     let result = upload_pack(&repo, &options, &mut &input[..], &mut response);
-    let mut reader = PacketReader::new(&response[..], Dialect::V2);
-    loop {
-        match reader.read_text().unwrap() {
-            Some(Packet::Data(b"packfile")) => break,
-            Some(_) => continue,
-            None => panic!("no packfile section"),
-        }
-    }
-    let mut pack = Vec::new();
     let mut progress = Vec::new();
-    let read = SidebandReader::new(&mut reader, |message: &[u8]| {
+    let read = support::v2_pack_with(&response, |message: &[u8]| {
         progress.extend_from_slice(message)
-    })
-    .read_to_end(&mut pack);
-    let result = match (result, read) {
-        (Ok(()), Ok(_)) => Ok(()),
-        (Err(e), Err(band3)) => Err(format!("{e} / {band3}")),
-        (ours, client) => panic!("server said {ours:?}, the client read {client:?}"),
+    });
+    let (result, pack) = match (result, read) {
+        (Ok(()), Ok(pack)) => (Ok(()), pack),
+        (Err(e), Err(band3)) => (Err(format!("{e} / {band3}")), Vec::new()),
+        (ours, client) => panic!(
+            "server said {ours:?}, the client read {:?}",
+            client.map(|pack| pack.len())
+        ),
     };
     (result, pack, String::from_utf8(progress).unwrap())
 }

@@ -6,12 +6,9 @@
 //! are read entry by entry here to see which bases they name.
 
 use refstore_fs::real::RealFs;
-use refstore_protocol::pkt_line::sideband::SidebandReader;
-use refstore_protocol::pkt_line::{Dialect, Packet, PacketReader};
 use refstore_protocol::upload_pack::{upload_pack, Options};
 use refstore_protocol::{ProtocolVersion, Repository};
 use std::collections::BTreeSet;
-use std::io::Read;
 use std::path::Path;
 use std::process::Output;
 use std::sync::Arc;
@@ -94,25 +91,17 @@ fn serve(dir: &Path, version: ProtocolVersion, input: &[u8]) -> Vec<u8> {
 /// `thin-pack` argument if `thin`.
 fn fetch_v2(dir: &Path, want: &str, have: &str, thin: bool) -> Vec<u8> {
     let (want, have) = (format!("want {want}"), format!("have {have}"));
-    let mut lines = vec!["command=fetch", "0001", "ofs-delta", &want, &have];
+    let mut arguments = vec!["ofs-delta", &want, &have];
     if thin {
-        lines.push("thin-pack");
+        arguments.push("thin-pack");
     }
-    lines.extend(["no-progress", "done", "0000"]);
-    let response = serve(dir, ProtocolVersion::V2, &packets(&lines));
-    let mut reader = PacketReader::new(&response[..], Dialect::V2);
-    loop {
-        match reader.read_text().unwrap() {
-            Some(Packet::Data(b"packfile")) => break,
-            Some(_) => continue,
-            None => panic!("no packfile section"),
-        }
-    }
-    let mut pack = Vec::new();
-    SidebandReader::new(&mut reader, |_: &[u8]| {})
-        .read_to_end(&mut pack)
-        .unwrap();
-    pack
+    arguments.extend(["no-progress", "done"]);
+    let response = serve(
+        dir,
+        ProtocolVersion::V2,
+        &support::fetch_request(&arguments),
+    );
+    support::v2_pack(&response)
 }
 
 /// The pack of a v0 fetch without side-band (the pack is the rest of the
@@ -619,16 +608,11 @@ fn many_boundary_commits_still_give_thin_packs() {
         .map(|b| format!("have {}", git(&server, &["rev-parse", b])))
         .collect();
     let want = format!("want {new}");
-    let mut lines = vec!["command=fetch", "0001", "thin-pack", "no-progress", &want];
-    lines.extend(haves.iter().map(String::as_str));
-    lines.extend(["done", "0000"]);
-    let response = serve(&server, ProtocolVersion::V2, &packets(&lines));
-    let mut reader = PacketReader::new(&response[..], Dialect::V2);
-    while reader.read_text().unwrap() != Some(Packet::Data(b"packfile")) {}
-    let mut pack = Vec::new();
-    SidebandReader::new(&mut reader, |_: &[u8]| {})
-        .read_to_end(&mut pack)
-        .unwrap();
+    let mut arguments = vec!["thin-pack", "no-progress", &want];
+    arguments.extend(haves.iter().map(String::as_str));
+    arguments.push("done");
+    let request = support::fetch_request(&arguments);
+    let pack = support::v2_pack(&serve(&server, ProtocolVersion::V2, &request));
     // The first branch tip stands for the client in `missing`.
     let s = Setup {
         _dir: dir,

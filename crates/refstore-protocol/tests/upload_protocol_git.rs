@@ -14,17 +14,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 mod support;
-use support::git_with;
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = git_with(dir, args, &[], b"");
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap().trim_end().to_owned()
-}
+use support::{git_ok as git, git_with, v2_pack};
 
 /// A repository: main with five commits in a subdirectory tree, a side
 /// branch, an annotated tag on main~2, a tag of that tag, a lightweight tag.
@@ -311,23 +301,6 @@ fn v2_acknowledgments_match_git() {
         );
         assert_eq!(ours, theirs, "haves {haves:?}");
     }
-}
-
-/// The pack in a v2 fetch response, taken out of its side-band.
-fn v2_pack(response: &[u8]) -> Vec<u8> {
-    let mut reader = PacketReader::new(response, Dialect::V2);
-    loop {
-        match reader.read_text().unwrap() {
-            Some(Packet::Data(b"packfile")) => break,
-            Some(_) => continue,
-            None => panic!("no packfile section"),
-        }
-    }
-    let mut pack = Vec::new();
-    SidebandReader::new(&mut reader, |_progress: &[u8]| {})
-        .read_to_end(&mut pack)
-        .unwrap();
-    pack
 }
 
 /// The ids of the objects in `pack`, as git's index-pack reads them.

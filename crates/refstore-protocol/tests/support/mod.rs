@@ -1,7 +1,9 @@
 //! Helpers shared by the integration tests that drive the real git.
 #![allow(dead_code)]
 
-use std::io::Write;
+use refstore_protocol::pkt_line::sideband::SidebandReader;
+use refstore_protocol::pkt_line::{Dialect, Packet, PacketReader};
+use std::io::{Read, Write};
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
@@ -50,6 +52,40 @@ pub fn pkt(payload: &[u8]) -> Vec<u8> {
     let mut out = format!("{:04x}", payload.len() + 4).into_bytes();
     out.extend_from_slice(payload);
     out
+}
+
+/// A stateless v2 `command=fetch` request with `arguments` (`want <id>`,
+/// `done`, ...), each a text pkt-line after the delim-pkt, then a flush-pkt.
+pub fn fetch_request(arguments: &[&str]) -> Vec<u8> {
+    let mut out = pkt(b"command=fetch\n");
+    out.extend_from_slice(b"0001");
+    for argument in arguments {
+        out.extend_from_slice(&pkt(format!("{argument}\n").as_bytes()));
+    }
+    out.extend_from_slice(b"0000");
+    out
+}
+
+/// The pack in a v2 fetch response, taken out of its side-band; the
+/// progress band's messages go to `progress`. Reading fails where the
+/// side-band does (an error on band 3).
+pub fn v2_pack_with(response: &[u8], progress: impl FnMut(&[u8])) -> std::io::Result<Vec<u8>> {
+    let mut reader = PacketReader::new(response, Dialect::V2);
+    loop {
+        match reader.read_text().unwrap() {
+            Some(Packet::Data(b"packfile")) => break,
+            Some(_) => continue,
+            None => panic!("no packfile section"),
+        }
+    }
+    let mut pack = Vec::new();
+    SidebandReader::new(&mut reader, progress).read_to_end(&mut pack)?;
+    Ok(pack)
+}
+
+/// The pack in a v2 fetch response that must succeed.
+pub fn v2_pack(response: &[u8]) -> Vec<u8> {
+    v2_pack_with(response, |_: &[u8]| {}).unwrap()
 }
 
 /// A bare repository `repo.git` to push into: one commit (an empty tree)
