@@ -130,18 +130,25 @@ fn common_dir(vfs: &dyn Vfs, git_dir: &Path) -> PathBuf {
 
 /// git's test for a git directory: a valid `HEAD`, `objects/` and `refs/`.
 pub fn is_git_directory(vfs: &dyn Vfs, dir: &Path) -> bool {
+    common_dir_of_git_directory(vfs, dir).is_some()
+}
+
+/// The common directory of `dir` if `dir` is a git directory
+/// ([`is_git_directory`]), found once for both answers.
+fn common_dir_of_git_directory(vfs: &dyn Vfs, dir: &Path) -> Option<PathBuf> {
     let common = common_dir(vfs, dir);
     if !is_dir(vfs, &common.join("objects")) || !is_dir(vfs, &common.join("refs")) {
-        return false;
+        return None;
     }
     let head = dir.join("HEAD");
-    match vfs.stat(&head) {
+    let valid = match vfs.stat(&head) {
         Ok(m) if m.kind == FileKind::Symlink => {
             vfs.read_link(&head).is_ok_and(|t| t.starts_with("refs/"))
         }
         Ok(m) if m.kind == FileKind::File => vfs.read(&head).is_ok_and(|c| valid_head(&c)),
         _ => false,
-    }
+    };
+    valid.then_some(common)
 }
 
 fn valid_head(content: &[u8]) -> bool {
@@ -177,11 +184,11 @@ pub fn discover(vfs: &dyn Vfs, cwd: &Path, options: &Options) -> Result<Location
         } else {
             git_dir
         };
-        if !is_git_directory(vfs, &git_dir) {
+        let Some(common_dir) = common_dir_of_git_directory(vfs, &git_dir) else {
             return Err(DiscoverError::NotARepository(git_dir));
-        }
+        };
         return Ok(Location {
-            common_dir: common_dir(vfs, &git_dir),
+            common_dir,
             work_tree: options.work_tree.as_ref().map(|w| absolute(cwd, w)),
             git_dir,
         });
@@ -190,30 +197,32 @@ pub fn discover(vfs: &dyn Vfs, cwd: &Path, options: &Options) -> Result<Location
     loop {
         let dot_git = dir.join(".git");
         let found = match vfs.stat(&dot_git) {
-            Ok(m) if m.kind == FileKind::Dir && is_git_directory(vfs, &dot_git) => Some(dot_git),
+            Ok(m) if m.kind == FileKind::Dir => {
+                common_dir_of_git_directory(vfs, &dot_git).map(|common| (dot_git, common))
+            }
             Ok(m) if m.kind == FileKind::File => {
                 let target = read_git_file(vfs, &dot_git)?;
-                if !is_git_directory(vfs, &target) {
+                let Some(common) = common_dir_of_git_directory(vfs, &target) else {
                     return Err(DiscoverError::NotARepository(target));
-                }
-                Some(target)
+                };
+                Some((target, common))
             }
             _ => None,
         };
-        if let Some(git_dir) = found {
+        if let Some((git_dir, common_dir)) = found {
             let work_tree = options
                 .work_tree
                 .as_ref()
                 .map_or_else(|| dir.clone(), |w| absolute(cwd, w));
             return Ok(Location {
-                common_dir: common_dir(vfs, &git_dir),
+                common_dir,
                 git_dir,
                 work_tree: Some(work_tree),
             });
         }
-        if is_git_directory(vfs, &dir) {
+        if let Some(common_dir) = common_dir_of_git_directory(vfs, &dir) {
             return Ok(Location {
-                common_dir: common_dir(vfs, &dir),
+                common_dir,
                 work_tree: options.work_tree.as_ref().map(|w| absolute(cwd, w)),
                 git_dir: dir,
             });
