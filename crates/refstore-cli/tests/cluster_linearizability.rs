@@ -16,7 +16,7 @@ use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
-use support::{git_ok, isolate, stderr, stdout};
+use support::{isolate, stderr, stdout};
 
 const REFS: [&str; 2] = ["refs/heads/k0", "refs/heads/k1"];
 const CLIENTS: usize = 6;
@@ -102,22 +102,7 @@ fn refs_are_linearizable_under_node_kills_pauses_and_etcd_member_kills() {
     let base = c.rev("main");
     let tree = c.rev("main^{tree}");
     let values: Vec<String> = (0..CLIENTS * OPS_PER_CLIENT)
-        .map(|n| {
-            git_ok(
-                &home,
-                &work,
-                &[
-                    "commit-tree",
-                    &tree,
-                    "-p",
-                    &base,
-                    "-m",
-                    &format!("value {n}"),
-                ],
-            )
-            .trim()
-            .to_owned()
-        })
+        .map(|n| c.commit_tree(&tree, &base, &format!("value {n}")))
         .collect();
     let shared: Vec<&str> = values.iter().map(String::as_str).collect();
     c.share_objects(&shared);

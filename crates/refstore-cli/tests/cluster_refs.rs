@@ -116,22 +116,7 @@ fn racing_pushes_through_different_nodes_have_one_winner() {
     for round in 0..20 {
         let tree = c.rev(&format!("{current}^{{tree}}"));
         let candidates: Vec<String> = (0..3)
-            .map(|n| {
-                git_ok(
-                    &c.home,
-                    &c.work,
-                    &[
-                        "commit-tree",
-                        &tree,
-                        "-p",
-                        &current,
-                        "-m",
-                        &format!("round {round} node {n}"),
-                    ],
-                )
-                .trim()
-                .to_owned()
-            })
+            .map(|n| c.commit_tree(&tree, &current, &format!("round {round} node {n}")))
             .collect();
         let refs: Vec<&str> = candidates.iter().map(String::as_str).collect();
         c.share_objects(&refs);
@@ -227,15 +212,7 @@ fn pushes_stop_without_an_etcd_quorum_and_reads_go_on() {
     for i in 0..2 {
         assert_eq!(c.remote_ref(i, "refs/heads/main"), Some(three.clone()));
     }
-    let o = c.refstore(&[
-        "cluster",
-        "import",
-        "--cluster",
-        c.nodes[0].config.to_str().unwrap(),
-        "--name",
-        "repo.git",
-        c.shared.to_str().unwrap(),
-    ]);
+    let o = c.import();
     assert!(!o.status.success());
     assert!(
         stderr(&o).contains("etcd already holds refs of 'repo.git'; give --force"),

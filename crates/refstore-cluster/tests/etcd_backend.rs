@@ -26,6 +26,11 @@ fn cluster(etcd: &EtcdCluster, node: &str) -> Arc<Cluster> {
     Cluster::connect(config).unwrap()
 }
 
+/// Node n1's view of `repo.git`, the repository most tests use.
+fn repo(etcd: &EtcdCluster) -> Arc<EtcdBackend> {
+    cluster(etcd, "n1").refs("repo.git", ObjectFormat::Sha1)
+}
+
 fn id(n: u8) -> ObjectId {
     ObjectId::from_hex(format!("{n:02x}").repeat(20).as_bytes()).unwrap()
 }
@@ -62,6 +67,14 @@ fn tx(updates: Vec<Update>, batch: bool) -> Transaction {
     }
 }
 
+/// A transaction creating the one ref `n` at `id(at)`.
+fn create_one(n: &str, at: u8) -> Transaction {
+    tx(
+        vec![set(n, Target::Object(id(at)), Expected::Absent)],
+        false,
+    )
+}
+
 fn object(refs: &EtcdBackend, n: &str) -> Option<ObjectId> {
     refs.read(&name(n))
         .unwrap()
@@ -87,13 +100,10 @@ fn rejection(result: Result<refstore_refs::transaction::Outcome, CommitError>) -
 #[test]
 fn create_update_delete_and_compare_and_swap() {
     let etcd = EtcdCluster::start(1);
-    let refs = cluster(&etcd, "n1").refs("repo.git", ObjectFormat::Sha1);
+    let refs = repo(&etcd);
     let o = options();
     let main = "refs/heads/main";
-    let create = tx(
-        vec![set(main, Target::Object(id(1)), Expected::Absent)],
-        false,
-    );
+    let create = create_one(main, 1);
     refs.commit(&create, &o).unwrap();
     assert_eq!(object(&refs, main), Some(id(1)));
     assert_eq!(
@@ -137,12 +147,9 @@ fn create_update_delete_and_compare_and_swap() {
 #[test]
 fn atomic_transactions_apply_all_or_nothing_and_batches_per_ref() {
     let etcd = EtcdCluster::start(1);
-    let refs = cluster(&etcd, "n1").refs("repo.git", ObjectFormat::Sha1);
+    let refs = repo(&etcd);
     let o = options();
-    let seed = tx(
-        vec![set("refs/heads/a", Target::Object(id(1)), Expected::Absent)],
-        false,
-    );
+    let seed = create_one("refs/heads/a", 1);
     refs.commit(&seed, &o).unwrap();
     let updates = vec![
         set("refs/heads/b", Target::Object(id(2)), Expected::Absent),
@@ -175,7 +182,7 @@ fn atomic_transactions_apply_all_or_nothing_and_batches_per_ref() {
 #[test]
 fn symbolic_refs_are_followed_and_set_in_place() {
     let etcd = EtcdCluster::start(1);
-    let refs = cluster(&etcd, "n1").refs("repo.git", ObjectFormat::Sha1);
+    let refs = repo(&etcd);
     let o = options();
     let head = Update {
         name: name("HEAD"),
@@ -191,10 +198,7 @@ fn symbolic_refs_are_followed_and_set_in_place() {
         (name("refs/heads/main"), None)
     );
 
-    let through_head = tx(
-        vec![set("HEAD", Target::Object(id(5)), Expected::Absent)],
-        false,
-    );
+    let through_head = create_one("HEAD", 5);
     refs.commit(&through_head, &o).unwrap();
     assert_eq!(object(&refs, "refs/heads/main"), Some(id(5)));
     let stored = refs.read(&name("HEAD")).unwrap().unwrap();
@@ -233,7 +237,7 @@ impl PeelObjects for Peeler {
 #[test]
 fn listings_by_prefix_with_peeled_values_and_name_conflicts() {
     let etcd = EtcdCluster::start(1);
-    let refs = cluster(&etcd, "n1").refs("repo.git", ObjectFormat::Sha1);
+    let refs = repo(&etcd);
     refs.set_peeler(Arc::new(Peeler));
     let o = options();
     let create = tx(
@@ -268,24 +272,14 @@ fn listings_by_prefix_with_peeled_values_and_name_conflicts() {
         ]
     );
     // A ref named like a directory of an existing one, and the reverse.
-    let below = tx(
-        vec![set(
-            "refs/heads/a/x",
-            Target::Object(id(3)),
-            Expected::Absent,
-        )],
-        false,
-    );
+    let below = create_one("refs/heads/a/x", 3);
     assert_eq!(
         rejection(refs.commit(&below, &o)),
         Rejection::NameConflict {
             existing: name("refs/heads/a")
         }
     );
-    let above = tx(
-        vec![set("refs/tags", Target::Object(id(3)), Expected::Absent)],
-        false,
-    );
+    let above = create_one("refs/tags", 3);
     assert_eq!(
         rejection(refs.commit(&above, &o)),
         Rejection::NameConflict {
@@ -344,14 +338,7 @@ fn racing_compare_and_swaps_through_different_nodes_have_one_winner() {
         .map(|n| cluster(&etcd, n).refs("repo.git", ObjectFormat::Sha1))
         .collect();
     let o = options();
-    let seed = tx(
-        vec![set(
-            "refs/heads/main",
-            Target::Object(id(250)),
-            Expected::Absent,
-        )],
-        false,
-    );
+    let seed = create_one("refs/heads/main", 250);
     nodes[0].commit(&seed, &o).unwrap();
     let mut current = id(250);
     for round in 0..20u8 {
@@ -392,18 +379,9 @@ fn racing_compare_and_swaps_through_different_nodes_have_one_winner() {
 #[test]
 fn without_quorum_writes_are_refused_and_reads_still_answer() {
     let mut etcd = EtcdCluster::start(3);
-    let refs = cluster(&etcd, "n1").refs("repo.git", ObjectFormat::Sha1);
+    let refs = repo(&etcd);
     let o = options();
-    let write = |n: u8| {
-        tx(
-            vec![set(
-                &format!("refs/heads/b{n}"),
-                Target::Object(id(n)),
-                Expected::Absent,
-            )],
-            false,
-        )
-    };
+    let write = |n: u8| create_one(&format!("refs/heads/b{n}"), n);
     refs.commit(&write(1), &o).unwrap();
     assert_eq!(names(&refs, b"refs/"), ["refs/heads/b1"]);
 
@@ -492,14 +470,7 @@ fn import_copies_refs_once_and_force_replaces_them() {
     ));
 
     // Forced, the target's refs become the source's, and no more.
-    let extra = tx(
-        vec![set(
-            "refs/heads/zzz",
-            Target::Object(id(9)),
-            Expected::Absent,
-        )],
-        false,
-    );
+    let extra = create_one("refs/heads/zzz", 9);
     target.commit(&extra, &o).unwrap();
     assert_eq!(
         import(&target, source.as_ref(), "target.git", true).unwrap(),
@@ -512,12 +483,9 @@ fn import_copies_refs_once_and_force_replaces_them() {
 fn a_prepared_transaction_reports_rejections_and_commits_later() {
     use std::borrow::Cow;
     let etcd = EtcdCluster::start(1);
-    let refs = cluster(&etcd, "n1").refs("repo.git", ObjectFormat::Sha1);
+    let refs = repo(&etcd);
     let o = options();
-    let seed = tx(
-        vec![set("refs/heads/a", Target::Object(id(1)), Expected::Absent)],
-        false,
-    );
+    let seed = create_one("refs/heads/a", 1);
     refs.commit(&seed, &o).unwrap();
     let batch = tx(
         vec![
@@ -536,13 +504,7 @@ fn a_prepared_transaction_reports_rejections_and_commits_later() {
     assert_eq!(object(&refs, "refs/heads/b"), Some(id(3)));
 
     let aborted = refs
-        .prepare(
-            Cow::Owned(tx(
-                vec![set("refs/heads/c", Target::Object(id(4)), Expected::Absent)],
-                false,
-            )),
-            &o,
-        )
+        .prepare(Cow::Owned(create_one("refs/heads/c", 4)), &o)
         .unwrap();
     aborted.abort().unwrap();
     assert_eq!(object(&refs, "refs/heads/c"), None);

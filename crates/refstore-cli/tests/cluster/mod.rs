@@ -158,15 +158,7 @@ impl TestCluster {
                 child: None,
             });
         }
-        let import = cluster.refstore(&[
-            "cluster",
-            "import",
-            "--cluster",
-            cluster.nodes[0].config.to_str().unwrap(),
-            "--name",
-            "repo.git",
-            shared.to_str().unwrap(),
-        ]);
+        let import = cluster.import();
         assert!(
             import.status.success(),
             "{}",
@@ -181,6 +173,20 @@ impl TestCluster {
     /// Runs refstore in the test's home.
     pub fn refstore(&self, args: &[&str]) -> Output {
         crate::support::refstore(&self.home, &self.home, args)
+    }
+
+    /// `refstore cluster import` of the shared repository's refs into
+    /// `repo.git`, through node 0's configuration.
+    pub fn import(&self) -> Output {
+        self.refstore(&[
+            "cluster",
+            "import",
+            "--cluster",
+            self.nodes[0].config.to_str().unwrap(),
+            "--name",
+            "repo.git",
+            self.shared.to_str().unwrap(),
+        ])
     }
 
     /// Starts node `i` (again) and waits until it listens.
@@ -274,6 +280,18 @@ impl TestCluster {
             .into_iter()
             .find(|(n, _)| n == name)
             .map(|(_, id)| id)
+    }
+
+    /// A new commit in the work tree with `tree` and the one parent
+    /// `parent` (`git commit-tree`), not on any branch: its id.
+    pub fn commit_tree(&self, tree: &str, parent: &str, message: &str) -> String {
+        git_ok(
+            &self.home,
+            &self.work,
+            &["commit-tree", tree, "-p", parent, "-m", message],
+        )
+        .trim()
+        .to_owned()
     }
 
     /// `git rev-parse <rev>` in the work tree.
