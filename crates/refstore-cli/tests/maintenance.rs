@@ -373,23 +373,10 @@ fn commit_graph_chain_is_extended_and_merged_as_git_does() {
 
     // refstore's upload-pack reads the chain: a clone through it is
     // complete.
-    let upload_pack = format!("{} upload-pack", env!("CARGO_BIN_EXE_refstore"));
-    let url = format!("file://{}", srv.display());
-    git_ok(
-        home,
-        home,
-        &[
-            "clone",
-            "-q",
-            "--bare",
-            "--no-local",
-            "--upload-pack",
-            &upload_pack,
-            &url,
-            "clone.git",
-        ],
-    );
-    git_ok(home, &home.join("clone.git"), &["fsck", "--no-dangling"]);
+    let clone = home.join("clone.git");
+    let o = clone_through_refstore(home, &srv, &clone);
+    assert!(o.status.success(), "clone: {}", stderr(&o));
+    git_ok(home, &clone, &["fsck", "--no-dangling"]);
 }
 
 #[test]

@@ -195,24 +195,11 @@ fn assert_bitmaps_used(home: &Path, repo: &Path, tips: &BTreeSet<String>) -> usi
 /// A clone served by refstore's upload-pack: complete, and the bitmap
 /// was not set aside.
 fn assert_refstore_clone(home: &Path, srv: &Path, name: &str) {
-    let upload_pack = format!("{} upload-pack", env!("CARGO_BIN_EXE_refstore"));
-    let o = git(
-        home,
-        home,
-        &[
-            "clone",
-            "-q",
-            "--bare",
-            "--upload-pack",
-            &upload_pack,
-            &format!("file://{}", srv.display()),
-            name,
-        ],
-    );
+    let copy = home.join(name);
+    let o = clone_through_refstore(home, srv, &copy);
     let err = stderr(&o);
     assert!(o.status.success(), "clone: {err}");
     assert!(!err.contains("bitmap"), "{err}");
-    let copy = home.join(name);
     git_ok(home, &copy, &["fsck", "--strict", "--no-dangling"]);
     assert_eq!(tip_commits(home, &copy), tip_commits(home, srv));
 }

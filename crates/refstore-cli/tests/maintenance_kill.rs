@@ -176,22 +176,7 @@ fn assert_readable(home: &Path, repo: &Path, objects: &[String], context: &str) 
     // refstore serves a complete clone (git checks its connectivity).
     let clone = home.join("clone.git");
     let _ = std::fs::remove_dir_all(&clone);
-    let upload_pack = format!("{} upload-pack", env!("CARGO_BIN_EXE_refstore"));
-    let url = format!("file://{}", repo.display());
-    let o = git(
-        home,
-        home,
-        &[
-            "clone",
-            "-q",
-            "--bare",
-            "--no-local",
-            "--upload-pack",
-            &upload_pack,
-            &url,
-            clone.to_str().unwrap(),
-        ],
-    );
+    let o = clone_through_refstore(home, repo, &clone);
     assert!(o.status.success(), "{context}: clone: {}", stderr(&o));
     assert_eq!(reachable(home, &clone, &[]), objects, "{context}: clone");
 }

@@ -23,17 +23,7 @@ fn setup(home: &Path, root: &Path) -> PathBuf {
     for repo in ["pub/open.git", "priv/secret.git", "team/alices.git"] {
         let path = root.join(repo);
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        git_ok(
-            home,
-            home,
-            &[
-                "clone",
-                "-q",
-                "--bare",
-                work.to_str().unwrap(),
-                path.to_str().unwrap(),
-            ],
-        );
+        bare_clone(home, &work, &path);
     }
     work
 }

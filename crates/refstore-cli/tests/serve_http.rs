@@ -34,17 +34,7 @@ fn setup(home: &Path, root: &Path) -> (PathBuf, PathBuf) {
     git_ok(home, &work, &["tag", "-a", "-m", "release", "v1", "HEAD~2"]);
     std::fs::create_dir_all(root.join("team")).unwrap();
     let served = root.join("team/proj.git");
-    git_ok(
-        home,
-        home,
-        &[
-            "clone",
-            "-q",
-            "--bare",
-            work.to_str().unwrap(),
-            served.to_str().unwrap(),
-        ],
-    );
+    bare_clone(home, &work, &served);
     (work, served)
 }
 

@@ -29,17 +29,7 @@ fn setup(home: &Path, root: &Path) -> PathBuf {
     git_ok(home, &work, &["merge", "-q", "--no-edit", "side"]);
     commit("e");
     let served = root.join("proj.git");
-    git_ok(
-        home,
-        home,
-        &[
-            "clone",
-            "-q",
-            "--bare",
-            work.to_str().unwrap(),
-            served.to_str().unwrap(),
-        ],
-    );
+    bare_clone(home, &work, &served);
     served
 }
 

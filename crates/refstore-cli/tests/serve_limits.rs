@@ -30,17 +30,7 @@ fn setup(home: &Path, root: &Path) -> (PathBuf, PathBuf) {
     }
     std::fs::create_dir_all(root).unwrap();
     let served = root.join("proj.git");
-    git_ok(
-        home,
-        home,
-        &[
-            "clone",
-            "-q",
-            "--bare",
-            work.to_str().unwrap(),
-            served.to_str().unwrap(),
-        ],
-    );
+    bare_clone(home, &work, &served);
     (work, served)
 }
 

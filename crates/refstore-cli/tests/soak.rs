@@ -161,17 +161,7 @@ fn many_clients_and_local_writers_lose_nothing() {
         .lines()
         .map(str::to_owned)
         .collect();
-    git_ok(
-        home,
-        home,
-        &[
-            "clone",
-            "-q",
-            "--bare",
-            work.to_str().unwrap(),
-            root.join("files.git").to_str().unwrap(),
-        ],
-    );
+    bare_clone(home, &work, &root.join("files.git"));
     let init = refstore(
         home,
         &root,
@@ -232,17 +222,7 @@ fn many_clients_and_local_writers_lose_nothing() {
             for i in 0..2 {
                 let (push_url, dir) = (push_url.clone(), scratch(format!("{repo}-own-{i}")));
                 scope.spawn(move || {
-                    git_ok(
-                        home,
-                        home,
-                        &[
-                            "clone",
-                            "-q",
-                            "--bare",
-                            work.to_str().unwrap(),
-                            dir.to_str().unwrap(),
-                        ],
-                    );
+                    bare_clone(home, work, &dir);
                     let name = format!("refs/heads/own-{i}");
                     let mut tip = base[0].clone();
                     let mut n = 0;
@@ -272,17 +252,7 @@ fn many_clients_and_local_writers_lose_nothing() {
                 let (push_url, read_url) = (push_url.clone(), read_url.clone());
                 let dir = scratch(format!("{repo}-contended-{i}"));
                 scope.spawn(move || {
-                    git_ok(
-                        home,
-                        home,
-                        &[
-                            "clone",
-                            "-q",
-                            "--bare",
-                            work.to_str().unwrap(),
-                            dir.to_str().unwrap(),
-                        ],
-                    );
+                    bare_clone(home, work, &dir);
                     let name = "refs/heads/contended";
                     let mut n = 0;
                     while running() {

@@ -207,17 +207,7 @@ pub fn setup(home: &Path, root: &Path, repos: &[&str]) -> PathBuf {
     for repo in repos {
         let served = root.join(repo);
         std::fs::create_dir_all(served.parent().unwrap()).unwrap();
-        git_ok(
-            home,
-            home,
-            &[
-                "clone",
-                "-q",
-                "--bare",
-                work.to_str().unwrap(),
-                served.to_str().unwrap(),
-            ],
-        );
+        bare_clone(home, &work, &served);
     }
     work
 }
@@ -229,17 +219,7 @@ pub fn serve_big_file(home: &Path, root: &Path, work: &Path, len: usize, seed: u
     git_ok(home, work, &["add", "big"]);
     git_ok(home, work, &["commit", "-q", "-m", "big"]);
     let served = root.join("big.git");
-    git_ok(
-        home,
-        home,
-        &[
-            "clone",
-            "-q",
-            "--bare",
-            work.to_str().unwrap(),
-            served.to_str().unwrap(),
-        ],
-    );
+    bare_clone(home, work, &served);
     served
 }
 

@@ -67,6 +67,33 @@ pub fn git_ok(home: &Path, cwd: &Path, args: &[&str]) -> String {
     stdout(&o)
 }
 
+/// A bare copy of the repository at `from` made by git at `to`, as the
+/// repositories a test serves are made.
+pub fn bare_clone(home: &Path, from: &Path, to: &Path) {
+    let (from, to) = (from.to_str().unwrap(), to.to_str().unwrap());
+    git_ok(home, home, &["clone", "-q", "--bare", from, to]);
+}
+
+/// git's bare clone of `repo` into `to` served by refstore's upload-pack:
+/// a file:// URL makes git use its transport rather than copy files, so
+/// refstore answers. The caller judges the output.
+pub fn clone_through_refstore(home: &Path, repo: &Path, to: &Path) -> Output {
+    let upload_pack = format!("{} upload-pack", env!("CARGO_BIN_EXE_refstore"));
+    git(
+        home,
+        home,
+        &[
+            "clone",
+            "-q",
+            "--bare",
+            "--upload-pack",
+            &upload_pack,
+            &format!("file://{}", repo.display()),
+            to.to_str().unwrap(),
+        ],
+    )
+}
+
 /// Runs `args` through refstore and git in `cwd` and requires the same exit
 /// code and standard output, and the same standard error where asked
 /// (always for git's fatal errors).
