@@ -185,17 +185,7 @@ pub(crate) fn build(
     out.push(u8::try_from(layer.bases.len()).map_err(|_| {
         MaintError::Format("a commit-graph chain cannot have more than 255 layers".into())
     })?);
-    let mut offset = (out.len() + 12 * (chunks.len() + 1)) as u64;
-    for (id, chunk) in &chunks {
-        out.extend_from_slice(id);
-        out.extend_from_slice(&offset.to_be_bytes());
-        offset += chunk.len() as u64;
-    }
-    out.extend_from_slice(&[0; 4]);
-    out.extend_from_slice(&offset.to_be_bytes());
-    for (_, chunk) in &chunks {
-        out.extend_from_slice(chunk);
-    }
+    crate::chunk_file::append_chunks(&mut out, &chunks);
     crate::checksum::append(&mut out, hash)?;
     Ok(out)
 }

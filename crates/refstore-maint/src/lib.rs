@@ -36,6 +36,7 @@ mod bitmap_select;
 mod bitmap_walk;
 mod bitmaps;
 mod checksum;
+mod chunk_file;
 pub mod cleanup;
 mod commit_graph;
 mod commit_graph_chain;

@@ -241,17 +241,11 @@ pub fn write(packs: &[MidxPack<'_>], hash: gix_hash::Kind) -> Result<Written, Ma
     out.push(chunks.len() as u8);
     out.push(0);
     out.extend_from_slice(&(packs.len() as u32).to_be_bytes());
-    let mut offset = (out.len() + 12 * (chunks.len() + 1)) as u64;
-    for (id, chunk) in &chunks {
-        out.extend_from_slice(&id.to_be_bytes());
-        out.extend_from_slice(&offset.to_be_bytes());
-        offset += chunk.len() as u64;
-    }
-    out.extend_from_slice(&0u32.to_be_bytes());
-    out.extend_from_slice(&offset.to_be_bytes());
-    for (_, chunk) in &chunks {
-        out.extend_from_slice(chunk);
-    }
+    let chunks: Vec<([u8; 4], &[u8])> = chunks
+        .into_iter()
+        .map(|(id, chunk)| (id.to_be_bytes(), chunk))
+        .collect();
+    crate::chunk_file::append_chunks(&mut out, &chunks);
     crate::checksum::append(&mut out, hash)?;
     let midx = Midx {
         packs: order.iter().map(|&p| packs[p].index_name.clone()).collect(),
