@@ -4,6 +4,8 @@
 //
 // Usage: porcupine-check <history.json>
 //
+//	porcupine-check -batch
+//
 // The history is a JSON array of operations:
 //
 //	{"client": 3, "ref": "refs/heads/k1", "kind": "cas", "old": "<id>",
@@ -13,15 +15,24 @@
 //
 // Times are nanoseconds on one clock. An empty id is an absent ref. A
 // compare-and-swap's result is "ok" (applied), "failed" (not applied: the
-// ref held something else) or "unknown" (no answer: it may have been
-// applied at any time after its call, or never); reads with no answer are
-// left out of the history by the caller.
+// ref held something else), "refused" (not applied, for a reason that
+// says nothing of the ref's value: a lock held by another writer) or
+// "unknown" (no answer: it may have been applied at any time after its
+// call, or never); reads with no answer are left out of the history by the
+// caller.
 //
 // Exit status 0: linearizable; 1: not linearizable; 2: bad input or the
 // check timed out.
+//
+// With -batch, histories come on standard input, one JSON object per line,
+// {"id": "<name>", "ops": [<operations as above>]}, and for each the
+// checker answers one line on standard output, in order: "ok <id>",
+// "illegal <id>" or "timeout <id>". It exits 0 once the input ends, 2 on
+// bad input.
 package main
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -97,6 +108,8 @@ var model = porcupine.NondeterministicModel{
 					return []interface{}{value}
 				}
 				return nil
+			case "refused":
+				return []interface{}{value}
 			default:
 				if value == i.old {
 					return []interface{}{value, i.new}
@@ -116,21 +129,9 @@ var model = porcupine.NondeterministicModel{
 	},
 }
 
-func main() {
-	if len(os.Args) != 2 {
-		fmt.Fprintln(os.Stderr, "usage: porcupine-check <history.json>")
-		os.Exit(2)
-	}
-	data, err := os.ReadFile(os.Args[1])
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(2)
-	}
-	var records []record
-	if err := json.Unmarshal(data, &records); err != nil {
-		fmt.Fprintf(os.Stderr, "%s: %v\n", os.Args[1], err)
-		os.Exit(2)
-	}
+// operations turns records into Porcupine's operations; an error names a
+// record it cannot read.
+func operations(records []record) ([]porcupine.Operation, error) {
 	var end int64
 	for _, r := range records {
 		if r.Return > end {
@@ -140,8 +141,7 @@ func main() {
 	history := make([]porcupine.Operation, 0, len(records))
 	for _, r := range records {
 		if r.Kind != "read" && r.Kind != "cas" {
-			fmt.Fprintf(os.Stderr, "unknown operation kind %q\n", r.Kind)
-			os.Exit(2)
+			return nil, fmt.Errorf("unknown operation kind %q", r.Kind)
 		}
 		ret := r.Return
 		// An operation without an answer may take effect at any time
@@ -156,6 +156,75 @@ func main() {
 			Output:   output{result: r.Result, value: r.Value},
 			Return:   ret,
 		})
+	}
+	return history, nil
+}
+
+type batchItem struct {
+	ID  string   `json:"id"`
+	Ops []record `json:"ops"`
+}
+
+// batch checks one history per input line, answering one line each.
+func batch() {
+	in := bufio.NewReaderSize(os.Stdin, 1<<20)
+	out := bufio.NewWriter(os.Stdout)
+	defer out.Flush()
+	for {
+		line, err := in.ReadBytes('\n')
+		if len(line) > 0 {
+			var item batchItem
+			if jerr := json.Unmarshal(line, &item); jerr != nil {
+				fmt.Fprintf(os.Stderr, "bad history line: %v\n", jerr)
+				out.Flush()
+				os.Exit(2)
+			}
+			history, herr := operations(item.Ops)
+			if herr != nil {
+				fmt.Fprintf(os.Stderr, "history %s: %v\n", item.ID, herr)
+				out.Flush()
+				os.Exit(2)
+			}
+			switch porcupine.CheckOperationsTimeout(model.ToModel(), history, 60*time.Second) {
+			case porcupine.Ok:
+				fmt.Fprintf(out, "ok %s\n", item.ID)
+			case porcupine.Illegal:
+				fmt.Fprintf(out, "illegal %s\n", item.ID)
+			default:
+				fmt.Fprintf(out, "timeout %s\n", item.ID)
+			}
+			// The caller may wait for each answer before sending more.
+			out.Flush()
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+func main() {
+	if len(os.Args) == 2 && os.Args[1] == "-batch" {
+		batch()
+		return
+	}
+	if len(os.Args) != 2 {
+		fmt.Fprintln(os.Stderr, "usage: porcupine-check <history.json> | -batch")
+		os.Exit(2)
+	}
+	data, err := os.ReadFile(os.Args[1])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	var records []record
+	if err := json.Unmarshal(data, &records); err != nil {
+		fmt.Fprintf(os.Stderr, "%s: %v\n", os.Args[1], err)
+		os.Exit(2)
+	}
+	history, err := operations(records)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
 	}
 	result, info := porcupine.CheckOperationsVerbose(model.ToModel(), history, 60*time.Second)
 	switch result {

@@ -15,7 +15,7 @@ use crate::vfs::{self, Vfs, VfsFile};
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Why a lock could not be taken.
 #[derive(Debug)]
@@ -99,7 +99,7 @@ impl LockFile {
     ) -> Result<LockFile, LockError> {
         let target = target.into();
         let lock_path = lock_path_for(&target);
-        let deadline = Instant::now() + timeout;
+        let deadline = vfs.now() + timeout;
         let mut backoff = Duration::from_millis(1);
         let mut holding = stale::before_create(vfs, &lock_path).map_err(LockError::Io)?;
         loop {
@@ -124,11 +124,11 @@ impl LockFile {
                     {
                         continue;
                     }
-                    let now = Instant::now();
+                    let now = vfs.now();
                     if now >= deadline {
                         return Err(LockError::Held { lock_path });
                     }
-                    std::thread::sleep(jitter(backoff).min(deadline - now));
+                    vfs.pause(backoff.min(deadline - now));
                     backoff = (backoff * 2).min(Duration::from_millis(1000));
                 }
                 Err(e) => return Err(LockError::Io(e)),
@@ -227,7 +227,7 @@ pub fn commit_all(locks: Vec<LockFile>, batch: &mut FlushBatch) -> vfs::Result<(
 }
 
 /// Spreads retries of competing writers apart: 75% to 125% of `d`.
-fn jitter(d: Duration) -> Duration {
+pub(crate) fn spread(d: Duration) -> Duration {
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|t| t.subsec_nanos())
@@ -241,6 +241,7 @@ mod tests {
     use super::*;
     use crate::flush::FlushMethod;
     use crate::real::RealFs;
+    use std::time::Instant;
 
     fn setup() -> (tempfile::TempDir, Arc<dyn Vfs>) {
         (tempfile::tempdir().unwrap(), Arc::new(RealFs::new()))

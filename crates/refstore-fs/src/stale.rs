@@ -61,7 +61,7 @@ use std::collections::{HashMap, HashSet};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, SystemTime};
 
 /// Directory of the holder file, inside the repository: a name space of
 /// refstore's own.
@@ -210,7 +210,7 @@ pub(crate) fn before_create(vfs: &Arc<dyn Vfs>, lock_path: &Path) -> Result<Opti
         let Ok(mut file) = open_holders(vfs, &policy.holders) else {
             return Ok(None);
         };
-        match read_lock_within(&mut *file, RECOVERY_WAIT) {
+        match read_lock_within(vfs, &mut *file, RECOVERY_WAIT) {
             Ok(true) => state.file = Some(file),
             Ok(false) => {
                 return Err(Error::new(
@@ -261,16 +261,16 @@ fn open_holders(vfs: &Arc<dyn Vfs>, holders: &Path) -> Result<Box<dyn VfsFile>> 
 
 /// Takes the read lock on `file`, waiting up to `wait` while a recoverer
 /// holds the write lock; false if it kept it that long.
-fn read_lock_within(file: &mut dyn VfsFile, wait: Duration) -> Result<bool> {
-    let deadline = Instant::now() + wait;
+fn read_lock_within(vfs: &Arc<dyn Vfs>, file: &mut dyn VfsFile, wait: Duration) -> Result<bool> {
+    let deadline = vfs.now() + wait;
     loop {
         if file.record_lock(RecordLock::Read)? {
             return Ok(true);
         }
-        if Instant::now() >= deadline {
+        if vfs.now() >= deadline {
             return Ok(false);
         }
-        std::thread::sleep(Duration::from_millis(1));
+        vfs.pause(Duration::from_millis(1));
     }
 }
 

@@ -14,7 +14,7 @@ use crate::Mapped;
 use std::fmt;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::time::SystemTime;
+use std::time::{Duration, Instant, SystemTime};
 
 /// A result whose error names the filesystem operation and path that failed.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -338,5 +338,20 @@ pub trait Vfs: Send + Sync + fmt::Debug {
     /// True if something (of any kind) exists at `path`.
     fn exists(&self, path: &Path) -> bool {
         self.stat(path).is_ok()
+    }
+
+    /// Waits about `d` before trying again an operation that another
+    /// process is in the way of (it holds a lock file). The operating
+    /// system sleeps for 75% to 125% of `d`, so that competing writers
+    /// drift apart; a filesystem under the interleaving explorer
+    /// ([`crate::sim::explore`]) lets the other actors run instead.
+    fn pause(&self, d: Duration) {
+        std::thread::sleep(crate::lock::spread(d));
+    }
+
+    /// The clock that retries measure their deadlines on: real time, or the
+    /// explorer's virtual time.
+    fn now(&self) -> Instant {
+        Instant::now()
     }
 }

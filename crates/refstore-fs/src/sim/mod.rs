@@ -74,6 +74,7 @@
 //! ```
 
 mod crash;
+pub mod explore;
 mod fault;
 mod state;
 
@@ -298,6 +299,17 @@ impl SimFs {
             let point = rec.steps.len();
             rec.acknowledged.push((point, label.into()));
         }
+    }
+
+    /// Changing operations recorded since [`start_recording`](Self::start_recording):
+    /// the crash point that follows them. A workload that notes it when an
+    /// operation of its own starts and ends can tell, for each crash point,
+    /// which of its operations had ended and which were under way.
+    pub fn changes(&self) -> usize {
+        self.lock()
+            .recording
+            .as_ref()
+            .map_or(0, |rec| rec.steps.len())
     }
 
     /// Adds a fault rule (see [`Fault`]).
