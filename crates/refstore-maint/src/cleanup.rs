@@ -116,7 +116,28 @@ pub fn run(repo: &Repo) -> Result<Cleaned, MaintError> {
         }
     }
     clean_ref_locks(repo, &mut cleaned)?;
+    clean_packed_new(repo, &mut cleaned)?;
     Ok(cleaned)
+}
+
+/// `packed-refs.new`, which only a holder of `packed-refs.lock` writes
+/// (refstore and git alike) and renames before letting the lock go: found
+/// while the lock can be taken, it was left by a process that died, and
+/// git's next rewrite of `packed-refs` would fail on it.
+fn clean_packed_new(repo: &Repo, cleaned: &mut Cleaned) -> Result<(), MaintError> {
+    let new = repo.common_dir.join("packed-refs.new");
+    if !repo.vfs.exists(&new) {
+        return Ok(());
+    }
+    let packed = repo.common_dir.join("packed-refs");
+    let Ok(lock) = refstore_fs::lock::LockFile::acquire(&repo.vfs, packed, Duration::ZERO) else {
+        return Ok(());
+    };
+    if removed(repo.vfs.as_ref(), &new)? {
+        cleaned.temp_files += 1;
+    }
+    lock.rollback()?;
+    Ok(())
 }
 
 fn clean_pack_dir(

@@ -350,14 +350,14 @@ fn parse_state(state: &str) -> BTreeMap<&str, &str> {
 /// The operation that makes the update of `name` take effect in the
 /// fault-free run: the rename of its lock, the removal of its loose file,
 /// or (for a deleted ref that was only packed) the rename of
-/// `packed-refs.lock`.
+/// `packed-refs.new` onto `packed-refs`.
 fn takes_effect_at(run: &Faulted<'_>, name: &str, deleted: bool) -> Option<usize> {
     let path = Path::new(GIT_DIR).join(name);
     let lock = Path::new(GIT_DIR).join(format!("{name}.lock"));
     let loose_before = run.before.contains_key(&path);
     let packed_only = deleted && !loose_before;
     run.trace.iter().position(|(op, p)| match op {
-        Op::Rename => *p == lock || (packed_only && p.ends_with("packed-refs.lock")),
+        Op::Rename => *p == lock || (packed_only && p.ends_with("packed-refs.new")),
         Op::Unlink => loose_before && *p == path,
         _ => false,
     })

@@ -8,6 +8,7 @@
 pub mod loose;
 pub mod pack;
 pub mod packed;
+mod packed_lock;
 pub mod reflog;
 pub mod transaction;
 pub mod verify;

@@ -4,17 +4,24 @@
 //! Preparing ([`FilesBackend::prepare`]):
 //! 1. Resolve each update through symbolic refs (unless `no_deref`), reject
 //!    duplicates, and run the batched availability check.
-//! 2. Lock every ref (`<ref>.lock`, in the order given), check its old value
-//!    under the lock, and write the new value into the lock file. Deleting
-//!    a packed ref also locks `packed-refs` and writes its new content.
+//! 2. Lock every ref (`<ref>.lock`, in the order given). A transaction that
+//!    deletes a ref below `refs/` then locks `packed-refs` too, and holds it
+//!    until its loose files are gone, whether or not the ref is packed (see
+//!    [`packed_lock`](super::packed_lock)).
+//! 3. Read `packed-refs` again (under its lock when held), so that every
+//!    value is read after its lock was taken: check each old value, and
+//!    write the new value into the lock file. A deleted ref found packed
+//!    now is removed from a new `packed-refs`, written to
+//!    `packed-refs.new`.
 //!
 //! Committing ([`Prepared::commit`]):
-//! 3. Append the reflog lines, then flush point one: every written file is
+//! 4. Append the reflog lines, then flush point one: every written file is
 //!    durable.
-//! 4. Rename `packed-refs.lock` first (a crash then leaves a deleted ref's
-//!    loose file, still its old value), then every ref lock onto its ref;
-//!    remove deleted refs' files, reflogs and emptied directories.
-//! 5. Flush point two: every changed directory is durable. Only now is
+//! 5. Rename `packed-refs.new` onto `packed-refs` first (a crash then
+//!    leaves a deleted ref's loose file, still its old value), then every
+//!    ref lock onto its ref; remove deleted refs' files, reflogs and
+//!    emptied directories, and only then release `packed-refs.lock`.
+//! 6. Flush point two: every changed directory is durable. Only now is
 //!    success reported.
 //!
 //! A failure before the first rename changes nothing: the reflog lines
@@ -24,7 +31,8 @@
 //! their new values. Removing a deleted ref's reflog or a lock file that
 //! failed does not stop the other updates; it is reported at the end.
 
-use super::packed::{self, PackedRefs, PackedSnapshot};
+use super::packed::PackedSnapshot;
+use super::packed_lock::PackedLock;
 use super::{loose, reflog, FilesBackend, ReadError};
 use crate::availability::{self, ExistingRefs};
 pub use crate::error::CommitError;
@@ -181,7 +189,7 @@ pub struct Prepared<'a> {
     packed: PackedSnapshot,
     batch: FlushBatch,
     locked: Vec<Locked>,
-    packed_lock: Option<LockFile>,
+    packed_lock: Option<PackedLock>,
     outcome: Outcome,
     clock: CommitClock,
 }
@@ -194,8 +202,8 @@ impl Prepared<'_> {
 
     /// Releases every lock; nothing changes.
     pub fn abort(self) -> Result<(), CommitError> {
-        if let Some(lock) = self.packed_lock {
-            lock.rollback()?;
+        if let Some(packed) = self.packed_lock {
+            packed.release()?;
         }
         for l in self.locked {
             l.lock.rollback()?;
@@ -243,7 +251,7 @@ impl Prepared<'_> {
         }
     }
 
-    /// Steps 3 to 5 of a commit; `visible` records which updates took
+    /// Steps 4 to 6 of a commit; `visible` records which updates took
     /// effect, in case of failure.
     #[allow(clippy::too_many_arguments)]
     fn apply(
@@ -253,7 +261,7 @@ impl Prepared<'_> {
         packed: &PackedSnapshot,
         batch: &mut FlushBatch,
         mut locked: Vec<Locked>,
-        packed_lock: Option<LockFile>,
+        packed_lock: Option<PackedLock>,
         outcome: &mut Outcome,
         journal: &mut Journal,
         visible: &mut [bool],
@@ -333,27 +341,33 @@ impl Prepared<'_> {
             let new = new_id.unwrap_or(null);
             backend.log_update(l, &old, &new, tx, options, &head_target, batch, journal)?;
         }
-        // 3. Flush point one.
+        // 4. Flush point one.
         for l in &mut locked {
             l.lock.stage(batch)?;
         }
         batch.flush_files()?;
 
-        // 4. Make it visible: packed-refs first, then the loose refs.
-        if let Some(lock) = packed_lock {
-            // A deleted ref that is loose as well as packed must not lose its
-            // loose file on disk before packed-refs loses it, or a crash could
-            // bring its older packed value back. Filesystems need not keep
-            // metadata operations in order, so the new packed-refs is made
-            // durable before any loose file goes; only this case pays for it.
-            let shadowed_delete = locked.iter().any(|l| {
-                l.in_packed
-                    && tx.updates[l.planned.index].change == Change::Delete
-                    && vfs.stat(&backend.loose_path(&l.planned.target)).is_ok()
-            });
-            lock.commit(batch)?;
-            if shadowed_delete {
-                batch.flush_dirs()?;
+        // 5. Make it visible: packed-refs first, then the loose refs.
+        // packed-refs.lock stays held until the deleted refs' loose files
+        // are gone (see `packed_lock`).
+        let mut packed_lock = packed_lock;
+        if let Some(packed) = &mut packed_lock {
+            if packed.rewrites() {
+                // A deleted ref that is loose as well as packed must not lose
+                // its loose file on disk before packed-refs loses it, or a
+                // crash could bring its older packed value back. Filesystems
+                // need not keep metadata operations in order, so the new
+                // packed-refs is made durable before any loose file goes;
+                // only this case pays for it.
+                let shadowed_delete = locked.iter().any(|l| {
+                    l.in_packed
+                        && tx.updates[l.planned.index].change == Change::Delete
+                        && vfs.stat(&backend.loose_path(&l.planned.target)).is_ok()
+                });
+                packed.install(batch)?;
+                if shadowed_delete {
+                    batch.flush_dirs()?;
+                }
             }
         }
         let mut emptied = Vec::new();
@@ -409,8 +423,11 @@ impl Prepared<'_> {
         for dir in emptied {
             backend.remove_empty_dirs(&dir, batch);
         }
+        if let Some(packed) = packed_lock {
+            note(packed.release());
+        }
 
-        // 5. Flush point two.
+        // 6. Flush point two.
         batch.flush_dirs()?;
         cleanup_error.map_or(Ok(()), Err)
     }
@@ -485,30 +502,93 @@ impl FilesBackend {
         }
         let mut blocked = availability::rejections(conflicts);
 
-        // 2. Lock, check old values, write.
+        // 2. Lock every ref.
         let vfs = self.vfs.clone();
         let mut batch = self.flush_batch(options.flush);
-        let mut locked: Vec<Locked> = Vec::new();
+        // Rejections wait for the checks below, so that they come in the
+        // order of the updates, as git reports them.
+        let mut held: Vec<(Planned, Result<LockFile, Rejection>)> =
+            Vec::with_capacity(planned.len());
         for p in planned {
-            let update = &tx.updates[p.index];
-            if let Some(reason) = blocked.remove(&p.target) {
-                reject(&mut outcome, &p.target, reason)?;
-                continue;
+            let lock = match blocked.remove(&p.target) {
+                Some(reason) => Err(reason),
+                None => self.lock_ref(&p.target, options.lock_timeout, &mut batch),
+            };
+            held.push((p, lock));
+        }
+
+        // A transaction that deletes a ref below `refs/` holds
+        // `packed-refs.lock` from here until its loose files are gone, as
+        // git does: otherwise a `pack-refs` in between could pack the ref,
+        // fail to prune its locked loose file, and the ref would come back
+        // from `packed-refs` once only its loose file is removed.
+        let deletes = held.iter().find(|(p, lock)| {
+            lock.is_ok() && tx.updates[p.index].change == Change::Delete && !p.target.is_root_ref()
+        });
+        let packed_lock = match deletes {
+            Some((first, _)) => Some(
+                LockFile::acquire(&vfs, self.packed_path(), options.packed_refs_timeout).map_err(
+                    |e| match e {
+                        LockError::Io(e) => CommitError::Fs(e),
+                        held => CommitError::Rejected(Rejected {
+                            name: first.target.clone(),
+                            reason: Rejection::Locked(held.to_string()),
+                        }),
+                    },
+                )?,
+            ),
+            None => None,
+        };
+
+        // `packed-refs` again, now that every ref is locked (and
+        // `packed-refs` itself when refs are deleted): a ref packed and
+        // pruned since the first read is found, and a name packed since
+        // then is in the way of the names this transaction creates.
+        let (packed, changed) = packed
+            .refreshed(self.packed_text()?, self.format, tx.updates.len())
+            .map_err(|e| self.packed_error(e))?;
+        if changed && !missing.is_empty() {
+            let mut existing = Existing {
+                backend: self,
+                packed: &packed,
+                loose_dirs: BTreeMap::new(),
+                error: None,
+            };
+            let conflicts = availability::check(&missing, &affected, &mut existing);
+            if let Some(e) = existing.error {
+                return Err(e.into());
             }
-            let lock = match self.lock_ref(&p.target, options.lock_timeout, &mut batch) {
+            blocked = availability::rejections(conflicts);
+        }
+
+        // 3. Check old values under the locks, write new ones.
+        let mut locked: Vec<Locked> = Vec::with_capacity(held.len());
+        for (p, lock) in held {
+            let update = &tx.updates[p.index];
+            let lock = match lock {
                 Ok(lock) => lock,
                 Err(reason) => {
                     reject(&mut outcome, &p.target, reason)?;
                     continue;
                 }
             };
+            if let Some(reason) = blocked.remove(&p.target) {
+                lock.rollback()?;
+                reject(&mut outcome, &p.target, reason)?;
+                continue;
+            }
+            let in_packed = !p.target.is_root_ref()
+                && packed
+                    .find(p.target.as_bytes())
+                    .map_err(|e| self.packed_error(e))?
+                    .is_some();
             let current = match self.read_loose(&p.target) {
-                Ok(Some(t)) => Some((t, false)),
-                Ok(None) if p.target.is_root_ref() => None,
+                Ok(Some(t)) => Some(t),
+                Ok(None) if !in_packed => None,
                 Ok(None) => packed
                     .find(p.target.as_bytes())
                     .map_err(|e| self.packed_error(e))?
-                    .map(|r| (r.target, true)),
+                    .map(|r| r.target),
                 Err(ReadError::BrokenRef { .. }) => {
                     lock.rollback()?;
                     reject(&mut outcome, &update.name, Rejection::Broken)?;
@@ -516,15 +596,7 @@ impl FilesBackend {
                 }
                 Err(e) => return Err(e.into()),
             };
-            let in_packed = match &current {
-                Some((_, true)) => true,
-                _ if p.target.is_root_ref() => false,
-                _ => packed
-                    .find(p.target.as_bytes())
-                    .map_err(|e| self.packed_error(e))?
-                    .is_some(),
-            };
-            let old = current.map(|(t, _)| t);
+            let old = current;
             // A symbolic ref changed in place is compared and logged by the
             // object it resolves to, as git does.
             let old_id = match &old {
@@ -561,50 +633,25 @@ impl FilesBackend {
             });
         }
 
-        // Deleting a packed ref rewrites packed-refs: it is locked now, and
-        // read afresh under its lock, since another writer may have packed
-        // refs since this transaction first read it.
-        let mut packed_lock = None;
-        let deleted_packed = locked
-            .iter()
-            .find(|l| l.in_packed && tx.updates[l.planned.index].change == Change::Delete);
-        if let Some(first) = deleted_packed {
-            let mut lock = LockFile::acquire(&vfs, self.packed_path(), options.packed_refs_timeout)
-                .map_err(|e| match e {
-                    LockError::Io(e) => CommitError::Fs(e),
-                    held => CommitError::Rejected(Rejected {
-                        name: first.planned.target.clone(),
-                        reason: Rejection::Locked(held.to_string()),
-                    }),
-                })?;
-            let doomed: BTreeSet<&RefName> = locked
-                .iter()
-                .filter(|l| tx.updates[l.planned.index].change == Change::Delete)
-                .map(|l| &l.planned.target)
-                .collect();
-            // Parsed again only if it changed since it was read: comparing
-            // the bytes costs far less than parsing a million refs.
-            let text = self.packed_text()?;
-            let reparsed;
-            let current = match &packed {
-                PackedSnapshot::Parsed(read) if read.text() == &text[..] => read,
-                _ => {
-                    reparsed = PackedRefs::parse(text.to_vec(), self.format)
-                        .map_err(|e| self.packed_error(e))?;
-                    &reparsed
-                }
-            };
-            let kept = current
-                .iter()
-                .filter(|r| !doomed.contains(&r.name))
-                .filter_map(|r| {
-                    let id = *r.target.object_id()?;
-                    Some((r.name, id, r.peeled))
-                });
-            lock.write_all(&packed::write(kept))?;
-            lock.stage(&mut batch)?;
-            packed_lock = Some(lock);
-        }
+        // `packed-refs` is rewritten when a ref it holds is deleted; read
+        // under its lock above, it is the file as it is now.
+        let packed_lock = match packed_lock {
+            Some(lock) => Some(
+                self.write_packed_without(
+                    lock,
+                    &packed,
+                    locked
+                        .iter()
+                        .filter(|l| {
+                            l.in_packed && tx.updates[l.planned.index].change == Change::Delete
+                        })
+                        .map(|l| &l.planned.target)
+                        .collect(),
+                    &mut batch,
+                )?,
+            ),
+            None => None,
+        };
         Ok(Prepared {
             backend: self,
             tx,

@@ -41,6 +41,33 @@ impl PackedSnapshot {
         }
     }
 
+    /// The snapshot of `packed-refs` read again as `text`, and whether it
+    /// may have changed. A snapshot searched in place costs nothing to
+    /// replace and is not compared (it is large next to the transaction,
+    /// whose few lookups are cheaper to repeat); a parsed one is parsed
+    /// again only when its bytes differ.
+    pub fn refreshed(
+        self,
+        text: Mapped,
+        format: ObjectFormat,
+        lookups: usize,
+    ) -> Result<(Self, bool), PackedError> {
+        match self {
+            PackedSnapshot::Parsed(packed) if packed.text() == &text[..] => {
+                Ok((PackedSnapshot::Parsed(packed), false))
+            }
+            _ => Ok((PackedSnapshot::new(text, format, lookups)?, true)),
+        }
+    }
+
+    /// The whole file parsed: the snapshot itself if it was parsed.
+    pub fn into_parsed(self) -> Result<PackedRefs, PackedError> {
+        match self {
+            PackedSnapshot::Parsed(packed) => Ok(packed),
+            PackedSnapshot::Sorted { text, format } => PackedRefs::parse(text.to_vec(), format),
+        }
+    }
+
     /// The ref called `name`, if packed.
     pub fn find(&self, name: &[u8]) -> Result<Option<Ref>, PackedError> {
         match self {
