@@ -325,19 +325,45 @@ impl FilesBackend {
         Ok(names)
     }
 
+    /// The loose refs whose names start with `prefix` (below `refs/`),
+    /// sorted, each read: names and values are all read before
+    /// `packed-refs` is, as git does. A ref that `pack-refs` moves from its
+    /// loose file into `packed-refs` meanwhile is then either read loose or
+    /// found in the `packed-refs` read after it; reading each value only
+    /// as the packed refs go by could find the loose file gone and the ref
+    /// not yet in the `packed-refs` read before.
+    fn loose_refs(&self, prefix: &[u8]) -> Result<LooseRefs, ReadError> {
+        let mut names = Vec::new();
+        self.walk(&self.common_dir.join("refs"), b"refs/", prefix, &mut names)?;
+        names.sort();
+        let mut loose = LooseRefs::default();
+        for name in names {
+            match self.read_loose(&name) {
+                Ok(Some(target)) => loose.refs.push((name, Some(target))),
+                // Gone since the walk: deleted, or packed and pruned, in
+                // which case the later read of packed-refs has it.
+                Ok(None) => {}
+                // Shadows a packed ref of its name without being shown,
+                // as in git ("ignoring broken ref").
+                Err(ReadError::BrokenRef { name, .. }) => {
+                    loose.broken.push(name.clone());
+                    loose.refs.push((name, None));
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(loose)
+    }
+
     /// Every ref whose name starts with `prefix` (below `refs/`), sorted,
     /// loose refs shadowing packed ones.
     pub fn list(&self, prefix: &[u8]) -> Result<Listing, ReadError> {
-        let mut loose_names = Vec::new();
-        self.walk(
-            &self.common_dir.join("refs"),
-            b"refs/",
-            prefix,
-            &mut loose_names,
-        )?;
-        loose_names.sort();
+        let loose = self.loose_refs(prefix)?;
         let packed = self.packed()?;
-        let mut listing = Listing::default();
+        let mut listing = Listing {
+            refs: Vec::new(),
+            broken: loose.broken,
+        };
         let mut p = packed.seek(prefix);
         // Packed refs sorted before `limit` (all remaining ones without a limit).
         let push_packed_until = |listing: &mut Listing, p: &mut usize, limit: Option<&[u8]>| {
@@ -349,20 +375,17 @@ impl FilesBackend {
                 *p += 1;
             }
         };
-        for name in loose_names {
+        for (name, target) in loose.refs {
             push_packed_until(&mut listing, &mut p, Some(name.as_bytes()));
             if packed.name_at(p) == Some(name.as_bytes()) {
                 p += 1;
             }
-            match self.read_loose(&name) {
-                Ok(Some(target)) => listing.refs.push(Ref {
+            if let Some(target) = target {
+                listing.refs.push(Ref {
                     name,
                     target,
                     peeled: None,
-                }),
-                Ok(None) => {}
-                Err(ReadError::BrokenRef { name, .. }) => listing.broken.push(name),
-                Err(e) => return Err(e),
+                });
             }
         }
         push_packed_until(&mut listing, &mut p, None);
@@ -372,21 +395,15 @@ impl FilesBackend {
     /// Shows `visitor` the refs [`list`](Self::list) returns, in order,
     /// without building them: a sorted `packed-refs` is read once and
     /// scanned in place from the prefix on (see [`packed::Scan`]), merged
-    /// with the loose refs, which shadow packed ones. Broken loose refs are
+    /// with the loose refs, which shadow packed ones and are read first
+    /// (see [`loose_refs`](Self::loose_refs)). Broken loose refs are
     /// skipped, as [`Listing::broken`] sets them apart.
     pub fn visit(
         &self,
         prefix: &[u8],
         visitor: &mut dyn FnMut(RefView<'_>) -> ControlFlow<()>,
     ) -> Result<(), ReadError> {
-        let mut loose_names = Vec::new();
-        self.walk(
-            &self.common_dir.join("refs"),
-            b"refs/",
-            prefix,
-            &mut loose_names,
-        )?;
-        loose_names.sort();
+        let loose_refs = self.loose_refs(prefix)?.refs;
         let path = self.packed_path();
         let text = self.packed_text()?;
         let parsed;
@@ -410,19 +427,15 @@ impl FilesBackend {
         // sorted: the loose ones are merged in as the packed ones go by,
         // so a store with everything packed streams the file's text to the
         // visitor untouched.
-        let mut loose = loose_names.iter().peekable();
-        let mut failure = None;
+        let mut loose = loose_refs.iter().peekable();
         let flow = packed.try_for_each(|view| {
             // Most packed refs have no loose ref at or before them: one
             // comparison, then straight to the visitor.
-            if loose
-                .peek()
-                .is_some_and(|name| name.as_bytes() <= view.name)
+            while let Some((name, target)) = loose.next_if(|(name, _)| name.as_bytes() <= view.name)
             {
-                self.show_loose(&mut loose, Some(view.name), visitor, &mut failure)?;
-                if loose.next_if(|name| name.as_bytes() == view.name).is_some() {
-                    // Shown just now unless broken; either way the packed
-                    // value is shadowed.
+                show_loose(visitor, name, target)?;
+                if name.as_bytes() == view.name {
+                    // The packed value is shadowed.
                     return ControlFlow::Continue(());
                 }
             }
@@ -430,54 +443,13 @@ impl FilesBackend {
         });
         let flow = flow.map_err(|error| ReadError::Packed { path, error })?;
         if flow.is_continue() {
-            let _ = self.show_loose(&mut loose, None, visitor, &mut failure);
-        }
-        failure.map_or(Ok(()), Err)
-    }
-
-    /// Shows `visitor` the loose refs of `loose` that sort before `limit`
-    /// (all of them without one), and the one named `limit` itself, which
-    /// shadows a packed ref; broken ones are skipped, as [`Listing::broken`]
-    /// sets them apart. A read error stops the visit and is kept in
-    /// `failure`.
-    fn show_loose(
-        &self,
-        loose: &mut std::iter::Peekable<std::slice::Iter<'_, RefName>>,
-        limit: Option<&[u8]>,
-        visitor: &mut dyn FnMut(RefView<'_>) -> ControlFlow<()>,
-        failure: &mut Option<ReadError>,
-    ) -> ControlFlow<()> {
-        while let Some(name) = loose.next_if(|name| limit.is_none_or(|l| name.as_bytes() < l)) {
-            self.show_one_loose(name, visitor, failure)?;
-        }
-        if let Some(name) = loose.peek().filter(|name| Some(name.as_bytes()) == limit) {
-            self.show_one_loose(name, visitor, failure)?;
-        }
-        ControlFlow::Continue(())
-    }
-
-    fn show_one_loose(
-        &self,
-        name: &RefName,
-        visitor: &mut dyn FnMut(RefView<'_>) -> ControlFlow<()>,
-        failure: &mut Option<ReadError>,
-    ) -> ControlFlow<()> {
-        let target = match self.read_loose(name) {
-            Ok(Some(target)) => target,
-            Ok(None) | Err(ReadError::BrokenRef { .. }) => return ControlFlow::Continue(()),
-            Err(e) => {
-                *failure = Some(e);
-                return ControlFlow::Break(());
+            for (name, target) in loose {
+                if show_loose(visitor, name, target).is_break() {
+                    break;
+                }
             }
-        };
-        visitor(RefView {
-            name: name.as_bytes(),
-            target: match &target {
-                Target::Object(id) => TargetView::Object(*id),
-                Target::Symbolic(to) => TargetView::Symbolic(to),
-            },
-            peeled: Peeled::Unknown,
-        })
+        }
+        Ok(())
     }
 
     /// Collects the names of loose refs below `dir` (named `name_prefix`)
@@ -521,6 +493,16 @@ impl FilesBackend {
     }
 }
 
+/// Loose refs read ahead of `packed-refs`.
+#[derive(Default)]
+struct LooseRefs {
+    /// Every loose ref, sorted by name, with its value (`None`: broken; it
+    /// still shadows a packed ref of its name).
+    refs: Vec<(RefName, Option<Target>)>,
+    /// Loose refs whose files hold no valid value.
+    broken: Vec<RefName>,
+}
+
 /// The packed refs of a prefix: read in place from a sorted file, or from
 /// a parsed one.
 enum PackedSource<'t> {
@@ -560,6 +542,25 @@ impl<'t> PackedSource<'t> {
         }
         Ok(flow)
     }
+}
+
+/// Shows a loose ref (nothing for a broken one).
+fn show_loose(
+    visitor: &mut dyn FnMut(RefView<'_>) -> ControlFlow<()>,
+    name: &RefName,
+    target: &Option<Target>,
+) -> ControlFlow<()> {
+    let Some(target) = target else {
+        return ControlFlow::Continue(());
+    };
+    visitor(RefView {
+        name: name.as_bytes(),
+        target: match target {
+            Target::Object(id) => TargetView::Object(*id),
+            Target::Symbolic(to) => TargetView::Symbolic(to),
+        },
+        peeled: Peeled::Unknown,
+    })
 }
 
 #[inline(always)]
