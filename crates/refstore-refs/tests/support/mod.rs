@@ -3,4 +3,5 @@
 
 pub mod faults;
 pub mod git;
+pub mod interleave;
 pub mod jgit;
