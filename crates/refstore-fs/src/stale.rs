@@ -82,7 +82,6 @@ struct Policy {
     /// `<repository>/refstore-lock-holders/holders`.
     holders: PathBuf,
     min_age: Duration,
-    state: Arc<Mutex<Holders>>,
 }
 
 /// This process's side of one repository's holder file.
@@ -111,13 +110,15 @@ impl std::fmt::Debug for Holders {
 }
 
 /// The repositories that opted in, and this process's side of each holder
-/// file. Process-wide, as record locks and process liveness are. A
-/// repository's [`Holders`] outlive a change of its policy: a second one
-/// would open a second descriptor of the holder file.
+/// file. Process-wide, as record locks and process liveness are: keyed by
+/// [`Vfs::process`] and the holder file (the interleaving explorer runs
+/// several processes in one). A repository's [`Holders`] outlive a change
+/// of its policy: a second one would open a second descriptor of the
+/// holder file.
 #[derive(Default)]
 struct Registry {
     policies: Vec<Arc<Policy>>,
-    states: HashMap<PathBuf, Arc<Mutex<Holders>>>,
+    states: HashMap<(u64, PathBuf), Arc<Mutex<Holders>>>,
 }
 
 fn lock_registry() -> MutexGuard<'static, Registry> {
@@ -139,14 +140,29 @@ fn lock_state(state: &Mutex<Holders>) -> MutexGuard<'_, Holders> {
 pub fn recover_stale_locks(repository: &Path, min_age: Duration) {
     let mut registry = lock_registry();
     let holders = repository.join(HOLDERS_DIR).join(HOLDERS_FILE);
-    let state = registry.states.entry(holders.clone()).or_default().clone();
     registry.policies.retain(|p| p.repository != repository);
     registry.policies.push(Arc::new(Policy {
         repository: repository.to_owned(),
         holders,
         min_age,
-        state,
     }));
+}
+
+/// Forgets the side of every holder file of `process`, which has ended:
+/// for the interleaving explorer, whose actors play processes that end
+/// while the test process goes on (their descriptors close, which drops
+/// their record locks).
+pub fn process_ended(process: u64) {
+    lock_registry().states.retain(|(p, _), _| *p != process);
+}
+
+/// The side of `policy`'s holder file of the process `vfs` belongs to.
+fn state_for(vfs: &Arc<dyn Vfs>, policy: &Policy) -> Arc<Mutex<Holders>> {
+    lock_registry()
+        .states
+        .entry((vfs.process(), policy.holders.clone()))
+        .or_default()
+        .clone()
 }
 
 fn policy_for(lock_path: &Path) -> Option<Arc<Policy>> {
@@ -205,7 +221,8 @@ pub(crate) fn before_create(vfs: &Arc<dyn Vfs>, lock_path: &Path) -> Result<Opti
     let Some(policy) = policy_for(lock_path) else {
         return Ok(None);
     };
-    let mut state = lock_state(&policy.state);
+    let shared = state_for(vfs, &policy);
+    let mut state = lock_state(&shared);
     if state.count == 0 {
         let Ok(mut file) = open_holders(vfs, &policy.holders) else {
             return Ok(None);
@@ -232,7 +249,7 @@ pub(crate) fn before_create(vfs: &Arc<dyn Vfs>, lock_path: &Path) -> Result<Opti
     state.pending += 1;
     drop(state);
     Ok(Some(Hold {
-        state: policy.state.clone(),
+        state: shared.clone(),
         lock_path: None,
     }))
 }
@@ -285,7 +302,8 @@ pub(crate) fn recover(vfs: &Arc<dyn Vfs>, lock_path: &Path, hold: Option<&Hold>)
         return Ok(false);
     }
     let own_pending = usize::from(hold.is_some_and(|h| h.lock_path.is_none()));
-    let mut state = lock_state(&policy.state);
+    let shared = state_for(vfs, &policy);
+    let mut state = lock_state(&shared);
     if state.held.contains(lock_path.as_os_str()) || state.pending > own_pending {
         return Ok(false);
     }

@@ -354,4 +354,12 @@ pub trait Vfs: Send + Sync + fmt::Debug {
     fn now(&self) -> Instant {
         Instant::now()
     }
+
+    /// The process this view of the filesystem belongs to, for what the
+    /// kernel keeps per process (POSIX record locks, and which lock files
+    /// the process holds): this process, or an actor of the interleaving
+    /// explorer, each of which plays a process of its own.
+    fn process(&self) -> u64 {
+        u64::from(std::process::id())
+    }
 }

@@ -35,12 +35,13 @@ mod strategy;
 
 use super::SimFs;
 use crate::vfs::Vfs;
-use scheduled::{RecordLocks, ScheduledFs};
+use scheduled::{Life, RecordLocks, ScheduledFs};
 pub use scheduler::Point;
 use scheduler::Scheduler;
 use std::collections::BTreeSet;
 use std::fmt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use strategy::{Bounded, Chooser, Pct, Replay};
@@ -67,6 +68,20 @@ impl Actor {
     /// has its turn, it orders the actor's events against everyone's.
     pub fn clock(&self) -> u64 {
         self.vfs.scheduler.turns()
+    }
+
+    /// Kills the actor once it has made `ops` more filesystem operations,
+    /// as a process can be killed at any point: from then on every
+    /// operation fails without reaching the filesystem (nothing the actor
+    /// would clean up on its way out is cleaned up) and its record locks
+    /// are gone.
+    pub fn die_after(&self, ops: u64) {
+        self.vfs.life.die_after(ops);
+    }
+
+    /// Whether the actor was killed ([`die_after`](Self::die_after)).
+    pub fn killed(&self) -> bool {
+        self.vfs.life.dead()
     }
 }
 
@@ -231,6 +246,10 @@ pub fn explore(
 /// Returns the outcome and the actors that panicked, with their message.
 fn run_once(run: Run, chooser: &mut dyn Chooser) -> (Outcome, Vec<(usize, String)>) {
     let Run { sim, actors } = run;
+    // Each run's actors play processes of their own, distinct from those of
+    // every other run (tests explore in parallel in one test process).
+    static RUNS: AtomicU64 = AtomicU64::new(0);
+    let first_process = (1 << 40) + (RUNS.fetch_add(1, Ordering::Relaxed) << 12);
     let scheduler = Arc::new(Scheduler::new(actors.len()));
     let record_locks = Arc::new(RecordLocks::default());
     let epoch = Instant::now();
@@ -245,9 +264,11 @@ fn run_once(run: Run, chooser: &mut dyn Chooser) -> (Outcome, Vec<(usize, String
                     sim: sim.clone(),
                     scheduler: scheduler.clone(),
                     actor: id,
+                    process: first_process + id as u64,
                     record_locks: record_locks.clone(),
                     epoch,
                     waited: Mutex::new(Duration::ZERO),
+                    life: Arc::new(Life::default()),
                 }),
             };
             let scheduler = scheduler.clone();
@@ -257,7 +278,9 @@ fn run_once(run: Run, chooser: &mut dyn Chooser) -> (Outcome, Vec<(usize, String
                 .spawn(move || {
                     scheduler.wait_turn(id, Point::Start);
                     let result = catch_unwind(AssertUnwindSafe(|| body(&actor)));
+                    let process = actor.vfs.process;
                     drop(actor);
+                    crate::stale::process_ended(process);
                     if let Err(payload) = result {
                         let message = payload
                             .downcast_ref::<String>()

@@ -5,7 +5,7 @@
 
 use super::scheduler::{Point, Scheduler};
 use crate::sim::SimFs;
-use crate::vfs::{DirEntry, FsType, Metadata, RecordLock, Result, Vfs, VfsFile};
+use crate::vfs::{DirEntry, Error, FsType, Metadata, Op, RecordLock, Result, Vfs, VfsFile};
 use crate::Mapped;
 use std::collections::{BTreeSet, HashMap};
 use std::fmt;
@@ -51,6 +51,68 @@ impl RecordLocks {
             }
         }
     }
+
+    /// Drops every record lock of `actor`, as the kernel does for a
+    /// process that dies.
+    fn release_all(&self, actor: usize) {
+        let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
+        for (readers, writer) in held.values_mut() {
+            readers.remove(&actor);
+            if *writer == Some(actor) {
+                *writer = None;
+            }
+        }
+    }
+}
+
+/// Whether an actor still lives, and how many more operations it makes if
+/// it is to die (see [`super::Actor::die_after`]).
+#[derive(Debug, Default)]
+pub(crate) struct Life {
+    state: Mutex<(Option<u64>, bool)>,
+}
+
+impl Life {
+    /// The actor dies once it has made `ops` more operations.
+    pub(crate) fn die_after(&self, ops: u64) {
+        self.state.lock().unwrap_or_else(|e| e.into_inner()).0 = Some(ops);
+    }
+
+    /// Waits for the actor's turn before an operation; an error if it is
+    /// dead, or dies now (its record locks go with it). A dead actor waits
+    /// for no turn: what it does no longer reaches the filesystem.
+    fn turn(&self, scheduler: &Scheduler, actor: usize, record_locks: &RecordLocks) -> bool {
+        if self.state.lock().unwrap_or_else(|e| e.into_inner()).1 {
+            return false;
+        }
+        scheduler.wait_turn(actor, Point::Op);
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        match &mut state.0 {
+            Some(0) => {
+                state.1 = true;
+                record_locks.release_all(actor);
+                false
+            }
+            Some(left) => {
+                *left -= 1;
+                true
+            }
+            None => true,
+        }
+    }
+
+    pub(crate) fn dead(&self) -> bool {
+        self.state.lock().unwrap_or_else(|e| e.into_inner()).1
+    }
+}
+
+/// The error of every operation of a dead actor.
+fn killed(op: Op, path: &Path) -> Error {
+    Error::new(
+        op,
+        path,
+        std::io::Error::other("the process was killed (interleaving explorer)"),
+    )
 }
 
 /// The filesystem as one actor sees it.
@@ -58,11 +120,14 @@ pub(crate) struct ScheduledFs {
     pub(crate) sim: SimFs,
     pub(crate) scheduler: Arc<Scheduler>,
     pub(crate) actor: usize,
+    /// The process the actor plays, for [`Vfs::process`].
+    pub(crate) process: u64,
     pub(crate) record_locks: Arc<RecordLocks>,
     /// Where virtual time starts.
     pub(crate) epoch: Instant,
     /// The time this actor has spent waiting to retry.
     pub(crate) waited: Mutex<Duration>,
+    pub(crate) life: Arc<Life>,
 }
 
 impl fmt::Debug for ScheduledFs {
@@ -74,8 +139,14 @@ impl fmt::Debug for ScheduledFs {
 }
 
 impl ScheduledFs {
-    fn turn(&self) {
-        self.scheduler.wait_turn(self.actor, Point::Op);
+    fn turn(&self, op: Op, path: &Path) -> Result<()> {
+        match self
+            .life
+            .turn(&self.scheduler, self.actor, &self.record_locks)
+        {
+            true => Ok(()),
+            false => Err(killed(op, path)),
+        }
     }
 
     fn file(&self, file: Box<dyn VfsFile>) -> Box<dyn VfsFile> {
@@ -84,90 +155,97 @@ impl ScheduledFs {
             scheduler: self.scheduler.clone(),
             actor: self.actor,
             record_locks: self.record_locks.clone(),
+            life: self.life.clone(),
         })
     }
 }
 
 impl Vfs for ScheduledFs {
     fn create_exclusive(&self, path: &Path) -> Result<Box<dyn VfsFile>> {
-        self.turn();
+        self.turn(Op::CreateExclusive, path)?;
         self.sim.create_exclusive(path).map(|f| self.file(f))
     }
     fn open_append(&self, path: &Path) -> Result<Box<dyn VfsFile>> {
-        self.turn();
+        self.turn(Op::OpenAppend, path)?;
         self.sim.open_append(path).map(|f| self.file(f))
     }
     fn open_existing(&self, path: &Path) -> Result<Box<dyn VfsFile>> {
-        self.turn();
+        self.turn(Op::Open, path)?;
         self.sim.open_existing(path).map(|f| self.file(f))
     }
     fn read(&self, path: &Path) -> Result<Vec<u8>> {
-        self.turn();
+        self.turn(Op::Read, path)?;
         self.sim.read(path)
     }
     fn read_mapped(&self, path: &Path) -> Result<Mapped> {
-        self.turn();
+        self.turn(Op::Read, path)?;
         self.sim.read_mapped(path)
     }
     fn read_link(&self, path: &Path) -> Result<PathBuf> {
-        self.turn();
+        self.turn(Op::ReadLink, path)?;
         self.sim.read_link(path)
     }
     fn rename(&self, from: &Path, to: &Path) -> Result<()> {
-        self.turn();
+        self.turn(Op::Rename, from)?;
         self.sim.rename(from, to)
     }
     fn link(&self, from: &Path, to: &Path) -> Result<()> {
-        self.turn();
+        self.turn(Op::Link, from)?;
         self.sim.link(from, to)
     }
     fn unlink(&self, path: &Path) -> Result<()> {
-        self.turn();
+        self.turn(Op::Unlink, path)?;
         self.sim.unlink(path)
     }
     fn mkdir(&self, path: &Path) -> Result<()> {
-        self.turn();
+        self.turn(Op::Mkdir, path)?;
         self.sim.mkdir(path)
     }
     fn rmdir(&self, path: &Path) -> Result<()> {
-        self.turn();
+        self.turn(Op::Rmdir, path)?;
         self.sim.rmdir(path)
     }
     fn read_dir(&self, path: &Path) -> Result<Vec<DirEntry>> {
-        self.turn();
+        self.turn(Op::ReadDir, path)?;
         self.sim.read_dir(path)
     }
     fn stat(&self, path: &Path) -> Result<Metadata> {
-        self.turn();
+        self.turn(Op::Stat, path)?;
         self.sim.stat(path)
     }
     fn fsync_dir(&self, path: &Path) -> Result<()> {
-        self.turn();
+        self.turn(Op::FsyncDir, path)?;
         self.sim.fsync_dir(path)
     }
     fn syncfs(&self, path: &Path) -> Result<()> {
-        self.turn();
+        self.turn(Op::Syncfs, path)?;
         self.sim.syncfs(path)
     }
     fn filesystem_type(&self, path: &Path) -> Result<FsType> {
         self.sim.filesystem_type(path)
     }
     fn touch(&self, path: &Path) -> Result<()> {
-        self.turn();
+        self.turn(Op::SetTimes, path)?;
         self.sim.touch(path)
     }
     fn truncate(&self, path: &Path, len: u64) -> Result<()> {
-        self.turn();
+        self.turn(Op::Truncate, path)?;
         self.sim.truncate(path, len)
     }
 
     fn pause(&self, d: Duration) {
         *self.waited.lock().unwrap_or_else(|e| e.into_inner()) += d;
-        self.scheduler.wait_turn(self.actor, Point::Pause);
+        if !self.life.dead() {
+            self.scheduler.wait_turn(self.actor, Point::Pause);
+        }
     }
 
     fn now(&self) -> Instant {
         self.epoch + *self.waited.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn process(&self) -> u64 {
+        self.process
     }
 }
 
@@ -177,11 +255,18 @@ struct ScheduledFile {
     scheduler: Arc<Scheduler>,
     actor: usize,
     record_locks: Arc<RecordLocks>,
+    life: Arc<Life>,
 }
 
 impl ScheduledFile {
-    fn turn(&self) {
-        self.scheduler.wait_turn(self.actor, Point::Op);
+    fn turn(&self, op: Op) -> Result<()> {
+        match self
+            .life
+            .turn(&self.scheduler, self.actor, &self.record_locks)
+        {
+            true => Ok(()),
+            false => Err(killed(op, self.file.path())),
+        }
     }
 }
 
@@ -190,27 +275,27 @@ impl VfsFile for ScheduledFile {
         self.file.path()
     }
     fn write_all(&mut self, buf: &[u8]) -> Result<()> {
-        self.turn();
+        self.turn(Op::Write)?;
         self.file.write_all(buf)
     }
     fn fsync(&mut self) -> Result<()> {
-        self.turn();
+        self.turn(Op::Fsync)?;
         self.file.fsync()
     }
     fn fdatasync(&mut self) -> Result<()> {
-        self.turn();
+        self.turn(Op::Fdatasync)?;
         self.file.fdatasync()
     }
     fn start_writeout(&mut self) -> Result<()> {
-        self.turn();
+        self.turn(Op::StartWriteout)?;
         self.file.start_writeout()
     }
     fn try_flock(&mut self) -> Result<bool> {
-        self.turn();
+        self.turn(Op::Flock)?;
         self.file.try_flock()
     }
     fn record_lock(&mut self, lock: RecordLock) -> Result<bool> {
-        self.turn();
+        self.turn(Op::RecordLock)?;
         Ok(self.record_locks.set(self.file.path(), self.actor, lock))
     }
 }
