@@ -5,3 +5,4 @@ pub mod faults;
 pub mod git;
 pub mod interleave;
 pub mod jgit;
+pub mod scenario;
