@@ -100,6 +100,7 @@ pub mod confine;
 pub mod discover;
 pub mod flush;
 pub mod hook;
+pub mod interpose;
 pub mod kill_at;
 pub mod lock;
 mod mapped;
