@@ -210,16 +210,27 @@ impl Quarantine {
     /// Gives `to` the content of `from`, keeping an existing `to` (the same
     /// object or pack, since names are content hashes); a kept loose
     /// object is freshened so gc sees it as new. True if `to` was created.
+    ///
+    /// A loose object found existing may be pruned before it is freshened
+    /// (it was old and, until this push's refs are written, unreachable):
+    /// then the quarantine's copy is linked after all, rather than failing
+    /// the push or leaving it to name an object that is gone.
     fn link(&self, from: &Path, to: &Path, freshen: bool) -> Result<bool, OdbError> {
-        match self.vfs.link(from, to) {
-            Ok(()) => Ok(true),
-            Err(e) if e.is_already_exists() => {
-                if freshen {
-                    self.vfs.touch(to)?;
-                }
-                Ok(false)
+        // Each failed attempt found the object there and then gone: a
+        // prune removing it every time in between is no real schedule, so
+        // a few attempts are enough.
+        let mut attempts = 0;
+        loop {
+            match self.vfs.link(from, to) {
+                Ok(()) => return Ok(true),
+                Err(e) if e.is_already_exists() && !freshen => return Ok(false),
+                Err(e) if e.is_already_exists() => match self.vfs.touch(to) {
+                    Ok(()) => return Ok(false),
+                    Err(e) if e.is_not_found() && attempts < 8 => attempts += 1,
+                    Err(e) => return Err(e.into()),
+                },
+                Err(e) => return Err(e.into()),
             }
-            Err(e) => Err(e.into()),
         }
     }
 
