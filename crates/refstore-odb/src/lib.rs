@@ -72,6 +72,7 @@ mod loose_header;
 mod odb;
 mod pack;
 mod pack_index;
+mod pack_list;
 mod packed;
 mod quarantine;
 mod rev_index;

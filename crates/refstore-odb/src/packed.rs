@@ -138,39 +138,12 @@ impl std::fmt::Debug for Packs {
 
 impl Packs {
     /// Opens every pack of the object database at `objects_dir` and of its
-    /// alternates.
+    /// alternates. Packs a concurrent repack deletes while they are being
+    /// opened are looked for again ([`crate::pack_list`]).
     pub fn open(objects_dir: &Path, format: ObjectFormat) -> Result<Packs, OdbError> {
-        let hash = hash_kind(format);
-        let open_error = |source: std::io::Error| OdbError::Open {
-            path: objects_dir.to_owned(),
-            source,
-        };
-        let store = gix_odb::Store::at_opts(
-            objects_dir.to_owned(),
-            hash,
-            &mut std::iter::empty(),
-            gix_odb::store::init::Options::default(),
-        )
-        .map_err(open_error)?;
-        let records = store.structure().map_err(|e| OdbError::Open {
-            path: objects_dir.to_owned(),
-            source: std::io::Error::other(e.to_string()),
-        })?;
-        let mut index_paths: Vec<PathBuf> = Vec::new();
-        for record in records {
-            match record {
-                gix_odb::store::structure::Record::Index { path, .. } => index_paths.push(path),
-                gix_odb::store::structure::Record::MultiIndex { path, .. } => {
-                    let midx = gix_pack::multi_index::File::at(&path, None).map_err(|e| {
-                        OdbError::Pack(format!("cannot read {}: {e}", path.display()))
-                    })?;
-                    let dir = path.parent().unwrap_or(Path::new("."));
-                    index_paths.extend(midx.index_names().iter().map(|name| dir.join(name)));
-                }
-                _ => {}
-            }
-        }
-        Self::open_indexes(&index_paths, format)
+        crate::pack_list::open_fresh(objects_dir, hash_kind(format), |paths| {
+            Self::open_indexes(paths, format)
+        })
     }
 
     /// Opens the packs whose `.idx` files are `index_paths`, numbered in

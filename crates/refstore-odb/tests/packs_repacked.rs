@@ -1,0 +1,66 @@
+//! Opening the packs of a repository a repack is changing: the packs a
+//! reader listed (from the directory, or from the `multi-pack-index` it
+//! read) may be deleted before it opens them, their objects moved into a
+//! pack it did not list. [`Packs::open`] looks again, as git re-reads its
+//! pack directory, and leaves out a pack that is gone for good.
+
+mod support;
+
+use refstore_odb::Packs;
+use refstore_refs::ObjectFormat;
+use std::path::Path;
+use support::run;
+
+fn pack_names(pack_dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(pack_dir)
+        .unwrap()
+        .filter_map(|e| {
+            let name = e.unwrap().file_name().to_string_lossy().into_owned();
+            name.strip_suffix(".idx").map(str::to_owned)
+        })
+        .collect();
+    names.sort();
+    names
+}
+
+/// The state a reader meets when a repack rolled the packs a
+/// `multi-pack-index` names into a new pack and deleted them, and the
+/// index naming them is the one the reader read: every object is still
+/// found, in the new pack.
+#[test]
+fn packs_a_multi_pack_index_names_but_a_repack_deleted_are_left_out() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    run(dir, &["init", "-q", "."]);
+    for i in 0..2 {
+        std::fs::write(dir.join(format!("f{i}")), format!("content {i}\n")).unwrap();
+        run(dir, &["add", "."]);
+        run(dir, &["commit", "-q", "-m", &format!("c{i}")]);
+        run(dir, &["repack", "-q"]);
+    }
+    let pack_dir = dir.join(".git/objects/pack");
+    let old = pack_names(&pack_dir);
+    assert_eq!(old.len(), 2);
+    run(dir, &["multi-pack-index", "write"]);
+    // The repack: one new pack with everything, then the old ones go.
+    support::run_with_input(
+        dir,
+        &["pack-objects", "-q", "--all", ".git/objects/pack/pack"],
+        b"",
+    );
+    for name in &old {
+        for ext in ["idx", "pack", "rev"] {
+            let _ = std::fs::remove_file(pack_dir.join(format!("{name}.{ext}")));
+        }
+    }
+    assert!(pack_dir.join("multi-pack-index").exists());
+
+    let packs = Packs::open(&dir.join(".git/objects"), ObjectFormat::Sha1)
+        .expect("the packs that are there open");
+    assert_eq!(packs.len(), 1);
+    let all = run(dir, &["rev-list", "--objects", "--all"]);
+    for line in all.lines() {
+        let id = gix_hash::ObjectId::from_hex(&line.as_bytes()[..40]).unwrap();
+        assert!(packs.locate(&id).is_some(), "{id} is not found");
+    }
+}
