@@ -6,7 +6,13 @@
 //! values), and every loose object younger than the expiry — an object
 //! something wrote recently may be part of an operation in flight (a
 //! push whose refs are not updated yet), so what it reaches is kept too,
-//! as git keeps it. The walk reads commits, trees and tags only (a tree
+//! as git keeps it. An object's age is looked at once more after the refs
+//! were read, just before it is removed: a push that brought an object
+//! the repository already had (unreachable and old) freshens the
+//! existing file instead of writing it, and then updates its refs, so a
+//! judgement made before the refs were read would remove an object a ref
+//! is about to name. What remains is git's own window, between that last
+//! look and the unlink. The walk reads commits, trees and tags only (a tree
 //! entry's mode says it names a blob), and runs only when some loose
 //! object is old enough to go.
 //!
@@ -75,7 +81,11 @@ pub fn prune(
     let mut kept = Vec::with_capacity(loose.len());
     let mut pruned = 0;
     for (object, old) in loose.into_iter().zip(old) {
-        if old && !reachable.contains(&object.id) {
+        // Its age is judged again now, after the refs were read: a push
+        // that freshened it since (its quarantine held a copy) may be
+        // about to point a ref at it, and git's prune likewise looks at
+        // an object's time only just before removing it.
+        if old && !reachable.contains(&object.id) && is_old(&object) {
             match repo.vfs.unlink(&object.path) {
                 Ok(()) => pruned += 1,
                 Err(e) if e.is_not_found() => {}
