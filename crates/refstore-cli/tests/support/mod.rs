@@ -117,3 +117,9 @@ pub mod prometheus;
 
 /// Shallow clones from refstore and from git compared.
 pub mod shallow;
+
+/// Bounded, seeded rounds for stress tests.
+pub mod stress;
+
+/// Packers, writers and readers of refs racing, and what must hold.
+pub mod ref_races;

@@ -1,0 +1,574 @@
+//! Real processes racing on the refs of one repository: a packer
+//! (`pack-refs --all`; on reftable a compaction), a writer (`update-ref
+//! --stdin` deleting, updating and creating refs in one transaction) and
+//! readers listing every ref while both run, git's and refstore's mixed
+//! as the race asks. Each round starts from a fresh repository whose refs
+//! the writer is about to change are loose (files) or spread over many
+//! tables (reftable), so the packer has them to move as the writer
+//! changes them.
+//!
+//! What must hold, the linearizability of the ref store as seen from the
+//! outside:
+//!
+//! - an acknowledged deletion stays deleted, an acknowledged update or
+//!   creation holds (checked when both are done);
+//! - every ref that exists throughout a listing is in it, with a value it
+//!   had (the stable refs and those the writer only updates exist
+//!   throughout the round);
+//! - readers never fail.
+//!
+//! A writer refused for a lock another process held (git's and refstore's
+//! lock timeouts) acknowledged nothing; it is counted, not judged. Refused
+//! for any other reason, it misread a ref nobody else changes: judged. A
+//! packer that fails is counted and its first message shown.
+
+use super::stress::{Budget, Rng};
+use super::{isolate, run_with_input, stderr, stdout};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// Refs the writer deletes, updates and creates, and refs nobody
+/// changes (half packed before the round, half loose).
+const DELETED: usize = 100;
+const UPDATED: usize = 100;
+const CREATED: usize = 50;
+const STABLE: usize = 20;
+
+/// Reader threads; each runs the readers in turn.
+const READER_THREADS: usize = 2;
+
+/// Which program plays a part.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tool {
+    Refstore,
+    Git,
+}
+
+impl Tool {
+    fn program(self) -> &'static str {
+        match self {
+            Tool::Refstore => env!("CARGO_BIN_EXE_refstore"),
+            Tool::Git => "git",
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Tool::Refstore => "refstore",
+            Tool::Git => "git",
+        }
+    }
+}
+
+/// The ref storage format of the repository.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Files,
+    Reftable,
+}
+
+/// One way of listing every ref.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reader {
+    ShowRef(Tool),
+    ForEachRef(Tool),
+    /// `git ls-remote` served by `refstore upload-pack`, protocol v0 or v2.
+    LsRemote { v0: bool },
+}
+
+impl Reader {
+    /// Every reader that can read `format` (git 2.39 reads no reftable).
+    pub fn all_for(format: Format) -> Vec<Reader> {
+        let mut readers = vec![
+            Reader::ShowRef(Tool::Refstore),
+            Reader::ForEachRef(Tool::Refstore),
+            Reader::LsRemote { v0: false },
+            Reader::LsRemote { v0: true },
+        ];
+        if format == Format::Files {
+            readers.extend([Reader::ShowRef(Tool::Git), Reader::ForEachRef(Tool::Git)]);
+        }
+        readers
+    }
+
+    fn name(self) -> String {
+        match self {
+            Reader::ShowRef(tool) => format!("{} show-ref", tool.name()),
+            Reader::ForEachRef(tool) => format!("{} for-each-ref", tool.name()),
+            Reader::LsRemote { v0 } => {
+                format!("ls-remote v{} via upload-pack", if v0 { 0 } else { 2 })
+            }
+        }
+    }
+
+    /// The refs below `refs/` it lists: name to id.
+    fn list(self, home: &Path, repo: &Path) -> Result<BTreeMap<String, String>, String> {
+        let out = match self {
+            Reader::ShowRef(tool) => command(tool, home, repo, &["show-ref"]),
+            Reader::ForEachRef(tool) => command(
+                tool,
+                home,
+                repo,
+                &["for-each-ref", "--format=%(objectname) %(refname)"],
+            ),
+            Reader::LsRemote { v0 } => {
+                let upload_pack = format!("{} upload-pack", env!("CARGO_BIN_EXE_refstore"));
+                let version = format!("protocol.version={}", if v0 { 0 } else { 2 });
+                let url = format!("file://{}", repo.display());
+                let args = [
+                    "-c",
+                    &version,
+                    "ls-remote",
+                    "--upload-pack",
+                    &upload_pack,
+                    &url,
+                ];
+                command(Tool::Git, home, home, &args)
+            }
+        };
+        if !out.status.success() {
+            return Err(format!("{} failed: {}", self.name(), stderr(&out)));
+        }
+        Ok(stdout(&out)
+            .lines()
+            .filter_map(|line| {
+                let mut words = line.split_whitespace();
+                let (id, name) = (words.next()?, words.next()?);
+                name.starts_with("refs/")
+                    .then(|| (name.to_owned(), id.to_owned()))
+            })
+            .collect())
+    }
+}
+
+fn command(tool: Tool, home: &Path, cwd: &Path, args: &[&str]) -> Output {
+    isolate(&mut Command::new(tool.program()), home)
+        .args(args)
+        .current_dir(cwd)
+        .output()
+        .unwrap()
+}
+
+fn with_input(tool: Tool, home: &Path, cwd: &Path, args: &[&str], input: &str) -> Output {
+    let mut cmd = Command::new(tool.program());
+    isolate(&mut cmd, home).args(args).current_dir(cwd);
+    run_with_input(&mut cmd, input.as_bytes())
+}
+
+fn ok(tool: Tool, home: &Path, cwd: &Path, args: &[&str], input: &str) -> String {
+    let out = with_input(tool, home, cwd, args, input);
+    assert!(
+        out.status.success(),
+        "{} {args:?}: {}",
+        tool.name(),
+        stderr(&out)
+    );
+    stdout(&out).trim().to_owned()
+}
+
+/// One race: who packs, who writes, who reads.
+#[derive(Debug, Clone)]
+pub struct Race {
+    pub format: Format,
+    pub packer: Tool,
+    pub writer: Tool,
+    pub readers: Vec<Reader>,
+}
+
+/// What the rounds of a race saw.
+#[derive(Debug, Default)]
+pub struct Tally {
+    pub rounds: usize,
+    pub acknowledged: usize,
+    pub refused: usize,
+    /// Writes refused for a reason other than a lock another process
+    /// held: the writer misread a ref only it changes.
+    pub false_refusals: usize,
+    pub packer_failures: usize,
+    pub listings: usize,
+    /// Rounds in which an acknowledged deletion was undone.
+    pub rounds_losing_deletions: usize,
+    pub lost_deletions: usize,
+    /// Acknowledged updates and creations not found afterwards.
+    pub lost_updates: usize,
+    /// Rounds in which some listing missed a ref that existed throughout.
+    pub rounds_missing_refs: usize,
+    pub listings_missing_refs: usize,
+    /// Listed or final values nobody wrote.
+    pub bad_values: usize,
+    pub reader_errors: usize,
+    /// git 2.39's listings that stopped at a ref deleted while they ran
+    /// (it reads such a ref as broken and fails): git's own behaviour,
+    /// counted, not judged.
+    pub git_broken_ref_failures: usize,
+    /// The first few violations, described.
+    pub examples: Vec<String>,
+    /// Why the first refused write and the first failed packing failed.
+    pub first_refusal: Option<String>,
+    pub first_packer_failure: Option<String>,
+}
+
+impl Tally {
+    pub fn violations(&self) -> usize {
+        self.lost_deletions
+            + self.false_refusals
+            + self.lost_updates
+            + self.listings_missing_refs
+            + self.bad_values
+            + self.reader_errors
+    }
+
+    fn note(&mut self, example: String) {
+        if self.examples.len() < 8 {
+            self.examples.push(example);
+        }
+    }
+
+    pub fn report(&self, race: &Race) -> String {
+        format!(
+            "{:?} packer={} writer={}: {} rounds ({} writes acknowledged, {} refused of which \
+             {} not for a lock, {} packer failures), {} listings; acknowledged deletions undone: {} in {} rounds; \
+             acknowledged updates lost: {}; listings missing a ref: {} in {} rounds; \
+             impossible values: {}; reader failures: {} (and {} of git's listings stopped \
+             at a ref deleted meanwhile){}{}",
+            race.format,
+            race.packer.name(),
+            race.writer.name(),
+            self.rounds,
+            self.acknowledged,
+            self.refused,
+            self.false_refusals,
+            self.packer_failures,
+            self.listings,
+            self.lost_deletions,
+            self.rounds_losing_deletions,
+            self.lost_updates,
+            self.listings_missing_refs,
+            self.rounds_missing_refs,
+            self.bad_values,
+            self.reader_errors,
+            self.git_broken_ref_failures,
+            self.first_refusal
+                .as_ref()
+                .map_or(String::new(), |e| format!("; first refusal: {}", e.trim())),
+            self.first_packer_failure
+                .as_ref()
+                .map_or(String::new(), |e| format!("; first packer failure: {}", e.trim())),
+        )
+    }
+}
+
+/// The refs of a round and the two values they take.
+struct Plan {
+    old: String,
+    new: String,
+}
+
+impl Plan {
+    fn stable(i: usize) -> String {
+        format!("refs/heads/stable/{}{i}", if i % 2 == 0 { "p" } else { "l" })
+    }
+    fn deleted(i: usize) -> String {
+        format!("refs/heads/gone/{i}")
+    }
+    fn updated(i: usize) -> String {
+        format!("refs/heads/moved/{i}")
+    }
+    fn created(i: usize) -> String {
+        format!("refs/heads/new/{i}")
+    }
+
+    /// The writer's transaction.
+    fn transaction(&self) -> String {
+        let mut input = String::new();
+        for i in 0..DELETED {
+            input.push_str(&format!("delete {} {}\n", Plan::deleted(i), self.old));
+        }
+        for i in 0..UPDATED {
+            let name = Plan::updated(i);
+            input.push_str(&format!("update {name} {} {}\n", self.new, self.old));
+        }
+        for i in 0..CREATED {
+            input.push_str(&format!("create {} {}\n", Plan::created(i), self.new));
+        }
+        input
+    }
+
+    /// True if `name` may have `id` at some time of the round.
+    fn value_ok(&self, name: &str, id: &str) -> bool {
+        if name.starts_with("refs/heads/new/") {
+            id == self.new
+        } else if name.starts_with("refs/heads/moved/") {
+            id == self.old || id == self.new
+        } else {
+            id == self.old
+        }
+    }
+
+    /// Refs that exist from before the round to after it.
+    fn throughout() -> impl Iterator<Item = String> {
+        (0..STABLE)
+            .map(Plan::stable)
+            .chain((0..UPDATED).map(Plan::updated))
+    }
+}
+
+/// Makes the repository of a round: two commits, the stable refs (half
+/// packed), and the refs the writer changes, loose or in tables of their
+/// own.
+fn setup(format: Format, home: &Path, root: &Path) -> (PathBuf, Plan) {
+    let repo = root.join("r.git");
+    let mut init = vec!["init", "-q", "--bare"];
+    if format == Format::Reftable {
+        init.push("--ref-format=reftable");
+    }
+    init.push("r.git");
+    ok(Tool::Refstore, home, root, &init, "");
+    let tree = ok(
+        Tool::Refstore,
+        home,
+        &repo,
+        &["hash-object", "-t", "tree", "-w", "--stdin"],
+        "",
+    );
+    let commit = |n: u32| {
+        let body = format!(
+            "tree {tree}\nauthor A <a@example.com> {n} +0000\n\
+             committer C <c@example.com> {n} +0000\n\nvalue {n}\n"
+        );
+        ok(
+            Tool::Refstore,
+            home,
+            &repo,
+            &["hash-object", "-t", "commit", "-w", "--stdin"],
+            &body,
+        )
+    };
+    let plan = Plan {
+        old: commit(1),
+        new: commit(2),
+    };
+    let create = |names: &mut dyn Iterator<Item = String>| {
+        let input: String = names.map(|n| format!("create {n} {}\n", plan.old)).collect();
+        ok(Tool::Refstore, home, &repo, &["update-ref", "--stdin"], &input);
+    };
+    create(&mut (0..STABLE).step_by(2).map(Plan::stable));
+    ok(Tool::Refstore, home, &repo, &["pack-refs", "--all"], "");
+    create(&mut (1..STABLE).step_by(2).map(Plan::stable));
+    // In a few transactions: on reftable, so many tables to compact.
+    let changed: Vec<String> = (0..DELETED)
+        .map(Plan::deleted)
+        .chain((0..UPDATED).map(Plan::updated))
+        .collect();
+    for chunk in changed.chunks(40) {
+        create(&mut chunk.iter().cloned());
+    }
+    (repo, plan)
+}
+
+/// Runs the rounds of `race` within `budget`.
+pub fn run(race: &Race, budget: &Budget, home: &Path) -> Tally {
+    let tally = Mutex::new(Tally::default());
+    let rounds = budget.run(|_, rng| {
+        let dir = tempfile::tempdir_in(home).unwrap();
+        round(race, rng, home, dir.path(), &tally);
+    });
+    let mut tally = tally.into_inner().unwrap();
+    tally.rounds = rounds;
+    tally
+}
+
+fn round(race: &Race, rng: &mut Rng, home: &Path, root: &Path, tally: &Mutex<Tally>) {
+    let (repo, plan) = setup(race.format, home, root);
+    let plan = Arc::new(plan);
+    let stop = Arc::new(AtomicBool::new(false));
+    // Readers list from before the race starts until after it ends.
+    let readers: Vec<_> = (0..READER_THREADS)
+        .map(|t| {
+            let (race, home, repo) = (race.clone(), home.to_owned(), repo.clone());
+            let (plan, stop) = (plan.clone(), stop.clone());
+            let mut turn = t;
+            std::thread::spawn(move || {
+                let mut seen = ListingsSeen::default();
+                loop {
+                    let reader = race.readers[turn % race.readers.len()];
+                    turn += 1;
+                    seen.check(reader, reader.list(&home, &repo), &plan);
+                    if stop.load(Ordering::SeqCst) {
+                        return seen;
+                    }
+                }
+            })
+        })
+        .collect();
+    let (packer_delay, writer_delay) = (rng.delay(15), rng.delay(15));
+    let packer = {
+        let (tool, format, home, repo) = (race.packer, race.format, home.to_owned(), repo.clone());
+        std::thread::spawn(move || {
+            std::thread::sleep(packer_delay);
+            let args: &[&str] = match format {
+                Format::Files => &["pack-refs", "--all"],
+                Format::Reftable => &["pack-refs"],
+            };
+            command(tool, &home, &repo, args)
+        })
+    };
+    std::thread::sleep(writer_delay);
+    let written = with_input(
+        race.writer,
+        home,
+        &repo,
+        &["update-ref", "--stdin"],
+        &plan.transaction(),
+    );
+    let packed = packer.join().unwrap();
+    stop.store(true, Ordering::SeqCst);
+    let seen: Vec<ListingsSeen> = readers.into_iter().map(|r| r.join().unwrap()).collect();
+
+    let mut tally = tally.lock().unwrap();
+    if !packed.status.success() {
+        tally.packer_failures += 1;
+        tally.first_packer_failure.get_or_insert_with(|| stderr(&packed));
+    }
+    let mut missing_round = false;
+    for s in seen {
+        tally.listings += s.listings;
+        tally.listings_missing_refs += s.missing;
+        tally.bad_values += s.bad_values;
+        tally.reader_errors += s.errors;
+        tally.git_broken_ref_failures += s.git_broken_refs;
+        missing_round |= s.missing > 0;
+        for example in s.examples {
+            tally.note(example);
+        }
+    }
+    if missing_round {
+        tally.rounds_missing_refs += 1;
+    }
+    // The outcome, read by git where it can (an independent reader).
+    let reader = match race.format {
+        Format::Files => Reader::ShowRef(Tool::Git),
+        Format::Reftable => Reader::ShowRef(Tool::Refstore),
+    };
+    let after = reader.list(home, &repo).expect("the refs are readable");
+    for name in Plan::throughout().filter(|n| !n.contains("moved")) {
+        if after.get(&name) != Some(&plan.old) {
+            tally.bad_values += 1;
+            tally.note(format!("stable {name} is {:?} afterwards", after.get(&name)));
+        }
+    }
+    if !written.status.success() {
+        let why = stderr(&written);
+        tally.refused += 1;
+        if !is_lock_held(&why) {
+            tally.false_refusals += 1;
+            tally.note(format!("{} refused the write: {}", race.writer.name(), why.trim()));
+        }
+        tally.first_refusal.get_or_insert(why);
+        return;
+    }
+    tally.acknowledged += 1;
+    let undone: Vec<String> = (0..DELETED)
+        .map(Plan::deleted)
+        .filter(|n| after.contains_key(n))
+        .collect();
+    if !undone.is_empty() {
+        tally.rounds_losing_deletions += 1;
+        tally.lost_deletions += undone.len();
+        tally.note(format!(
+            "{} acknowledged deletions undone (packer {}, writer {}), e.g. {}",
+            undone.len(),
+            race.packer.name(),
+            race.writer.name(),
+            undone[0]
+        ));
+    }
+    let names = (0..UPDATED)
+        .map(Plan::updated)
+        .chain((0..CREATED).map(Plan::created));
+    for name in names {
+        if after.get(&name) != Some(&plan.new) {
+            tally.lost_updates += 1;
+            tally.note(format!(
+                "acknowledged {name} is {:?} afterwards",
+                after.get(&name)
+            ));
+        }
+    }
+}
+
+/// True if a writer was refused because another process held a lock
+/// (git's message, which refstore shares): the only reason here, since
+/// nobody else changes the refs the writer expects values of.
+fn is_lock_held(error: &str) -> bool {
+    error.contains("Unable to create '") && error.contains(".lock'")
+}
+
+/// True if git failed a listing on a ref the writer deletes, which it
+/// found gone after listing its directory (git 2.39 then reads it as a
+/// broken ref of the null id, and `show-ref` stops).
+fn is_deleted_ref_broken(error: &str) -> bool {
+    error.contains("bad ref refs/heads/gone/")
+}
+
+/// What one reader thread saw.
+#[derive(Default)]
+struct ListingsSeen {
+    listings: usize,
+    missing: usize,
+    bad_values: usize,
+    errors: usize,
+    git_broken_refs: usize,
+    examples: Vec<String>,
+}
+
+impl ListingsSeen {
+    fn check(
+        &mut self,
+        reader: Reader,
+        listing: Result<BTreeMap<String, String>, String>,
+        plan: &Plan,
+    ) {
+        self.listings += 1;
+        let listing = match listing {
+            Ok(listing) => listing,
+            Err(e) if reader == Reader::ShowRef(Tool::Git) && is_deleted_ref_broken(&e) => {
+                self.git_broken_refs += 1;
+                return;
+            }
+            Err(e) => {
+                self.errors += 1;
+                self.example(e);
+                return;
+            }
+        };
+        let missing: Vec<String> = Plan::throughout()
+            .filter(|n| !listing.contains_key(n))
+            .collect();
+        if !missing.is_empty() {
+            self.missing += 1;
+            self.example(format!(
+                "{} listed {} refs, missing {} that existed throughout, e.g. {}",
+                reader.name(),
+                listing.len(),
+                missing.len(),
+                missing[0]
+            ));
+        }
+        for (name, id) in &listing {
+            if !plan.value_ok(name, id) {
+                self.bad_values += 1;
+                self.example(format!("{} listed {name} at {id}", reader.name()));
+            }
+        }
+    }
+
+    fn example(&mut self, text: String) {
+        if self.examples.len() < 4 {
+            self.examples.push(text);
+        }
+    }
+}
