@@ -29,7 +29,10 @@ use support::*;
 const OLD: usize = 3;
 
 fn receive_pack() -> String {
-    format!("--receive-pack={} receive-pack", env!("CARGO_BIN_EXE_refstore"))
+    format!(
+        "--receive-pack={} receive-pack",
+        env!("CARGO_BIN_EXE_refstore")
+    )
 }
 
 fn push(home: &Path, work: &Path, srv: &Path, refspecs: &[String]) -> Output {
@@ -95,8 +98,11 @@ fn pushes_housekeeping_and_clones_at_once_lose_no_object() {
     let mut old = Vec::new();
     for i in 0..OLD {
         let blob = run_with_input(
-            isolate(Command::new("git").current_dir(&work), &home)
-                .args(["hash-object", "-w", "--stdin"]),
+            isolate(Command::new("git").current_dir(&work), &home).args([
+                "hash-object",
+                "-w",
+                "--stdin",
+            ]),
             format!("old {i}\n").as_bytes(),
         );
         let tree = run_with_input(
@@ -106,7 +112,12 @@ fn pushes_housekeeping_and_clones_at_once_lose_no_object() {
         let commit = git_ok(
             &home,
             &work,
-            &["commit-tree", stdout(&tree).trim(), "-m", &format!("old {i}")],
+            &[
+                "commit-tree",
+                stdout(&tree).trim(),
+                "-m",
+                &format!("old {i}"),
+            ],
         );
         old.push(commit.trim().to_owned());
     }
@@ -190,7 +201,9 @@ fn pushes_housekeeping_and_clones_at_once_lose_no_object() {
         }
         git_ok(&home, &work, &["add", "-A"]);
         git_ok(&home, &work, &["commit", "-qm", &format!("round {round}")]);
-        let head = git_ok(&home, &work, &["rev-parse", "HEAD"]).trim().to_owned();
+        let head = git_ok(&home, &work, &["rev-parse", "HEAD"])
+            .trim()
+            .to_owned();
         let revived = &old[round % OLD];
         let refspecs = vec![
             "main".to_owned(),

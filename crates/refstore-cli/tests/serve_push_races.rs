@@ -106,16 +106,20 @@ fn pushed_deletions_and_creations_hold_against_background_maintenance() {
     let work = home.join("work");
     git_ok(home, home, &["init", "-q", "work"]);
 
-    let budget = Budget::from_env(10, 40);
+    let budget = Budget::from_env(10, 30);
     // The commits are made first, so that pushes follow each other
     // closely; the other client's two are made the same way.
     let mut commit = |message: &str| {
         std::fs::write(work.join("f"), message).unwrap();
         git_ok(home, &work, &["add", "-A"]);
         git_ok(home, &work, &["commit", "-qm", message]);
-        git_ok(home, &work, &["rev-parse", "HEAD"]).trim().to_owned()
+        git_ok(home, &work, &["rev-parse", "HEAD"])
+            .trim()
+            .to_owned()
     };
-    let commits: Vec<String> = (0..budget.rounds).map(|r| commit(&format!("round {r}"))).collect();
+    let commits: Vec<String> = (0..budget.rounds)
+        .map(|r| commit(&format!("round {r}")))
+        .collect();
     let noise = [commit("other 0"), commit("other 1")];
     let stop = Arc::new(AtomicBool::new(false));
     let other_client = {
@@ -201,7 +205,12 @@ fn pushed_deletions_and_creations_hold_against_background_maintenance() {
         other_refused.len(),
         budget.seed
     );
-    examples.extend(other_refused.iter().take(2).map(|e| format!("other client: {e}")));
+    examples.extend(
+        other_refused
+            .iter()
+            .take(2)
+            .map(|e| format!("other client: {e}")),
+    );
     git_ok(home, &served, &["fsck", "--strict", "--no-progress"]);
     assert_eq!(
         (back, missing, bad_listings, other_refused.len()),

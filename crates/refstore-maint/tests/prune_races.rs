@@ -66,8 +66,16 @@ fn objects_a_push_freshened_while_the_refs_were_read_are_kept() {
     git(tmp.path(), &["init", "-q", "--bare", "r.git"], "");
     let objects = git_dir.join("objects");
     // A reachable history, and an old commit no ref names.
-    let blob = git(&git_dir, &["hash-object", "-w", "--stdin"], "pushed again\n");
-    let tree = git(&git_dir, &["mktree"], &format!("100644 blob {blob}\tfile\n"));
+    let blob = git(
+        &git_dir,
+        &["hash-object", "-w", "--stdin"],
+        "pushed again\n",
+    );
+    let tree = git(
+        &git_dir,
+        &["mktree"],
+        &format!("100644 blob {blob}\tfile\n"),
+    );
     let commit = git(&git_dir, &["commit-tree", &tree, "-m", "old"], "");
     let empty = git(&git_dir, &["mktree"], "");
     let base = git(&git_dir, &["commit-tree", &empty, "-m", "base"], "");

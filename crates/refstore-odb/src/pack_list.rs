@@ -39,9 +39,8 @@ pub fn list(objects_dir: &Path, hash: gix_hash::Kind) -> Result<Vec<PathBuf>, Od
         match record {
             gix_odb::store::structure::Record::Index { path, .. } => index_paths.push(path),
             gix_odb::store::structure::Record::MultiIndex { path, .. } => {
-                let midx = gix_pack::multi_index::File::at(&path, None).map_err(|e| {
-                    OdbError::Pack(format!("cannot read {}: {e}", path.display()))
-                })?;
+                let midx = gix_pack::multi_index::File::at(&path, None)
+                    .map_err(|e| OdbError::Pack(format!("cannot read {}: {e}", path.display())))?;
                 let dir = path.parent().unwrap_or(Path::new("."));
                 index_paths.extend(midx.index_names().iter().map(|name| dir.join(name)));
             }

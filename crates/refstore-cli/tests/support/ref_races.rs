@@ -76,7 +76,9 @@ pub enum Reader {
     ShowRef(Tool),
     ForEachRef(Tool),
     /// `git ls-remote` served by `refstore upload-pack`, protocol v0 or v2.
-    LsRemote { v0: bool },
+    LsRemote {
+        v0: bool,
+    },
 }
 
 impl Reader {
@@ -269,7 +271,10 @@ struct Plan {
 
 impl Plan {
     fn stable(i: usize) -> String {
-        format!("refs/heads/stable/{}{i}", if i % 2 == 0 { "p" } else { "l" })
+        format!(
+            "refs/heads/stable/{}{i}",
+            if i % 2 == 0 { "p" } else { "l" }
+        )
     }
     fn deleted(i: usize) -> String {
         format!("refs/heads/gone/{i}")
@@ -352,8 +357,16 @@ fn setup(format: Format, home: &Path, root: &Path) -> (PathBuf, Plan) {
         new: commit(2),
     };
     let create = |names: &mut dyn Iterator<Item = String>| {
-        let input: String = names.map(|n| format!("create {n} {}\n", plan.old)).collect();
-        ok(Tool::Refstore, home, &repo, &["update-ref", "--stdin"], &input);
+        let input: String = names
+            .map(|n| format!("create {n} {}\n", plan.old))
+            .collect();
+        ok(
+            Tool::Refstore,
+            home,
+            &repo,
+            &["update-ref", "--stdin"],
+            &input,
+        );
     };
     create(&mut (0..STABLE).step_by(2).map(Plan::stable));
     ok(Tool::Refstore, home, &repo, &["pack-refs", "--all"], "");
@@ -431,7 +444,9 @@ fn round(race: &Race, rng: &mut Rng, home: &Path, root: &Path, tally: &Mutex<Tal
     let mut tally = tally.lock().unwrap();
     if !packed.status.success() {
         tally.packer_failures += 1;
-        tally.first_packer_failure.get_or_insert_with(|| stderr(&packed));
+        tally
+            .first_packer_failure
+            .get_or_insert_with(|| stderr(&packed));
     }
     let mut missing_round = false;
     for s in seen {
@@ -457,7 +472,10 @@ fn round(race: &Race, rng: &mut Rng, home: &Path, root: &Path, tally: &Mutex<Tal
     for name in Plan::throughout().filter(|n| !n.contains("moved")) {
         if after.get(&name) != Some(&plan.old) {
             tally.bad_values += 1;
-            tally.note(format!("stable {name} is {:?} afterwards", after.get(&name)));
+            tally.note(format!(
+                "stable {name} is {:?} afterwards",
+                after.get(&name)
+            ));
         }
     }
     if !written.status.success() {
@@ -465,7 +483,11 @@ fn round(race: &Race, rng: &mut Rng, home: &Path, root: &Path, tally: &Mutex<Tal
         tally.refused += 1;
         if !is_lock_held(&why) {
             tally.false_refusals += 1;
-            tally.note(format!("{} refused the write: {}", race.writer.name(), why.trim()));
+            tally.note(format!(
+                "{} refused the write: {}",
+                race.writer.name(),
+                why.trim()
+            ));
         }
         tally.first_refusal.get_or_insert(why);
         return;
