@@ -109,7 +109,7 @@ fn pushed_deletions_and_creations_hold_against_background_maintenance() {
     let budget = Budget::from_env(10, 30);
     // The commits are made first, so that pushes follow each other
     // closely; the other client's two are made the same way.
-    let mut commit = |message: &str| {
+    let commit = |message: &str| {
         std::fs::write(work.join("f"), message).unwrap();
         git_ok(home, &work, &["add", "-A"]);
         git_ok(home, &work, &["commit", "-qm", message]);
