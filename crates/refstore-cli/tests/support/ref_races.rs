@@ -190,6 +190,9 @@ pub struct Tally {
     /// held: the writer misread a ref only it changes.
     pub false_refusals: usize,
     pub packer_failures: usize,
+    /// refstore's packings that failed for another reason than a lock held
+    /// by the writer (judged: a racing write is no reason to fail).
+    pub packer_errors: usize,
     pub listings: usize,
     /// Rounds in which an acknowledged deletion was undone.
     pub rounds_losing_deletions: usize,
@@ -221,6 +224,7 @@ impl Tally {
             + self.listings_missing_refs
             + self.bad_values
             + self.reader_errors
+            + self.packer_errors
     }
 
     fn note(&mut self, example: String) {
@@ -444,9 +448,12 @@ fn round(race: &Race, rng: &mut Rng, home: &Path, root: &Path, tally: &Mutex<Tal
     let mut tally = tally.lock().unwrap();
     if !packed.status.success() {
         tally.packer_failures += 1;
-        tally
-            .first_packer_failure
-            .get_or_insert_with(|| stderr(&packed));
+        let message = stderr(&packed);
+        if race.packer == Tool::Refstore && !message.contains("File exists") {
+            tally.packer_errors += 1;
+            tally.note(format!("refstore's packer failed: {}", message.trim()));
+        }
+        tally.first_packer_failure.get_or_insert(message);
     }
     let mut missing_round = false;
     for s in seen {

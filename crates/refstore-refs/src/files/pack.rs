@@ -137,6 +137,9 @@ impl FilesBackend {
         let path = self.loose_path(name);
         let lock = match LockFile::acquire(&self.vfs, &path, timeout) {
             Ok(lock) => lock,
+            // The ref's directory is gone: a racing deletion removed the ref
+            // (and its emptied directory) since it was packed.
+            Err(LockError::Io(e)) if e.is_not_found() => return Ok(false),
             Err(LockError::Io(e)) => return Err(CommitError::Fs(e)),
             Err(_) => return Ok(false),
         };
