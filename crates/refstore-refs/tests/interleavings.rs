@@ -233,6 +233,47 @@ fn a_crash_at_any_point_of_an_interleaving_loses_nothing_acknowledged() {
 }
 
 #[test]
+fn symbolic_refs_racing_writers_and_housekeeping() {
+    // A symbolic ref created, repointed and deleted by compare-and-swaps
+    // of its own value, while its targets are packed and listed.
+    let main = branch("main");
+    let dev = branch("dev");
+    let head = RefName::new("refs/remotes/origin/HEAD").unwrap();
+    for format in [
+        Format::Files,
+        Format::Reftable {
+            auto_compaction: true,
+        },
+    ] {
+        let scenario = Scenario {
+            format,
+            loose: vec![(main.clone(), id(1)), (dev.clone(), id(2))],
+            packed: Vec::new(),
+            actors: vec![
+                vec![
+                    Act::Symrefs(vec![(head.clone(), None, Some(main.clone()))]),
+                    Act::Symrefs(vec![(head.clone(), Some(main.clone()), Some(dev.clone()))]),
+                ],
+                vec![Act::Symrefs(vec![(head.clone(), Some(main.clone()), None)])],
+                vec![Act::Pack, Act::List],
+                vec![Act::Visit, Act::Read(vec![head.clone(), main.clone()])],
+            ],
+            crashes: false,
+        };
+        exploration(
+            &format!("symbolic refs, {format:?} (bounded)"),
+            &scenario,
+            bounded(1, 1500),
+        );
+        exploration(
+            &format!("symbolic refs, {format:?} (random)"),
+            &scenario,
+            random(300, 300, 3),
+        );
+    }
+}
+
+#[test]
 fn the_checker_rejects_a_deletion_that_comes_back() {
     // The oracle can fail: an acknowledged deletion followed by a read of
     // the old value is no linearizable history.

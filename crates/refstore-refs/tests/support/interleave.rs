@@ -130,7 +130,7 @@ pub fn repository(
                 },
             );
             for (name, value) in loose.iter().chain(packed) {
-                let tx = transaction(&[(name.clone(), None, Some(*value))]);
+                let tx = transaction(&targets(&[(name.clone(), None, Some(*value))]));
                 store.commit(&tx, &commit_options()).unwrap();
             }
         }
@@ -141,15 +141,16 @@ pub fn repository(
 }
 
 /// A transaction of compare-and-swaps: each ref from its expected value
-/// (`None`: absent) to its new one (`None`: deleted).
-pub fn transaction(updates: &[(RefName, Option<ObjectId>, Option<ObjectId>)]) -> Transaction {
+/// (`None`: absent) to its new one (`None`: deleted), symbolic refs
+/// themselves rather than the refs they point to.
+pub fn transaction(updates: &[Swap]) -> Transaction {
     Transaction {
         updates: updates
             .iter()
             .map(|(name, old, new)| Update {
                 name: name.clone(),
-                change: new.map_or(Change::Delete, |n| Change::Set(Target::Object(n))),
-                expected: old.map_or(Expected::Absent, |o| Expected::Value(Target::Object(o))),
+                change: new.clone().map_or(Change::Delete, Change::Set),
+                expected: old.clone().map_or(Expected::Absent, Expected::Value),
                 no_deref: true,
             })
             .collect(),
@@ -186,9 +187,33 @@ pub struct Event {
     pub ret_change: usize,
 }
 
-fn hex(id: Option<ObjectId>) -> String {
-    id.map(|id| id.to_string()).unwrap_or_default()
+/// A ref's value as the checker's registers hold it: "" for absent, the
+/// object id, or `ref: <name>` for a symbolic ref.
+pub fn value(target: Option<&Target>) -> String {
+    match target {
+        None => String::new(),
+        Some(Target::Object(id)) => id.to_string(),
+        Some(Target::Symbolic(to)) => format!("ref: {to}"),
+    }
 }
+
+/// Compare-and-swaps of refs to objects, as compare-and-swaps of values.
+pub fn targets(updates: &[(RefName, Option<ObjectId>, Option<ObjectId>)]) -> Vec<Swap> {
+    updates
+        .iter()
+        .map(|(name, old, new)| {
+            (
+                name.clone(),
+                old.map(Target::Object),
+                new.map(Target::Object),
+            )
+        })
+        .collect()
+}
+
+/// A compare-and-swap of one ref: its name, the value it must hold
+/// (`None`: absent) and its new value (`None`: deleted).
+pub type Swap = (RefName, Option<Target>, Option<Target>);
 
 /// The operations of one run, as the actors record them.
 #[derive(Debug, Default)]
@@ -236,7 +261,7 @@ impl History {
         actor: &Actor,
         sim: &SimFs,
         call: Call,
-        updates: &[(RefName, Option<ObjectId>, Option<ObjectId>)],
+        updates: &[Swap],
         answer: &Result<(), CommitError>,
     ) {
         let ret = self.stamp(actor);
@@ -261,8 +286,8 @@ impl History {
                 client: actor.id(),
                 name: name.to_string(),
                 kind: "cas",
-                old: hex(*old),
-                new: hex(*new),
+                old: value(old.as_ref()),
+                new: value(new.as_ref()),
                 value: String::new(),
                 result,
                 call: call.time,
@@ -279,18 +304,18 @@ impl History {
         actor: &Actor,
         sim: &SimFs,
         call: Call,
-        seen: impl IntoIterator<Item = (RefName, Option<ObjectId>)>,
+        seen: impl IntoIterator<Item = (RefName, Option<Target>)>,
     ) {
         let ret = self.stamp(actor);
         let ret_change = sim.changes();
-        for (name, value) in seen {
+        for (name, seen) in seen {
             self.push(Event {
                 client: actor.id(),
                 name: name.to_string(),
                 kind: "read",
                 old: String::new(),
                 new: String::new(),
-                value: hex(value),
+                value: value(seen.as_ref()),
                 result: "ok",
                 call: call.time,
                 ret,
@@ -337,17 +362,17 @@ pub fn final_reads(
     names
         .iter()
         .map(|name| {
-            let value = store
+            let stored = store
                 .read(name)
                 .map_err(|e| format!("{name} unreadable at the end: {e}"))?
-                .and_then(|r| r.target.object_id().copied());
+                .map(|r| r.target);
             Ok(Event {
                 client,
                 name: name.to_string(),
                 kind: "read",
                 old: String::new(),
                 new: String::new(),
-                value: hex(value),
+                value: value(stored.as_ref()),
                 result: "ok",
                 call: at,
                 ret: at + 1,

@@ -7,15 +7,15 @@
 //! (and the bounded explorations' limits) for longer runs.
 
 use super::interleave::{
-    before_crash, checker, commit_options, final_reads, initial_writes, open, repository,
-    transaction, Format, History,
+    before_crash, checker, commit_options, final_reads, initial_writes, open, repository, targets,
+    transaction, Format, History, Swap,
 };
 use refstore_fs::flush::FlushMethod;
 use refstore_fs::sim::explore::{explore, Actor, ActorFn, Explored, Outcome, Run, Strategy};
 use refstore_fs::sim::{CrashOptions, SimFs};
 use refstore_refs::backend::Backend;
 use refstore_refs::files::pack::PackOptions;
-use refstore_refs::value::TargetView;
+use refstore_refs::value::{Target, TargetView};
 use refstore_refs::{ObjectId, RefName};
 use std::ops::ControlFlow;
 use std::sync::Arc;
@@ -29,6 +29,10 @@ pub type Updates = Vec<(RefName, Option<ObjectId>, Option<ObjectId>)>;
 pub enum Act {
     /// One atomic transaction.
     Transaction(Updates),
+    /// One atomic transaction of symbolic refs themselves: each from the
+    /// ref it must point to (`None`: absent) to its new one (`None`:
+    /// deleted).
+    Symrefs(Vec<(RefName, Option<RefName>, Option<RefName>)>),
     /// A read of each ref, one after the other.
     Read(Vec<RefName>),
     /// A listing of `refs/` (`list`).
@@ -64,6 +68,7 @@ impl Scenario {
             .map(|(n, _)| n.clone())
             .chain(self.actors.iter().flatten().flat_map(|act| match act {
                 Act::Transaction(updates) => updates.iter().map(|(n, _, _)| n.clone()).collect(),
+                Act::Symrefs(updates) => updates.iter().map(|(n, _, _)| n.clone()).collect(),
                 Act::Read(names) => names.clone(),
                 _ => Vec::new(),
             }))
@@ -169,6 +174,15 @@ fn listing_agrees(store: &dyn Backend, names: &[RefName]) -> Result<(), String> 
     Ok(())
 }
 
+/// One atomic transaction of compare-and-swaps, recorded.
+fn swap(swaps: &[Swap], actor: &Actor, store: &dyn Backend, sim: &SimFs, history: &History) {
+    let call = history.call(actor, sim);
+    let answer = store
+        .commit(&transaction(swaps), &commit_options())
+        .map(|_| ());
+    history.transaction(actor, sim, call, swaps, &answer);
+}
+
 fn perform(
     act: &Act,
     actor: &Actor,
@@ -178,12 +192,14 @@ fn perform(
     names: &[RefName],
 ) {
     match act {
-        Act::Transaction(updates) => {
-            let call = history.call(actor, sim);
-            let answer = store
-                .commit(&transaction(updates), &commit_options())
-                .map(|_| ());
-            history.transaction(actor, sim, call, updates, &answer);
+        Act::Transaction(updates) => swap(&targets(updates), actor, store, sim, history),
+        Act::Symrefs(updates) => {
+            let symbolic = |to: &Option<RefName>| to.clone().map(Target::Symbolic);
+            let swaps: Vec<Swap> = updates
+                .iter()
+                .map(|(name, old, new)| (name.clone(), symbolic(old), symbolic(new)))
+                .collect();
+            swap(&swaps, actor, store, sim, history);
         }
         Act::DieAfter(ops) => actor.die_after(*ops),
         // A killed actor's reads fail and answer no one.
@@ -192,7 +208,7 @@ fn perform(
             for name in read {
                 let call = history.call(actor, sim);
                 let value = match store.read(name) {
-                    Ok(value) => value.and_then(|r| r.target.object_id().copied()),
+                    Ok(value) => value.map(|r| r.target),
                     Err(_) if actor.killed() => return,
                     Err(e) => panic!("reading {name}: {e}"),
                 };
@@ -216,7 +232,7 @@ fn perform(
                     .refs
                     .iter()
                     .find(|r| r.name == *name)
-                    .and_then(|r| r.target.object_id().copied());
+                    .map(|r| r.target.clone());
                 (name.clone(), value)
             });
             history.reads(actor, sim, call, seen.collect::<Vec<_>>());
@@ -225,9 +241,13 @@ fn perform(
             let call = history.call(actor, sim);
             let mut shown = Vec::new();
             let visited = store.visit(b"refs/", &mut |view| {
-                if let TargetView::Object(id) = view.target {
-                    shown.push((view.name.to_vec(), id));
-                }
+                shown.push((
+                    view.name.to_vec(),
+                    match view.target {
+                        TargetView::Object(id) => Target::Object(id),
+                        TargetView::Symbolic(to) => Target::Symbolic(to.clone()),
+                    },
+                ));
                 ControlFlow::Continue(())
             });
             match visited {
@@ -243,7 +263,7 @@ fn perform(
                 let value = shown
                     .iter()
                     .find(|(n, _)| n == name.as_bytes())
-                    .map(|(_, id)| *id);
+                    .map(|(_, target)| target.clone());
                 (name.clone(), value)
             });
             history.reads(actor, sim, call, seen.collect::<Vec<_>>());
