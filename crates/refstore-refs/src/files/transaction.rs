@@ -514,6 +514,24 @@ impl FilesBackend {
                 Some(reason) => Err(reason),
                 None => self.lock_ref(&p.target, options.lock_timeout, &mut batch),
             };
+            // The new value is written and handed to the flush batch at
+            // once, so that no descriptor stays open per ref while the
+            // others are locked; locks with nothing to write close theirs.
+            // A lock whose check fails below is rolled back, and one whose
+            // ref already holds the new value is not renamed.
+            let lock = match lock {
+                Ok(mut lock) => {
+                    match &tx.updates[p.index].change {
+                        Change::Set(target) => {
+                            lock.write_all(&loose::format(target))?;
+                            lock.stage(&mut batch)?;
+                        }
+                        _ => lock.close_handle(),
+                    }
+                    Ok(lock)
+                }
+                Err(reason) => Err(reason),
+            };
             held.push((p, lock));
         }
 
@@ -612,17 +630,6 @@ impl FilesBackend {
                 lock.rollback()?;
                 reject(&mut outcome, &p.target, reason)?;
                 continue;
-            }
-            // The new value is written and handed to the flush batch now, so
-            // no descriptor stays open per ref; locks with nothing to write
-            // close theirs.
-            let mut lock = lock;
-            match &update.change {
-                Change::Set(target) if old.as_ref() != Some(target) => {
-                    lock.write_all(&loose::format(target))?;
-                    lock.stage(&mut batch)?;
-                }
-                _ => lock.close_handle(),
             }
             locked.push(Locked {
                 planned: p,
