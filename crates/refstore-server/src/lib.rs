@@ -5,6 +5,7 @@
 
 pub mod access;
 pub mod auth;
+pub mod authorize;
 pub mod capacity;
 pub mod http;
 pub mod maintenance;

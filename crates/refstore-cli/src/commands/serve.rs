@@ -275,11 +275,9 @@ fn join_cluster(options: &mut ServeOptions, globals: &Globals, path: &Path) -> R
             });
     }
     let cluster = refstore_cluster::Cluster::connect(config).map_err(Fatal::new)?;
-    // Repositories are named by their path below the root, as opened:
-    // with symbolic links resolved.
-    let root = refstore_fs::confine::resolve(globals.vfs().as_ref(), &options.root)
-        .unwrap_or_else(|_| options.root.clone());
-    options.ref_source = Some(Arc::new(super::cluster::ClusterRefs::new(cluster, root)));
+    // Repositories are named by the server (`refstore_server::authorize`):
+    // their resolved path below the root, as opened.
+    options.ref_source = Some(Arc::new(super::cluster::ClusterRefs::new(cluster)));
     options.maintenance_workers = 0;
     Ok(())
 }

@@ -12,7 +12,8 @@ use super::respond::{Answer, LogLine, Reply};
 use super::route::{self, Endpoint, Service};
 use super::services;
 use super::ServeOptions;
-use crate::access::{self, Verdict, Want};
+use crate::access::{Verdict, Want};
+use crate::authorize::authorize;
 use crate::metrics::Rejection;
 use crate::permits::Permits;
 use hyper::body::Incoming;
@@ -134,22 +135,30 @@ async fn answer_request(
     if let Some(line) = &mut answer.line {
         line.user = user.clone();
     }
-    let located = {
-        let (state, repo) = (state.clone(), route.repo.clone());
-        blocking(move || crate::access::locate(state.vfs.as_ref(), &state.options.root, &repo))
-            .await
-            .flatten()
+    let decision = {
+        let (state, repo, user, rules) = (
+            state.clone(),
+            route.repo.clone(),
+            user.clone(),
+            rules.clone(),
+        );
+        blocking(move || {
+            authorize(
+                state.vfs.as_ref(),
+                &state.options.root,
+                rules.as_deref(),
+                state.options.allow_push,
+                user.as_deref(),
+                &repo,
+                want,
+            )
+        })
+        .await
     };
-    let key = located
-        .as_ref()
-        .map_or_else(|| route.repo.clone(), |(key, _)| key.clone());
-    match access::decide(
-        rules.as_deref(),
-        state.options.allow_push,
-        user.as_deref(),
-        &key,
-        want,
-    ) {
+    let Some(decision) = decision else {
+        return answer.text(500, "cannot look up the repository", &[]);
+    };
+    match decision.verdict {
         Verdict::Allowed => {}
         Verdict::AuthenticationRequired => {
             let message = match want {
@@ -180,7 +189,7 @@ async fn answer_request(
         }
     }
 
-    let Some((_, path)) = located else {
+    let Some(path) = decision.served else {
         return answer.text(404, "repository not found", &[]);
     };
     let version = services::version(field("Git-Protocol").as_deref());

@@ -25,7 +25,7 @@ mod handler;
 mod jobs;
 mod pace;
 mod push;
-mod replicate;
+pub(crate) mod replicate;
 mod respond;
 pub mod route;
 mod services;
