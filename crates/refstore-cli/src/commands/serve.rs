@@ -5,6 +5,7 @@ mod replicate;
 
 use crate::context::{Fatal, Globals};
 use refstore_fs::Vfs;
+use refstore_protocol::limits::Limits;
 use refstore_server::access::{AccessRules, Reloadable};
 use refstore_server::http::tls::ServerConfig;
 use refstore_server::metrics::Metrics;
@@ -49,20 +50,33 @@ pub struct Args {
     /// per 64 KiB they moved).
     #[arg(long, value_name = "seconds", default_value_t = 60.0)]
     timeout: f64,
-    /// The largest fetch request body accepted, in bytes after
-    /// decompression (answered 413 beyond).
-    #[arg(long, value_name = "bytes", default_value_t = 10 << 20)]
+    /// The largest fetch request accepted, in bytes after decompression
+    /// (answered 413 over HTTP; over SSH, what a client sends in the whole
+    /// session). Sets `refstore.maxFetchRequest` for every served
+    /// repository.
+    #[arg(long, value_name = "bytes", default_value_t = Limits::default().max_fetch_request)]
     max_fetch_request: u64,
-    /// The largest push request body (commands and pack) accepted, in
-    /// bytes after decompression (answered 413 beyond).
-    #[arg(long, value_name = "bytes", default_value_t = 8 << 30)]
+    /// The largest push request (commands, options and pack) accepted, in
+    /// bytes after decompression, over every transport (answered 413 over
+    /// HTTP, `fatal:` over SSH). Sets `refstore.maxPushRequest` for every
+    /// served repository.
+    #[arg(long, value_name = "bytes", default_value_t = Limits::default().max_push_request)]
     max_push_request: u64,
     /// The most the objects of one push may inflate to, in bytes, deltas
     /// counted by the size of their result: a push beyond it is refused as
     /// its pack is read, and nothing of it is kept (0: no bound). Sets
     /// `refstore.maxPushInflated` for every served repository.
-    #[arg(long, value_name = "bytes", default_value_t = refstore_protocol::receive_pack::DEFAULT_MAX_PUSH_INFLATED)]
+    #[arg(long, value_name = "bytes", default_value_t = Limits::default().max_push_inflated.unwrap_or(0))]
     max_push_inflated: u64,
+    /// The most push options one push may send (they are offered only
+    /// where `receive.advertisePushOptions` is true, as git does). Sets
+    /// `refstore.maxPushOptions` for every served repository.
+    #[arg(long, value_name = "n", default_value_t = Limits::default().max_push_options)]
+    max_push_options: u64,
+    /// The most bytes the push options of one push may hold together.
+    /// Sets `refstore.maxPushOptionsSize` for every served repository.
+    #[arg(long, value_name = "bytes", default_value_t = Limits::default().max_push_options_size)]
+    max_push_options_size: u64,
     /// Threads that run `maintenance run --auto` for a repository in the
     /// background after pushes to it (0: none).
     #[arg(long, value_name = "n", default_value_t = 1)]
@@ -150,9 +164,13 @@ pub fn run(args: Args, globals: &Globals) -> Result<u8, Fatal> {
     }
     options.timeout = std::time::Duration::from_secs_f64(args.timeout);
     options.allow_push = args.allow_push;
-    options.max_fetch_request = args.max_fetch_request;
-    options.max_push_request = args.max_push_request;
-    options.max_push_inflated = args.max_push_inflated;
+    options.limits = Limits {
+        max_fetch_request: args.max_fetch_request,
+        max_push_request: args.max_push_request,
+        max_push_inflated: (args.max_push_inflated > 0).then_some(args.max_push_inflated),
+        max_push_options: args.max_push_options,
+        max_push_options_size: args.max_push_options_size,
+    };
     options.config_overrides = globals.config_overrides().to_vec();
     options.replication = replicate::replica(&args.replicate, globals)?;
     if let Some(path) = &args.cluster {

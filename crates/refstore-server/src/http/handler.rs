@@ -232,8 +232,8 @@ async fn answer_request(
         return answer.text(415, "unsupported media type", &[]);
     }
     let limit = match route.service {
-        Service::UploadPack => state.options.max_fetch_request,
-        Service::ReceivePack => state.options.max_push_request,
+        Service::UploadPack => state.options.limits.max_fetch_request,
+        Service::ReceivePack => state.options.limits.max_push_request,
     };
     let encoding = match Encoding::parse(field("Content-Encoding").as_deref()) {
         Ok(encoding) => encoding,

@@ -64,10 +64,11 @@ pub struct ServeOptions {
     /// a response, before it is dropped (plus one second per 64 KiB it
     /// moved, so large transfers at any usable speed are not cut off).
     pub timeout: Duration,
-    /// The largest fetch request body accepted, after decompression.
-    pub max_fetch_request: u64,
-    /// The largest push request body (commands and pack) accepted.
-    pub max_push_request: u64,
+    /// What a client may send: request sizes (after decompression), what
+    /// a push inflates to, push options. The same for every transport:
+    /// given to every repository opened as configuration, which the
+    /// services enforce (see [`refstore_protocol::limits`]).
+    pub limits: refstore_protocol::limits::Limits,
     /// Configuration given on the command line (`-c name=value`), applied
     /// to every served repository.
     pub config_overrides: Vec<refstore_fs::config::Override>,
@@ -81,10 +82,6 @@ pub struct ServeOptions {
     /// Serve HTTPS with this configuration (`--tls-cert`, `--tls-key`);
     /// replaced on SIGHUP, new connections use the new certificate.
     pub tls: Option<Arc<Reloadable<rustls::ServerConfig>>>,
-    /// The most a push's objects may inflate to, in bytes (0: no bound);
-    /// given to receive-pack as `refstore.maxPushInflated`, over what the
-    /// repository's configuration says.
-    pub max_push_inflated: u64,
     /// Replicate pushes' objects to the other nodes of a cluster, and
     /// serve them the internal replication endpoint (`None`: a node
     /// alone). Pushes then always keep their objects as a pack
@@ -106,30 +103,23 @@ impl ServeOptions {
             max_connections: 512,
             max_connections_per_ip: 32,
             timeout: Duration::from_secs(60),
-            // As git http-backend (GIT_HTTP_MAX_REQUEST_BUFFER): room for
-            // some 200k "have" lines, and a fetch request is held in memory.
-            max_fetch_request: 10 << 20,
-            max_push_request: 8 << 30,
+            limits: refstore_protocol::limits::Limits::default(),
             config_overrides: Vec::new(),
             maintenance_workers: 1,
             access: None,
             metrics: Arc::new(Metrics::new()),
             tls: None,
-            max_push_inflated: refstore_protocol::receive_pack::DEFAULT_MAX_PUSH_INFLATED,
             replication: None,
             ref_source: None,
         }
     }
 
     /// The configuration a served repository is opened with: the command
-    /// line's, the server's bound on what a push inflates to, and, when
-    /// replicating, pushes kept as packs.
+    /// line's, the server's limits, and, when replicating, pushes kept as
+    /// packs.
     pub fn repository_overrides(&self) -> Vec<refstore_fs::config::Override> {
         let mut overrides = self.config_overrides.clone();
-        overrides.push(refstore_fs::config::Override {
-            key: refstore_protocol::receive_pack::MAX_PUSH_INFLATED_KEY.to_owned(),
-            value: Some(self.max_push_inflated.to_string()),
-        });
+        overrides.extend(self.limits.overrides());
         if self.replication.is_some() {
             overrides.push(refstore_fs::config::Override {
                 key: "receive.unpackLimit".to_owned(),

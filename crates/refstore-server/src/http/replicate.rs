@@ -91,7 +91,7 @@ pub(super) async fn handle(
                 .as_ref()
                 .map_or_else(Default::default, |l| l.received.clone());
             let mut input = PacedBody::new(request.into_body(), state.options.timeout, received);
-            let limit = state.options.max_push_request;
+            let limit = state.options.limits.max_push_request;
             match body::collect(&mut input, Encoding::Identity, limit).await {
                 Ok(pack) => Some(pack),
                 Err(e) => return refuse_body(state, answer, Failure::of(&e), &e.to_string()),
