@@ -36,11 +36,15 @@ pub struct Args {
     /// turn are not limited by this).
     #[arg(long, value_name = "n", default_value_t = 16)]
     workers: usize,
-    /// Connections open at once; more are answered 503.
+    /// Connections open at once over HTTP; beyond, the one idle the
+    /// longest is closed to make room, or the new one answered 503 when
+    /// all are busy (SSH: closed).
     #[arg(long, value_name = "n", default_value_t = 512)]
     max_connections: usize,
     /// Connections open at once from one client address (IPv6: one /64);
-    /// more are answered 503. One address also runs at most half of
+    /// beyond, over HTTP, the address's connection idle the longest is
+    /// closed to make room, or the new one answered 503 when all are busy.
+    /// One address also runs at most half of
     /// --workers services at once (behind a reverse proxy every client
     /// has the proxy's address).
     #[arg(long, value_name = "n", default_value_t = 32)]

@@ -6,8 +6,10 @@
 //! [`pace`](self::pace). At most `workers` requests run a service at a
 //! time, on tokio's blocking pool, and one client address at most half of
 //! them; a request takes its turn only once it has been read (fetches) or
-//! authenticated (pushes). Connections beyond `max_connections`, or beyond
-//! `max_connections_per_ip` from one address, are answered 503 at once.
+//! authenticated (pushes). Beyond `max_connections`, or beyond
+//! `max_connections_per_ip` from one address, the connection idle the
+//! longest makes room ([`connections`]); when every one is busy the new
+//! connection is answered 503 at once (through TLS on an HTTPS listener).
 //!
 //! Each request is routed to a repository below the served root (paths
 //! that leave it, through `..` or symbolic links, are refused with 404
@@ -20,6 +22,7 @@
 mod body;
 mod bridge;
 mod conn;
+mod connections;
 mod framing;
 mod handler;
 mod jobs;
@@ -35,7 +38,6 @@ use crate::access::{AccessRules, Reloadable};
 use crate::auth::Credentials;
 use crate::capacity::Capacity;
 use crate::metrics::{Metrics, Rejection};
-use crate::per_address::PerAddress;
 use refstore_fs::Vfs;
 use std::net::{SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
@@ -55,10 +57,13 @@ pub struct ServeOptions {
     pub credentials: Credentials,
     /// Requests that run a service at once.
     pub workers: usize,
-    /// Connections open at once; more are answered 503.
+    /// Connections open at once; beyond, the one idle the longest is
+    /// closed, or the new one answered 503 if none is idle.
     pub max_connections: usize,
-    /// Connections open at once from one client address (IPv6: one /64);
-    /// more are answered 503, so that one client cannot take them all.
+    /// Connections open at once from one client address (IPv6: one /64),
+    /// so that one client cannot take them all; beyond, the address's
+    /// connection idle the longest is closed, or the new one answered 503
+    /// if none is idle.
     pub max_connections_per_ip: usize,
     /// How long a client may take to send a request, or to start reading
     /// a response, before it is dropped (plus one second per 64 KiB it
@@ -256,7 +261,11 @@ impl Server {
         };
         let state = self.state;
         let open = Arc::new(AtomicUsize::new(0));
-        let per_address = PerAddress::new(state.options.max_connections_per_ip);
+        let connections = connections::Connections::new(
+            state.options.max_connections,
+            state.options.max_connections_per_ip,
+        );
+        let turning_away = Arc::new(tokio::sync::Semaphore::new(MAX_TURNING_AWAY));
         let (stop, stopping) = tokio::sync::watch::channel(false);
         let mut poll = tokio::time::interval(SHUTDOWN_POLL);
         while !shutdown.load(Ordering::Relaxed) {
@@ -273,26 +282,47 @@ impl Server {
                 _ = poll.tick() => continue,
             };
             let metrics = &state.options.metrics;
-            if open.load(Ordering::Relaxed) >= state.options.max_connections {
-                metrics.rejected(Rejection::Overloaded);
-                tracing::warn!(%client, "too many connections; answering 503");
-                tokio::spawn(turn_away(stream, "too many connections, try again later"));
-                continue;
-            }
-            let Some(held) = per_address.try_take(client.ip()) else {
-                metrics.rejected(Rejection::OverloadedAddress);
-                tracing::warn!(%client, "too many connections from one address; answering 503");
-                tokio::spawn(turn_away(
-                    stream,
-                    "too many connections from your address, try again later",
-                ));
-                continue;
+            let wire = Arc::new(pace::Wire::opened());
+            let place = match connections.admit(client.ip(), wire.clone()) {
+                Ok(place) => place,
+                Err(full) => {
+                    let (reason, message) = match full {
+                        connections::Full::Server => {
+                            tracing::warn!(%client, "too many connections; answering 503");
+                            (
+                                Rejection::Overloaded,
+                                "too many connections, try again later",
+                            )
+                        }
+                        connections::Full::Address => {
+                            tracing::warn!(%client,
+                                "too many connections from one address; answering 503");
+                            (
+                                Rejection::OverloadedAddress,
+                                "too many connections from your address, try again later",
+                            )
+                        }
+                    };
+                    metrics.rejected(reason);
+                    // Only so many at once: beyond, the connection just
+                    // closes (a handshake costs the server more than the
+                    // client).
+                    if let Ok(turn) = turning_away.clone().try_acquire_owned() {
+                        let tls = state.options.tls.as_ref().map(|tls| tls.get());
+                        let timeout = state.options.timeout.min(TURN_AWAY_TIME);
+                        tokio::spawn(async move {
+                            turn_away(stream, tls, timeout, message).await;
+                            drop(turn);
+                        });
+                    }
+                    continue;
+                }
             };
             open.fetch_add(1, Ordering::Relaxed);
             let (state, open, stopping) = (state.clone(), open.clone(), stopping.clone());
             tokio::spawn(async move {
-                conn::serve(state, stream, client, stopping).await;
-                drop(held);
+                conn::serve(state, stream, client, stopping, wire, place.close.clone()).await;
+                drop(place);
                 open.fetch_sub(1, Ordering::Relaxed);
             });
         }
@@ -304,22 +334,56 @@ impl Server {
     }
 }
 
+/// Connections being turned away at once; more are closed without an
+/// answer.
+const MAX_TURNING_AWAY: usize = 32;
+
+/// The most time spent answering a connection that is turned away.
+const TURN_AWAY_TIME: Duration = Duration::from_secs(5);
+
 /// Answers a connection over a limit with 503 and closes it, without
-/// waiting for its request.
-async fn turn_away(mut stream: tokio::net::TcpStream, message: &str) {
+/// waiting for its request. On an HTTPS listener the answer goes through
+/// TLS, after the handshake: a client that gets plain text there reports
+/// a TLS error instead of the server's reason.
+async fn turn_away(
+    stream: tokio::net::TcpStream,
+    tls: Option<Arc<rustls::ServerConfig>>,
+    timeout: Duration,
+    message: &str,
+) {
     let answer = format!(
         "HTTP/1.1 503 Service Unavailable\r\nServer: refstore\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: {}\r\nRetry-After: 1\r\nConnection: close\r\n\r\n{message}\n",
         message.len() + 1
     );
-    // The request, unread, is drained for a moment after the answer: a
-    // socket closed with unread input resets the connection, and the
-    // reset can destroy the answer before the client reads it.
+    let _ = tokio::time::timeout(timeout, async {
+        match tls {
+            None => answer_and_drain(stream, answer.as_bytes()).await,
+            Some(config) => {
+                let stream = tokio_rustls::TlsAcceptor::from(config)
+                    .accept(stream)
+                    .await?;
+                answer_and_drain(stream, answer.as_bytes()).await
+            }
+        }
+    })
+    .await;
+}
+
+/// Writes `answer`, closes the sending side and drains the request,
+/// unread, for a moment: a socket closed with unread input resets the
+/// connection, and the reset can destroy the answer before the client
+/// reads it.
+async fn answer_and_drain<S>(mut stream: S, answer: &[u8]) -> std::io::Result<()>
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+{
+    stream.write_all(answer).await?;
+    stream.shutdown().await?;
+    let mut sink = [0u8; 4096];
     let _ = tokio::time::timeout(Duration::from_secs(1), async {
-        stream.write_all(answer.as_bytes()).await?;
-        stream.shutdown().await?;
-        let mut sink = [0u8; 4096];
         while stream.read(&mut sink).await? > 0 {}
         std::io::Result::Ok(())
     })
     .await;
+    Ok(())
 }
