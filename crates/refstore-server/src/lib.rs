@@ -17,6 +17,7 @@ pub mod ref_source;
 pub mod service;
 pub mod shutdown;
 pub mod ssh;
+pub mod throttle;
 
 pub use auth::Credentials;
 pub use capacity::Capacity;

@@ -189,6 +189,9 @@ pub fn run(args: Args, globals: &Globals) -> Result<u8, Fatal> {
             Credentials::parse,
         )
         .map_err(Fatal::new)?;
+        for warning in options.credentials.warnings() {
+            tracing::warn!("--credentials {}: {warning}", path.display());
+        }
     }
     let access_file = args.access.as_ref().map(|path| globals.cwd().join(path));
     if let Some(path) = &access_file {

@@ -32,6 +32,7 @@ pub(super) struct State {
     pub vfs: Arc<dyn Vfs>,
     pub permits: Permits,
     pub maintenance: Arc<crate::maintenance::Maintenance>,
+    pub throttle: crate::throttle::Throttle,
 }
 
 /// Answers one request whose head was just read.
@@ -118,17 +119,10 @@ async fn answer_request(
     let want = route.service.want();
     let user = match field("Authorization") {
         Some(header) if rules.is_some() || want == Want::Write => {
-            let state = state.clone();
-            // bcrypt takes its time on purpose: not on the event loop.
-            blocking(move || {
-                state
-                    .options
-                    .credentials
-                    .check_header(&header)
-                    .map(str::to_owned)
-            })
-            .await
-            .flatten()
+            match super::login::login(state, answer, header).await {
+                Ok(user) => user,
+                Err(refusal) => return refusal,
+            }
         }
         _ => None,
     };

@@ -26,6 +26,7 @@ mod connections;
 mod framing;
 mod handler;
 mod jobs;
+mod login;
 mod pace;
 mod push;
 pub(crate) mod replicate;
@@ -207,6 +208,7 @@ impl Server {
                 vfs,
                 permits: capacity.permits,
                 maintenance: capacity.maintenance,
+                throttle: crate::throttle::Throttle::new(),
             }),
         })
     }
