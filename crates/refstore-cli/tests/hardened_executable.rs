@@ -13,7 +13,11 @@ fn readelf(args: &[&str]) -> String {
         .arg(env!("CARGO_BIN_EXE_refstore"))
         .output()
         .expect("cannot run readelf: install binutils");
-    assert!(out.status.success(), "readelf {args:?}: {}", support::stderr(&out));
+    assert!(
+        out.status.success(),
+        "readelf {args:?}: {}",
+        support::stderr(&out)
+    );
     String::from_utf8(out.stdout).unwrap()
 }
 
@@ -28,7 +32,10 @@ fn the_executable_is_position_independent_with_full_relro() {
     assert!(kind.contains("DYN"), "not a PIE: {kind}");
 
     let segments = readelf(&["--program-headers", "--wide"]);
-    assert!(segments.contains("GNU_RELRO"), "no RELRO segment:\n{segments}");
+    assert!(
+        segments.contains("GNU_RELRO"),
+        "no RELRO segment:\n{segments}"
+    );
     assert!(segments.contains("INTERP"), "a PIE, not a shared library");
 
     let dynamic = readelf(&["--dynamic", "--wide"]);
@@ -36,7 +43,10 @@ fn the_executable_is_position_independent_with_full_relro() {
         (l.contains("(FLAGS)") && l.contains("BIND_NOW"))
             || (l.contains("(FLAGS_1)") && l.contains(" NOW"))
     });
-    assert!(bind_now, "symbols are bound lazily (no BIND_NOW):\n{dynamic}");
+    assert!(
+        bind_now,
+        "symbols are bound lazily (no BIND_NOW):\n{dynamic}"
+    );
 }
 
 #[test]
@@ -46,7 +56,10 @@ fn the_executable_starts_with_rust_s_runtime() {
     // file it opens; a closed stdout must not make it fail either.
     let out = Command::new("sh")
         .arg("-c")
-        .arg(format!("'{}' --version >&-", env!("CARGO_BIN_EXE_refstore")))
+        .arg(format!(
+            "'{}' --version >&-",
+            env!("CARGO_BIN_EXE_refstore")
+        ))
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", support::stderr(&out));

@@ -159,7 +159,11 @@ fn receive_pack_over_stdio_takes_the_limits_from_the_configuration() {
     let root = home.join("root");
     let work = setup(home, &root, &["proj.git"]);
     let served = root.join("proj.git");
-    git_ok(home, &served, &["config", "refstore.maxPushRequest", "100k"]);
+    git_ok(
+        home,
+        &served,
+        &["config", "refstore.maxPushRequest", "100k"],
+    );
     let before = refs_of(home, &served);
     commit_noise(home, &work, 1 << 20);
     let receive_pack = format!("{} receive-pack", env!("CARGO_BIN_EXE_refstore"));

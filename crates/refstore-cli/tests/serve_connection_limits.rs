@@ -155,7 +155,13 @@ fn an_https_client_over_the_limit_is_answered_through_tls() {
     assert!(!err.to_lowercase().contains("handshake"), "{err}");
 
     let o = Command::new("curl")
-        .args(["-sS", "--cacert", cert.to_str().unwrap(), "-w", "\n%{http_code}"])
+        .args([
+            "-sS",
+            "--cacert",
+            cert.to_str().unwrap(),
+            "-w",
+            "\n%{http_code}",
+        ])
         .arg(format!("{url}/info/refs?service=git-upload-pack"))
         .output()
         .expect("cannot run curl");

@@ -190,7 +190,13 @@ mod tests {
 
     /// Attempts of `user` from `address`, all failing, each started at its
     /// turn; how many were checked within `span`.
-    fn guess(throttle: &Throttle, address: IpAddr, user: &str, start: Instant, span: Duration) -> u32 {
+    fn guess(
+        throttle: &Throttle,
+        address: IpAddr,
+        user: &str,
+        start: Instant,
+        span: Duration,
+    ) -> u32 {
         let mut now = start;
         let mut checked = 0;
         while now < start + span {
@@ -212,7 +218,13 @@ mod tests {
     fn guessing_is_held_to_ten_a_second_and_slows_down_further() {
         let throttle = Throttle::new();
         let start = Instant::now();
-        let checked = guess(&throttle, at("10.0.0.1"), "alice", start, Duration::from_secs(1));
+        let checked = guess(
+            &throttle,
+            at("10.0.0.1"),
+            "alice",
+            start,
+            Duration::from_secs(1),
+        );
         assert!(checked <= FREE_FAILURES + 10, "{checked}");
         assert!(checked > FREE_FAILURES, "{checked}");
         // Further on, the intervals have grown.

@@ -37,7 +37,10 @@ pub(super) async fn serve(
     wire: Arc<Wire>,
     evicted: Arc<Notify>,
 ) {
-    let mut stopping = Stop { server: stopping, evicted };
+    let mut stopping = Stop {
+        server: stopping,
+        evicted,
+    };
     let _counted = state.options.metrics.connection(Transport::Http);
     // Protocol responses are flushed at points the client waits on.
     let _ = stream.set_nodelay(true);

@@ -157,7 +157,9 @@ mod tests {
         let _busy_third = third_wire.request_started();
         let refused = connections.admit(a, Arc::new(Wire::opened()));
         assert_eq!(refused.err(), Some(Full::Address));
-        assert!(connections.admit(address("10.0.0.2"), Arc::new(Wire::opened())).is_ok());
+        assert!(connections
+            .admit(address("10.0.0.2"), Arc::new(Wire::opened()))
+            .is_ok());
         drop(first);
         assert!(connections.admit(a, Arc::new(Wire::opened())).is_ok());
     }
@@ -175,7 +177,8 @@ mod tests {
             .admit(address("10.0.0.3"), Arc::new(Wire::opened()))
             .unwrap();
         older.close.notified().await;
-        let told = tokio::time::timeout(std::time::Duration::from_millis(20), newer.close.notified());
+        let told =
+            tokio::time::timeout(std::time::Duration::from_millis(20), newer.close.notified());
         assert!(told.await.is_err(), "the newer idle connection was closed");
     }
 }
