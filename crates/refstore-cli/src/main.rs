@@ -4,15 +4,6 @@
 //! Global options (`-C`, `--git-dir`, `-c`) and repository discovery follow
 //! git, and so do exit codes: 0 success, 1 a negative answer, 128 a fatal
 //! error (`fatal: ...`), 129 a usage error.
-//!
-//! The entry point is the C `main` (`no_main`), not Rust's runtime start-up:
-//! that start-up reads all of `/proc/self/maps` to place the main thread's
-//! stack guard, about 60 µs of a one-ref `update-ref` that otherwise takes
-//! little more than a millisecond. [`main`] does the rest of what it did
-//! that refstore relies on.
-
-// Unit tests keep the test harness's own `main`.
-#![cfg_attr(not(test), no_main)]
 
 mod allocator;
 mod commands;
@@ -50,44 +41,11 @@ fn cli() -> clap::Command {
         .subcommands(commands::subcommands())
 }
 
-/// The process's entry point, called by the C runtime.
-#[cfg_attr(not(test), unsafe(no_mangle))]
-extern "C" fn main(_argc: libc::c_int, _argv: *const *const libc::c_char) -> libc::c_int {
-    sanitize_standard_descriptors();
-    // Writes to a closed pipe fail with EPIPE instead of killing the
-    // process, as under Rust's runtime.
-    // SAFETY: setting a signal's disposition to "ignore" at start-up, with
-    // no other thread running.
-    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) };
-    let code = run();
-    // `exit` flushes standard output and runs the C atexit handlers.
-    std::process::exit(code.into())
-}
-
-/// Opens `/dev/null` on any of descriptors 0, 1 and 2 that is closed, as
-/// Rust's runtime does, so a file refstore opens can never become its
-/// standard output or error.
-fn sanitize_standard_descriptors() {
-    let mut fds = [0, 1, 2].map(|fd| libc::pollfd {
-        fd,
-        events: 0,
-        revents: 0,
-    });
-    // SAFETY: `fds` is a valid array of three pollfd for the call.
-    let polled = unsafe { libc::poll(fds.as_mut_ptr(), 3, 0) };
-    for pollfd in fds {
-        let closed = if polled < 0 {
-            // SAFETY: F_GETFD only queries the descriptor.
-            (unsafe { libc::fcntl(pollfd.fd, libc::F_GETFD) }) < 0
-        } else {
-            pollfd.revents & libc::POLLNVAL != 0
-        };
-        if closed {
-            // SAFETY: a NUL-terminated path; the lowest free descriptor,
-            // the closed one, is taken.
-            unsafe { libc::open(c"/dev/null".as_ptr(), libc::O_RDWR) };
-        }
-    }
+/// The process's entry point, after Rust's runtime start-up (which opens
+/// `/dev/null` on closed standard descriptors and ignores SIGPIPE, so that
+/// writes to a closed pipe fail with EPIPE).
+fn main() -> std::process::ExitCode {
+    std::process::ExitCode::from(run())
 }
 
 /// Parses the command line and runs the command; the exit code.

@@ -4,6 +4,12 @@
 //! `..` in the request is not enough: a symbolic link inside the root may
 //! point outside it. [`confine`] follows every link the way the kernel
 //! would and accepts the result only if it still lies within the root.
+//! [`repository`] finds the repository a request names the way git does
+//! and confines the directory it would open, which is what servers use.
+
+mod repository;
+
+pub use repository::{repository, Served};
 
 use crate::Vfs;
 use std::collections::VecDeque;
@@ -24,6 +30,8 @@ pub enum ConfineError {
     TooManyLinks,
     /// After following links the path leaves the root.
     Escapes,
+    /// No git repository at the path nor at git's variants of it.
+    NotARepository,
 }
 
 impl std::fmt::Display for ConfineError {
@@ -32,6 +40,7 @@ impl std::fmt::Display for ConfineError {
             ConfineError::Malformed => "the path must be relative and must not contain '..'",
             ConfineError::TooManyLinks => "too many levels of symbolic links",
             ConfineError::Escapes => "the path leads outside the served directory",
+            ConfineError::NotARepository => "not a git repository",
         })
     }
 }
@@ -86,9 +95,10 @@ fn push_front(pending: &mut VecDeque<OsString>, path: &Path) {
     }
 }
 
-/// The location of `relative` below `root`, with symbolic links followed,
-/// if it stays inside `root`. `relative` must be made of plain names only.
-pub fn confine(vfs: &dyn Vfs, root: &Path, relative: &str) -> Result<PathBuf, ConfineError> {
+/// The names of a relative `/`-separated path, empty ones (`//`, a
+/// trailing `/`) left out; refused if it is absolute or holds `.`, `..`
+/// or a NUL.
+fn plain_names(relative: &str) -> Result<Vec<&str>, ConfineError> {
     let names: Vec<&str> = relative.split('/').filter(|n| !n.is_empty()).collect();
     if relative.starts_with('/')
         || relative.contains('\0')
@@ -96,6 +106,13 @@ pub fn confine(vfs: &dyn Vfs, root: &Path, relative: &str) -> Result<PathBuf, Co
     {
         return Err(ConfineError::Malformed);
     }
+    Ok(names)
+}
+
+/// The location of `relative` below `root`, with symbolic links followed,
+/// if it stays inside `root`. `relative` must be made of plain names only.
+pub fn confine(vfs: &dyn Vfs, root: &Path, relative: &str) -> Result<PathBuf, ConfineError> {
+    let names = plain_names(relative)?;
     let root = resolve(vfs, root)?;
     let mut path = root.clone();
     path.extend(names);

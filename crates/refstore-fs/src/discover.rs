@@ -135,7 +135,7 @@ pub fn is_git_directory(vfs: &dyn Vfs, dir: &Path) -> bool {
 
 /// The common directory of `dir` if `dir` is a git directory
 /// ([`is_git_directory`]), found once for both answers.
-fn common_dir_of_git_directory(vfs: &dyn Vfs, dir: &Path) -> Option<PathBuf> {
+pub(crate) fn common_dir_of_git_directory(vfs: &dyn Vfs, dir: &Path) -> Option<PathBuf> {
     let common = common_dir(vfs, dir);
     if !is_dir(vfs, &common.join("objects")) || !is_dir(vfs, &common.join("refs")) {
         return None;
@@ -161,6 +161,13 @@ fn valid_head(content: &[u8]) -> bool {
 
 /// Reads a `.git` file: `gitdir: <path>`, relative to the file's directory.
 fn read_git_file(vfs: &dyn Vfs, file: &Path) -> Result<PathBuf, DiscoverError> {
+    let target = git_file_target(vfs, file)?;
+    Ok(absolute(file.parent().unwrap_or(Path::new("/")), &target))
+}
+
+/// The path a `.git` file names, as written (relative to the file's
+/// directory unless absolute).
+pub(crate) fn git_file_target(vfs: &dyn Vfs, file: &Path) -> Result<PathBuf, DiscoverError> {
     let bytes = vfs
         .read(file)
         .map_err(|_| DiscoverError::InvalidGitFile(file.to_owned()))?;
@@ -169,10 +176,7 @@ fn read_git_file(vfs: &dyn Vfs, file: &Path) -> Result<PathBuf, DiscoverError> {
         .trim_end_matches(['\n', '\r'])
         .strip_prefix("gitdir: ")
         .ok_or_else(|| DiscoverError::InvalidGitFile(file.to_owned()))?;
-    Ok(absolute(
-        file.parent().unwrap_or(Path::new("/")),
-        Path::new(target),
-    ))
+    Ok(PathBuf::from(target))
 }
 
 /// Finds the repository for a command run in `cwd` (absolute).

@@ -115,7 +115,8 @@ pub struct ReceiveRequest {
 /// and, when asked for, the push options.
 pub fn receive_pack(bytes: &[u8], format: ObjectFormat) -> Result<ReceiveRequest, String> {
     let mut input = PacketReader::new(bytes, Dialect::V0).fail_on_err_packets(false);
-    let request = commands::read(&mut input, format).map_err(|e| e.to_string())?;
+    let limits = crate::limits::Limits::default();
+    let request = commands::read(&mut input, format, &limits).map_err(|e| e.to_string())?;
     let caps = request.capabilities;
     let capabilities = [
         (caps.report_status, "report-status"),

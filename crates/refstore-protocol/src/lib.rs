@@ -4,6 +4,7 @@
 
 #[doc(hidden)]
 pub mod fuzzing;
+pub mod limits;
 pub mod objects_stored;
 pub mod objects_wanted;
 pub mod pkt_line;

@@ -14,17 +14,18 @@
 //! user of `--credentials` or an SSH key), so `* write` grants pushes to
 //! every authenticated user. In the glob, `*` and `?` match any characters
 //! including `/` (`*` alone matches every repository), `[...]` a class.
-//! Globs match the repository's path below the served root after symbolic
-//! links are followed, so a link cannot open a private repository under
-//! a public name. Blank lines and lines starting with `#` are ignored.
+//! Globs match the path below the served root of the directory that is
+//! opened, symbolic links followed and `.git` included as on disk
+//! ([`crate::authorize`]), whatever name the client used, so a link cannot
+//! open a private repository under a public name. A work tree's repository
+//! (`dir/.git`) is named `dir`. Blank lines and lines starting with `#`
+//! are ignored.
 //!
 //! [`decide`] turns the rules (or their absence: anonymous reads,
 //! authenticated pushes with `--allow-push`) into what a transport
 //! answers. A client that may not read a repository is never told whether
 //! it exists.
 
-use refstore_fs::Vfs;
-use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
 
 /// What a request does to a repository.
@@ -162,17 +163,6 @@ pub fn decide(
     } else {
         Verdict::NotFound
     }
-}
-
-/// Where the repository a client names as `repo` is below `root`, and its
-/// name for the rules: its path below the root after symbolic links are
-/// followed, so that a link cannot open a private repository under a
-/// public name. `None` if it leads nowhere inside the root.
-pub(crate) fn locate(vfs: &dyn Vfs, root: &Path, repo: &str) -> Option<(String, PathBuf)> {
-    let path = refstore_fs::confine::confine(vfs, root, repo).ok()?;
-    let root = refstore_fs::confine::resolve(vfs, root).ok()?;
-    let name = path.strip_prefix(&root).ok()?.to_str()?.to_owned();
-    Some((name, path))
 }
 
 /// A value shared by every connection and replaced as a whole on reload

@@ -5,11 +5,17 @@
 //! `$2a$...`) or, for tests and throw-away setups, the password itself.
 //! Blank lines and lines starting with `#` are ignored.
 //!
-//! The time a refusal takes tells an attacker nothing useful: plain
-//! passwords are compared through their SHA-256 digests with a comparison
-//! that reads every byte (so neither a matching prefix nor the length of
-//! the password shows), every user name is compared, and an unknown user
-//! costs a bcrypt verification like a known one.
+//! The time a refusal takes tells an attacker nothing useful: every check
+//! verifies exactly one bcrypt hash of the file's cost (the highest cost
+//! in the file, htpasswd's default 5 without bcrypt lines): the user's own,
+//! or, for an unknown user or one with a plain password, a decoy of that
+//! cost made when the file is read. Plain passwords are then compared
+//! through their SHA-256 digests with a comparison that reads every byte,
+//! and every user name is compared. Users whose hashes have a lower cost
+//! than others in the file can still be told apart by timing, and plain
+//! passwords are readable by whoever reads the file: [`Credentials::warnings`]
+//! says so, for the server to log at startup. Guessing is slowed down by
+//! [`crate::throttle`].
 
 use base64::Engine as _;
 use sha2::{Digest, Sha256};
@@ -22,10 +28,14 @@ enum Secret {
     Plain([u8; 32]),
 }
 
-/// A bcrypt hash of a random password nobody knows, at htpasswd's default
-/// cost, verified against when the user is unknown so that the refusal
-/// takes as long as for a known user.
-const DECOY_HASH: &str = "$2y$05$Rvjv7GA2kaZVQn4GWzt9m.Ljuo1wDFzOICOo0ByR6MCozVmjKQtfm";
+/// htpasswd's default bcrypt cost, the decoy's cost for a file without
+/// bcrypt hashes.
+const DEFAULT_COST: u32 = 5;
+
+/// The cost of a bcrypt hash (`$2y$<cost>$...`).
+fn cost_of(hash: &str) -> Option<u32> {
+    hash.get(4..6)?.parse().ok()
+}
 
 fn digest(bytes: &[u8]) -> [u8; 32] {
     Sha256::digest(bytes).into()
@@ -42,6 +52,9 @@ fn same_bytes(a: &[u8; 32], b: &[u8; 32]) -> bool {
 #[derive(Clone, Default)]
 pub struct Credentials {
     users: Vec<(String, Secret)>,
+    /// A bcrypt hash of the file's cost that no password is checked
+    /// against for real (see the module's documentation).
+    decoy: String,
 }
 
 impl std::fmt::Debug for Credentials {
@@ -101,7 +114,63 @@ impl Credentials {
             };
             users.push((user.to_owned(), secret));
         }
-        Ok(Credentials { users })
+        let cost = users
+            .iter()
+            .filter_map(|(_, secret)| match secret {
+                Secret::Bcrypt(hash) => cost_of(hash),
+                Secret::Plain(_) => None,
+            })
+            .max()
+            .unwrap_or(DEFAULT_COST);
+        // The salt is random, so the decoy's password need not be.
+        let decoy = bcrypt::hash("refstore decoy", cost).map_err(|_| CredentialsError {
+            line: 0,
+            reason: "a bcrypt hash with a cost outside 4..=31",
+        })?;
+        Ok(Credentials { users, decoy })
+    }
+
+    /// What an operator should know about the file: users with plain-text
+    /// passwords, and bcrypt costs that differ between users (a login's
+    /// time then tells those users apart).
+    pub fn warnings(&self) -> Vec<String> {
+        let mut warnings = Vec::new();
+        let plain: Vec<&str> = self
+            .users
+            .iter()
+            .filter(|(_, secret)| matches!(secret, Secret::Plain(_)))
+            .map(|(name, _)| name.as_str())
+            .collect();
+        if !plain.is_empty() {
+            warnings.push(format!(
+                "plain-text passwords for {}: anyone who can read the file can log in as them; store bcrypt hashes instead (htpasswd -B)",
+                plain.join(", ")
+            ));
+        }
+        let mut costs: Vec<u32> = self
+            .users
+            .iter()
+            .filter_map(|(_, secret)| match secret {
+                Secret::Bcrypt(hash) => cost_of(hash),
+                Secret::Plain(_) => None,
+            })
+            .collect();
+        costs.sort_unstable();
+        costs.dedup();
+        if costs.len() > 1 {
+            warnings.push(format!(
+                "bcrypt hashes of different costs ({}): logins of users with cheaper hashes take less time, which tells them apart; give every user the same cost (htpasswd -B -C)",
+                costs.iter().map(u32::to_string).collect::<Vec<_>>().join(", ")
+            ));
+        }
+        warnings
+    }
+
+    /// The user name of a Basic `Authorization` header value, unchecked,
+    /// for throttling before the password is checked.
+    pub fn basic_user(header: &str) -> Option<String> {
+        let (user, _) = decode_basic(header)?;
+        Some(user)
     }
 
     /// The number of users.
@@ -116,16 +185,8 @@ impl Credentials {
 
     /// The user an `Authorization` header value authenticates, if any.
     pub fn check_header(&self, header: &str) -> Option<&str> {
-        let (scheme, encoded) = header.trim().split_once(' ')?;
-        if !scheme.eq_ignore_ascii_case("basic") {
-            return None;
-        }
-        let decoded = base64::engine::general_purpose::STANDARD
-            .decode(encoded.trim())
-            .ok()?;
-        let decoded = String::from_utf8(decoded).ok()?;
-        let (user, password) = decoded.split_once(':')?;
-        self.check(user, password)
+        let (user, password) = decode_basic(header)?;
+        self.check(&user, &password)
     }
 
     /// The user's name if `password` is theirs.
@@ -138,16 +199,33 @@ impl Credentials {
             }
         }
         let Some(index) = found else {
-            let _ = bcrypt::verify(password, DECOY_HASH);
+            let _ = std::hint::black_box(bcrypt::verify(password, &self.decoy));
             return None;
         };
         let (name, secret) = &self.users[index];
         let ok = match secret {
             Secret::Bcrypt(hash) => bcrypt::verify(password, hash).unwrap_or(false),
-            Secret::Plain(stored) => same_bytes(stored, &digest(password.as_bytes())),
+            Secret::Plain(stored) => {
+                let _ = std::hint::black_box(bcrypt::verify(password, &self.decoy));
+                same_bytes(stored, &digest(password.as_bytes()))
+            }
         };
         ok.then_some(name.as_str())
     }
+}
+
+/// The user and password of a Basic `Authorization` header value.
+fn decode_basic(header: &str) -> Option<(String, String)> {
+    let (scheme, encoded) = header.trim().split_once(' ')?;
+    if !scheme.eq_ignore_ascii_case("basic") {
+        return None;
+    }
+    let decoded = base64::engine::general_purpose::STANDARD
+        .decode(encoded.trim())
+        .ok()?;
+    let decoded = String::from_utf8(decoded).ok()?;
+    let (user, password) = decoded.split_once(':')?;
+    Some((user.to_owned(), password.to_owned()))
 }
 
 #[cfg(test)]
@@ -199,14 +277,34 @@ mod tests {
     }
 
     #[test]
-    fn the_decoy_is_a_bcrypt_hash_no_short_password_matches() {
-        assert!(bcrypt::verify("", DECOY_HASH).is_ok());
+    fn the_decoy_has_the_file_s_kind_and_cost() {
         let c = Credentials::parse(
-            "alice:$2y$05$Rvjv7GA2kaZVQn4GWzt9m.Ljuo1wDFzOICOo0ByR6MCozVmjKQtfm\n",
+            "alice:$2y$06$Rvjv7GA2kaZVQn4GWzt9m.Ljuo1wDFzOICOo0ByR6MCozVmjKQtfm\n",
         )
         .unwrap();
+        assert_eq!(cost_of(&c.decoy), Some(6));
+        assert!(c.decoy.starts_with("$2"));
         assert_eq!(c.check("bob", "x"), None);
         assert_eq!(c.check("alice", ""), None);
+        let plain = Credentials::parse("bob:pw\n").unwrap();
+        assert_eq!(cost_of(&plain.decoy), Some(DEFAULT_COST));
+    }
+
+    #[test]
+    fn plain_passwords_and_mixed_costs_are_warned_about() {
+        let c = Credentials::parse(concat!(
+            "alice:pw\n",
+            "bob:$2y$05$Rvjv7GA2kaZVQn4GWzt9m.Ljuo1wDFzOICOo0ByR6MCozVmjKQtfm\n",
+            "carol:$2y$07$Rvjv7GA2kaZVQn4GWzt9m.Ljuo1wDFzOICOo0ByR6MCozVmjKQtfm\n",
+        ))
+        .unwrap();
+        let warnings = c.warnings();
+        assert_eq!(warnings.len(), 2, "{warnings:?}");
+        assert!(warnings[0].contains("plain-text passwords for alice"));
+        assert!(warnings[1].contains("(5, 7)"));
+        assert_eq!(cost_of(&c.decoy), Some(7));
+        let hashed = "bob:$2y$05$Rvjv7GA2kaZVQn4GWzt9m.Ljuo1wDFzOICOo0ByR6MCozVmjKQtfm\n";
+        assert!(Credentials::parse(hashed).unwrap().warnings().is_empty());
     }
 
     #[test]

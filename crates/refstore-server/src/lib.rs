@@ -5,6 +5,7 @@
 
 pub mod access;
 pub mod auth;
+pub mod authorize;
 pub mod capacity;
 pub mod http;
 pub mod maintenance;
@@ -16,6 +17,7 @@ pub mod ref_source;
 pub mod service;
 pub mod shutdown;
 pub mod ssh;
+pub mod throttle;
 
 pub use auth::Credentials;
 pub use capacity::Capacity;

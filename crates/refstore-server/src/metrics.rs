@@ -50,6 +50,9 @@ pub enum Rejection {
     Timeout,
     /// 400: a request that cannot be understood.
     BadRequest,
+    /// A login attempt delayed, or refused (429), after failed logins
+    /// (`crate::throttle`).
+    Throttled,
 }
 
 impl Rejection {
@@ -63,6 +66,7 @@ impl Rejection {
             Rejection::OverloadedAddress => "overloaded_address",
             Rejection::Timeout => "timeout",
             Rejection::BadRequest => "bad_request",
+            Rejection::Throttled => "throttled",
         }
     }
 }

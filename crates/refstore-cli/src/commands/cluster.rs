@@ -107,27 +107,23 @@ fn peeler(repo: &Repository) -> Arc<TagPeeler> {
     ))
 }
 
-/// The refs of served repositories, from the cluster's etcd.
+/// The refs of served repositories, from the cluster's etcd, under the
+/// names the server gives them (their resolved path below the root).
 #[derive(Debug)]
 pub struct ClusterRefs {
     cluster: Arc<Cluster>,
-    /// The served root, symbolic links resolved once: repositories are
-    /// named by their path below it.
-    root: PathBuf,
 }
 
 impl ClusterRefs {
-    /// The refs of the repositories below `root` (resolved), from `cluster`.
-    pub fn new(cluster: Arc<Cluster>, root: PathBuf) -> ClusterRefs {
-        ClusterRefs { cluster, root }
+    /// The refs of served repositories, from `cluster`.
+    pub fn new(cluster: Arc<Cluster>) -> ClusterRefs {
+        ClusterRefs { cluster }
     }
 }
 
 impl RefSource for ClusterRefs {
-    fn refs(&self, repo: &Repository) -> Arc<dyn Backend> {
-        let dir = &repo.location.common_dir;
-        let name = repository_name(&self.root, dir).unwrap_or_else(|| dir.display().to_string());
-        let refs = self.cluster.refs(&name, repo.object_format());
+    fn refs(&self, repo: &Repository, name: &str) -> Arc<dyn Backend> {
+        let refs = self.cluster.refs(name, repo.object_format());
         refs.set_peeler(peeler(repo));
         refs
     }

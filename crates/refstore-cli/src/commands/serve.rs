@@ -5,6 +5,7 @@ mod replicate;
 
 use crate::context::{Fatal, Globals};
 use refstore_fs::Vfs;
+use refstore_protocol::limits::Limits;
 use refstore_server::access::{AccessRules, Reloadable};
 use refstore_server::http::tls::ServerConfig;
 use refstore_server::metrics::Metrics;
@@ -35,11 +36,15 @@ pub struct Args {
     /// turn are not limited by this).
     #[arg(long, value_name = "n", default_value_t = 16)]
     workers: usize,
-    /// Connections open at once; more are answered 503.
+    /// Connections open at once over HTTP; beyond, the one idle the
+    /// longest is closed to make room, or the new one answered 503 when
+    /// all are busy (SSH: closed).
     #[arg(long, value_name = "n", default_value_t = 512)]
     max_connections: usize,
     /// Connections open at once from one client address (IPv6: one /64);
-    /// more are answered 503. One address also runs at most half of
+    /// beyond, over HTTP, the address's connection idle the longest is
+    /// closed to make room, or the new one answered 503 when all are busy.
+    /// One address also runs at most half of
     /// --workers services at once (behind a reverse proxy every client
     /// has the proxy's address).
     #[arg(long, value_name = "n", default_value_t = 32)]
@@ -49,20 +54,33 @@ pub struct Args {
     /// per 64 KiB they moved).
     #[arg(long, value_name = "seconds", default_value_t = 60.0)]
     timeout: f64,
-    /// The largest fetch request body accepted, in bytes after
-    /// decompression (answered 413 beyond).
-    #[arg(long, value_name = "bytes", default_value_t = 10 << 20)]
+    /// The largest fetch request accepted, in bytes after decompression
+    /// (answered 413 over HTTP; over SSH, what a client sends in the whole
+    /// session). Sets `refstore.maxFetchRequest` for every served
+    /// repository.
+    #[arg(long, value_name = "bytes", default_value_t = Limits::default().max_fetch_request)]
     max_fetch_request: u64,
-    /// The largest push request body (commands and pack) accepted, in
-    /// bytes after decompression (answered 413 beyond).
-    #[arg(long, value_name = "bytes", default_value_t = 8 << 30)]
+    /// The largest push request (commands, options and pack) accepted, in
+    /// bytes after decompression, over every transport (answered 413 over
+    /// HTTP, `fatal:` over SSH). Sets `refstore.maxPushRequest` for every
+    /// served repository.
+    #[arg(long, value_name = "bytes", default_value_t = Limits::default().max_push_request)]
     max_push_request: u64,
     /// The most the objects of one push may inflate to, in bytes, deltas
     /// counted by the size of their result: a push beyond it is refused as
     /// its pack is read, and nothing of it is kept (0: no bound). Sets
     /// `refstore.maxPushInflated` for every served repository.
-    #[arg(long, value_name = "bytes", default_value_t = refstore_protocol::receive_pack::DEFAULT_MAX_PUSH_INFLATED)]
+    #[arg(long, value_name = "bytes", default_value_t = Limits::default().max_push_inflated.unwrap_or(0))]
     max_push_inflated: u64,
+    /// The most push options one push may send (they are offered only
+    /// where `receive.advertisePushOptions` is true, as git does). Sets
+    /// `refstore.maxPushOptions` for every served repository.
+    #[arg(long, value_name = "n", default_value_t = Limits::default().max_push_options)]
+    max_push_options: u64,
+    /// The most bytes the push options of one push may hold together.
+    /// Sets `refstore.maxPushOptionsSize` for every served repository.
+    #[arg(long, value_name = "bytes", default_value_t = Limits::default().max_push_options_size)]
+    max_push_options_size: u64,
     /// Threads that run `maintenance run --auto` for a repository in the
     /// background after pushes to it (0: none).
     #[arg(long, value_name = "n", default_value_t = 1)]
@@ -150,9 +168,13 @@ pub fn run(args: Args, globals: &Globals) -> Result<u8, Fatal> {
     }
     options.timeout = std::time::Duration::from_secs_f64(args.timeout);
     options.allow_push = args.allow_push;
-    options.max_fetch_request = args.max_fetch_request;
-    options.max_push_request = args.max_push_request;
-    options.max_push_inflated = args.max_push_inflated;
+    options.limits = Limits {
+        max_fetch_request: args.max_fetch_request,
+        max_push_request: args.max_push_request,
+        max_push_inflated: (args.max_push_inflated > 0).then_some(args.max_push_inflated),
+        max_push_options: args.max_push_options,
+        max_push_options_size: args.max_push_options_size,
+    };
     options.config_overrides = globals.config_overrides().to_vec();
     options.replication = replicate::replica(&args.replicate, globals)?;
     if let Some(path) = &args.cluster {
@@ -167,6 +189,9 @@ pub fn run(args: Args, globals: &Globals) -> Result<u8, Fatal> {
             Credentials::parse,
         )
         .map_err(Fatal::new)?;
+        for warning in options.credentials.warnings() {
+            tracing::warn!("--credentials {}: {warning}", path.display());
+        }
     }
     let access_file = args.access.as_ref().map(|path| globals.cwd().join(path));
     if let Some(path) = &access_file {
@@ -275,11 +300,9 @@ fn join_cluster(options: &mut ServeOptions, globals: &Globals, path: &Path) -> R
             });
     }
     let cluster = refstore_cluster::Cluster::connect(config).map_err(Fatal::new)?;
-    // Repositories are named by their path below the root, as opened:
-    // with symbolic links resolved.
-    let root = refstore_fs::confine::resolve(globals.vfs().as_ref(), &options.root)
-        .unwrap_or_else(|_| options.root.clone());
-    options.ref_source = Some(Arc::new(super::cluster::ClusterRefs::new(cluster, root)));
+    // Repositories are named by the server (`refstore_server::authorize`):
+    // their resolved path below the root, as opened.
+    options.ref_source = Some(Arc::new(super::cluster::ClusterRefs::new(cluster)));
     options.maintenance_workers = 0;
     Ok(())
 }

@@ -78,6 +78,11 @@ impl<R: Read> PacketReader<R> {
         Ok(self.read()?.map(Packet::without_lf))
     }
 
+    /// The underlying reader.
+    pub fn get_ref(&self) -> &R {
+        &self.inner
+    }
+
     /// The stream being read, to take over raw bytes that follow the packets.
     /// A packet left by [`peek`](PacketReader::peek) is lost.
     pub fn into_inner(self) -> R {

@@ -13,23 +13,28 @@ use crate::Repository;
 use refstore_refs::value::Target;
 use std::io::Write;
 
-/// The capabilities offered, apart from `object-format` and `agent`.
+/// The capabilities offered, apart from `push-options`, `object-format`
+/// and `agent`.
 const CAPABILITIES: &str =
-    "report-status report-status-v2 delete-refs side-band-64k quiet atomic ofs-delta push-options";
+    "report-status report-status-v2 delete-refs side-band-64k quiet atomic ofs-delta";
 
 /// The `agent` value this server sends.
 fn agent() -> String {
     format!("refstore/{}", env!("CARGO_PKG_VERSION"))
 }
 
-/// Writes the advertisement of `repo`'s refs, ended by a flush-pkt.
+/// Writes the advertisement of `repo`'s refs, ended by a flush-pkt;
+/// `push-options` is offered when `push_options` is true (git's
+/// `receive.advertisePushOptions`, off by default).
 pub(crate) fn write<W: Write>(
     out: &mut PacketWriter<W>,
     repo: &Repository,
+    push_options: bool,
 ) -> Result<(), ReceivePackError> {
     let format = repo.object_format();
     let capabilities = format!(
-        "{CAPABILITIES} object-format={} agent={}",
+        "{CAPABILITIES}{} object-format={} agent={}",
+        if push_options { " push-options" } else { "" },
         format.name(),
         agent()
     );

@@ -9,6 +9,7 @@
 //! does not offer them.
 
 use super::ReceivePackError;
+use crate::limits::Limits;
 use crate::pkt_line::{Packet, PacketReader};
 use refstore_refs::{ObjectFormat, ObjectId};
 use std::io::Read;
@@ -66,6 +67,7 @@ impl Request {
 pub(crate) fn read<R: Read>(
     reader: &mut PacketReader<R>,
     format: ObjectFormat,
+    limits: &Limits,
 ) -> Result<Request, ReceivePackError> {
     let mut request = Request::default();
     loop {
@@ -117,7 +119,7 @@ pub(crate) fn read<R: Read>(
         request.commands.push(parse_command(command, format)?);
     }
     if request.capabilities.push_options {
-        request.push_options = read_push_options(reader)?;
+        request.push_options = read_push_options(reader, limits)?;
     }
     Ok(request)
 }
@@ -176,14 +178,34 @@ fn parse_capabilities(list: &[u8], format: ObjectFormat) -> Result<Capabilities,
     Ok(caps)
 }
 
-/// Reads push options up to their flush-pkt.
+/// Reads push options up to their flush-pkt, at most
+/// `refstore.maxPushOptions` of them and `refstore.maxPushOptionsSize`
+/// bytes together: each is kept until the hooks have run, so their memory
+/// is bounded by what the server allows rather than by what a client sends.
 fn read_push_options<R: Read>(
     reader: &mut PacketReader<R>,
+    limits: &Limits,
 ) -> Result<Vec<Vec<u8>>, ReceivePackError> {
     let mut options = Vec::new();
+    let mut size = 0u64;
     loop {
         match reader.read_text()? {
-            Some(Packet::Data(option)) => options.push(option.to_vec()),
+            Some(Packet::Data(option)) => {
+                size += option.len() as u64;
+                if options.len() as u64 >= limits.max_push_options {
+                    return Err(ReceivePackError::TooLarge(format!(
+                        "too many push options: this server accepts at most {}",
+                        limits.max_push_options
+                    )));
+                }
+                if size > limits.max_push_options_size {
+                    return Err(ReceivePackError::TooLarge(format!(
+                        "the push options are larger than this server accepts ({} bytes)",
+                        limits.max_push_options_size
+                    )));
+                }
+                options.push(option.to_vec());
+            }
             Some(Packet::Flush) => return Ok(options),
             _ => {
                 return Err(ReceivePackError::request(
@@ -214,9 +236,14 @@ mod tests {
     }
 
     fn parse(bytes: &[u8]) -> Result<Request, ReceivePackError> {
+        parse_within(bytes, &Limits::default())
+    }
+
+    fn parse_within(bytes: &[u8], limits: &Limits) -> Result<Request, ReceivePackError> {
         read(
             &mut PacketReader::new(bytes, Dialect::V0),
             ObjectFormat::Sha1,
+            limits,
         )
     }
 
@@ -238,6 +265,28 @@ mod tests {
             request.push_options,
             vec![b"ci.skip".to_vec(), b"a=b".to_vec()]
         );
+    }
+
+    #[test]
+    fn push_options_are_bounded_in_number_and_bytes() {
+        let first = format!("{A} {B} refs/heads/main\0report-status push-options\n");
+        let request = |options: &[&[u8]]| {
+            let mut bytes = packets(&[first.as_bytes()], true);
+            bytes.extend(packets(options, true));
+            bytes
+        };
+        let limits = Limits {
+            max_push_options: 2,
+            max_push_options_size: 8,
+            ..Limits::default()
+        };
+        let within = parse_within(&request(&[b"abcd", b"efgh"]), &limits).unwrap();
+        assert_eq!(within.push_options.len(), 2);
+        let err = parse_within(&request(&[b"a", b"b", b"c"]), &limits).unwrap_err();
+        assert!(matches!(err, ReceivePackError::TooLarge(_)), "{err}");
+        assert!(err.to_string().contains("at most 2"), "{err}");
+        let err = parse_within(&request(&[b"abcd", b"efghi"]), &limits).unwrap_err();
+        assert!(err.to_string().contains("(8 bytes)"), "{err}");
     }
 
     #[test]

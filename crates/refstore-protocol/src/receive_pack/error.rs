@@ -26,6 +26,10 @@ pub enum ReceivePackError {
     /// The configuration cannot be used for writing refs.
     #[error("{0}")]
     Config(String),
+    /// The client sent more than the limits allow
+    /// ([`crate::limits`]): the request, or its push options.
+    #[error("{0}")]
+    TooLarge(String),
 }
 
 impl ReceivePackError {

@@ -13,6 +13,7 @@
 //! object checks judge them by their header (see `limits.rs`).
 
 use super::commands::Command;
+use crate::limits::Limits;
 use crate::Repository;
 use refstore_fs::config::Component;
 use refstore_odb::fsck::{Finding, Fsck, FsckOptions};
@@ -41,6 +42,7 @@ pub(crate) fn receive(
     repo: &Repository,
     input: &mut dyn BufRead,
     fsck: Option<&FsckOptions>,
+    limits: &Limits,
     messages: &mut Vec<String>,
 ) -> Result<Option<Quarantine>, String> {
     let failed = |messages: &mut Vec<String>, reason: String| {
@@ -65,7 +67,8 @@ pub(crate) fn receive(
         return Ok(None);
     }
     let count = u32::from_be_bytes(header[8..12].try_into().expect("four bytes"));
-    let limits = super::limits::ingest_limits(repo).map_err(|e| failed(messages, e))?;
+    let limits =
+        super::ingest_limits::ingest_limits(repo, limits).map_err(|e| failed(messages, e))?;
     let objects_dir = repo.location.common_dir.join("objects");
     let quarantine = Quarantine::create(repo.vfs.clone(), &objects_dir, repo.object_format())
         .map_err(|e| {

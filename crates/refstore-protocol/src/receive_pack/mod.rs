@@ -53,15 +53,15 @@ mod fast_forward;
 mod fsck_config;
 mod hooks;
 mod ingest;
-mod limits;
+mod ingest_limits;
 mod ref_transaction;
 mod relay;
 mod report;
 mod update;
 
 pub use error::ReceivePackError;
-pub use limits::{DEFAULT_MAX_PUSH_INFLATED, MAX_PUSH_INFLATED_KEY};
 
+use crate::limits::{self, Limited, Limits};
 use crate::pkt_line::{Dialect, PacketReader, PacketWriter};
 use crate::Repository;
 use hooks::Hooks;
@@ -91,16 +91,27 @@ pub fn receive_pack(
     input: &mut dyn Read,
     output: &mut dyn Write,
 ) -> Result<usize, ReceivePackError> {
+    let limits = Limits::from_config(&repo.config).map_err(ReceivePackError::Config)?;
     let mut out = PacketWriter::new(output);
     if options.advertise_refs || !options.stateless_rpc {
-        advertisement::write(&mut out, repo)?;
+        let push_options = repo
+            .config
+            .bool("receive.advertisePushOptions")
+            .map_err(|e| ReceivePackError::Config(e.to_string()))?
+            .unwrap_or(false);
+        advertisement::write(&mut out, repo, push_options)?;
         if options.advertise_refs {
             return Ok(0);
         }
     }
+    let input = Limited::new(input, limits.max_push_request);
     let mut reader =
         PacketReader::new(BufReader::new(input), Dialect::V0).fail_on_err_packets(false);
-    let request = commands::read(&mut reader, repo.object_format())?;
+    let request = commands::read(&mut reader, repo.object_format(), &limits);
+    let request = match request {
+        Ok(request) => request,
+        Err(e) => return Err(too_large(reader.get_ref().get_ref()).unwrap_or(e)),
+    };
     if request.commands.is_empty() {
         return Ok(0);
     }
@@ -115,7 +126,9 @@ pub fn receive_pack(
     };
     let received = if request.expects_pack() {
         match fsck_config::options(repo) {
-            Ok(fsck) => ingest::receive(repo, &mut input, fsck.as_ref(), &mut push.messages),
+            Ok(fsck) => {
+                ingest::receive(repo, &mut input, fsck.as_ref(), &limits, &mut push.messages)
+            }
             Err(e) => {
                 push.messages.push(format!("error: {e}"));
                 Err(e)
@@ -124,6 +137,11 @@ pub fn receive_pack(
     } else {
         Ok(None)
     };
+    // A request cut off at the limit ends here, the way HTTP answers 413:
+    // the client is told why, rather than that its pack was bad.
+    if let Some(e) = too_large(input.get_ref()) {
+        return Err(e);
+    }
     let unpack = match received {
         Ok(quarantine) => {
             push.accept(quarantine)?;
@@ -161,6 +179,13 @@ pub fn receive_pack(
     }
     report::finish(&mut push.relay, &mut push.messages)?;
     Ok(updated)
+}
+
+/// The error of a request that went past its limit, if it did.
+fn too_large<R>(input: &Limited<R>) -> Option<ReceivePackError> {
+    input
+        .exceeded()
+        .then(|| ReceivePackError::TooLarge(limits::TooLarge(input.limit()).to_string()))
 }
 
 /// The push options for hooks: git gives `pre-receive` and

@@ -92,7 +92,12 @@ pub fn upload_pack(
         ProtocolVersion::V2 => Dialect::V2,
         ProtocolVersion::V0 | ProtocolVersion::V1 => Dialect::V0,
     };
-    let input: Box<dyn Read + '_> = Box::new(input);
+    // The same bound as HTTP puts on one request, on everything a client
+    // sends in the session (stdio, SSH).
+    let limit = crate::limits::Limits::from_config(&repo.config)
+        .map_err(|e| UploadPackError::Objects(format!("bad configuration: {e}")))?
+        .max_fetch_request;
+    let input: Box<dyn Read + '_> = Box::new(crate::limits::Limited::new(input, limit));
     let output: Box<dyn Write + '_> = Box::new(output);
     let mut session = Session {
         repo,

@@ -1,56 +1,11 @@
 //! Request bodies as the services read them: gzip undone when the client
 //! compressed, and a ceiling on how much one request may send, counted
-//! after decompression.
+//! after decompression ([`refstore_protocol::limits`], the bound every
+//! transport applies).
 
 use super::pace::PacedBody;
+pub use refstore_protocol::limits::{Limited, TooLarge};
 use std::io::{self, Read, Write};
-
-/// Fails with `InvalidData` once more than `limit` bytes were read, so a
-/// client cannot make the server read (or inflate) without end.
-pub struct Limited<R> {
-    inner: R,
-    remaining: u64,
-    limit: u64,
-}
-
-impl<R: Read> Limited<R> {
-    /// Wraps `inner`.
-    pub fn new(inner: R, limit: u64) -> Self {
-        Limited {
-            inner,
-            remaining: limit,
-            limit,
-        }
-    }
-}
-
-impl<R: Read> Read for Limited<R> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        if self.remaining == 0 {
-            // One more byte tells a body of exactly `limit` bytes from a
-            // longer one.
-            let mut probe = [0u8; 1];
-            return match self.inner.read(&mut probe)? {
-                0 => Ok(0),
-                _ => Err(io::Error::new(
-                    io::ErrorKind::InvalidData,
-                    TooLarge(self.limit),
-                )),
-            };
-        }
-        let max = buf
-            .len()
-            .min(usize::try_from(self.remaining).unwrap_or(usize::MAX));
-        let n = self.inner.read(&mut buf[..max])?;
-        self.remaining -= n as u64;
-        Ok(n)
-    }
-}
-
-/// A request body went past the server's limit.
-#[derive(Debug, thiserror::Error)]
-#[error("the request body is larger than this server accepts ({0} bytes)")]
-pub struct TooLarge(pub u64);
 
 /// What went wrong while a request body was read, as the HTTP status that
 /// answers it.
@@ -69,7 +24,7 @@ impl Failure {
     pub fn of(e: &io::Error) -> Failure {
         if e.kind() == io::ErrorKind::TimedOut {
             Failure::TooSlow
-        } else if e.get_ref().is_some_and(|inner| inner.is::<TooLarge>()) {
+        } else if refstore_protocol::limits::is_too_large(e) {
             Failure::TooLarge
         } else {
             Failure::Malformed

@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
-use tokio::sync::watch;
+use tokio::sync::{watch, Notify};
 
 /// The largest request head accepted, request line and fields together.
 /// Git's requests have heads of a few hundred bytes.
@@ -33,8 +33,14 @@ pub(super) async fn serve(
     state: Arc<State>,
     stream: TcpStream,
     client: SocketAddr,
-    mut stopping: watch::Receiver<bool>,
+    stopping: watch::Receiver<bool>,
+    wire: Arc<Wire>,
+    evicted: Arc<Notify>,
 ) {
+    let mut stopping = Stop {
+        server: stopping,
+        evicted,
+    };
     let _counted = state.options.metrics.connection(Transport::Http);
     // Protocol responses are flushed at points the client waits on.
     let _ = stream.set_nodelay(true);
@@ -48,7 +54,6 @@ pub(super) async fn serve(
         return;
     };
     let timeout = state.options.timeout;
-    let wire = Arc::new(Wire::default());
     let scan = Arc::new(Mutex::new(Scan::default()));
     let io = PacedIo::new(stream, timeout, wire.clone());
     let tls = state.options.tls.as_ref().map(|tls| tls.get());
@@ -113,7 +118,7 @@ async fn http<I>(
     io: Watched<I>,
     client: SocketAddr,
     wire: &Arc<Wire>,
-    stopping: &mut watch::Receiver<bool>,
+    stopping: &mut Stop,
 ) -> Outcome
 where
     I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
@@ -195,11 +200,26 @@ where
     Outcome::Done
 }
 
-/// Returns once the server is shutting down.
-async fn until_stopped(stopping: &mut watch::Receiver<bool>) {
-    if stopping.wait_for(|stop| *stop).await.is_err() {
-        // The server is gone without saying so: never.
-        std::future::pending::<()>().await;
+/// What ends a connection early: the server shutting down, or the
+/// connection closed to make room for another ([`super::connections`]).
+struct Stop {
+    server: watch::Receiver<bool>,
+    evicted: Arc<Notify>,
+}
+
+/// Returns once the server is shutting down or the connection is to
+/// close.
+async fn until_stopped(stopping: &mut Stop) {
+    let Stop { server, evicted } = stopping;
+    let server = async {
+        if server.wait_for(|stop| *stop).await.is_err() {
+            // The server is gone without saying so: never.
+            std::future::pending::<()>().await;
+        }
+    };
+    tokio::select! {
+        () = server => {}
+        () = evicted.notified() => {}
     }
 }
 

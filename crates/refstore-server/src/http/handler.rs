@@ -12,7 +12,8 @@ use super::respond::{Answer, LogLine, Reply};
 use super::route::{self, Endpoint, Service};
 use super::services;
 use super::ServeOptions;
-use crate::access::{self, Verdict, Want};
+use crate::access::{Verdict, Want};
+use crate::authorize::authorize;
 use crate::metrics::Rejection;
 use crate::permits::Permits;
 use hyper::body::Incoming;
@@ -31,6 +32,7 @@ pub(super) struct State {
     pub vfs: Arc<dyn Vfs>,
     pub permits: Permits,
     pub maintenance: Arc<crate::maintenance::Maintenance>,
+    pub throttle: crate::throttle::Throttle,
 }
 
 /// Answers one request whose head was just read.
@@ -117,39 +119,40 @@ async fn answer_request(
     let want = route.service.want();
     let user = match field("Authorization") {
         Some(header) if rules.is_some() || want == Want::Write => {
-            let state = state.clone();
-            // bcrypt takes its time on purpose: not on the event loop.
-            blocking(move || {
-                state
-                    .options
-                    .credentials
-                    .check_header(&header)
-                    .map(str::to_owned)
-            })
-            .await
-            .flatten()
+            match super::login::login(state, answer, header).await {
+                Ok(user) => user,
+                Err(refusal) => return refusal,
+            }
         }
         _ => None,
     };
     if let Some(line) = &mut answer.line {
         line.user = user.clone();
     }
-    let located = {
-        let (state, repo) = (state.clone(), route.repo.clone());
-        blocking(move || crate::access::locate(state.vfs.as_ref(), &state.options.root, &repo))
-            .await
-            .flatten()
+    let decision = {
+        let (state, repo, user, rules) = (
+            state.clone(),
+            route.repo.clone(),
+            user.clone(),
+            rules.clone(),
+        );
+        blocking(move || {
+            authorize(
+                state.vfs.as_ref(),
+                &state.options.root,
+                rules.as_deref(),
+                state.options.allow_push,
+                user.as_deref(),
+                &repo,
+                want,
+            )
+        })
+        .await
     };
-    let key = located
-        .as_ref()
-        .map_or_else(|| route.repo.clone(), |(key, _)| key.clone());
-    match access::decide(
-        rules.as_deref(),
-        state.options.allow_push,
-        user.as_deref(),
-        &key,
-        want,
-    ) {
+    let Some(decision) = decision else {
+        return answer.text(500, "cannot look up the repository", &[]);
+    };
+    match decision.verdict {
         Verdict::Allowed => {}
         Verdict::AuthenticationRequired => {
             let message = match want {
@@ -180,7 +183,7 @@ async fn answer_request(
         }
     }
 
-    let Some((_, path)) = located else {
+    let Some(path) = decision.served else {
         return answer.text(404, "repository not found", &[]);
     };
     let version = services::version(field("Git-Protocol").as_deref());
@@ -223,8 +226,8 @@ async fn answer_request(
         return answer.text(415, "unsupported media type", &[]);
     }
     let limit = match route.service {
-        Service::UploadPack => state.options.max_fetch_request,
-        Service::ReceivePack => state.options.max_push_request,
+        Service::UploadPack => state.options.limits.max_fetch_request,
+        Service::ReceivePack => state.options.limits.max_push_request,
     };
     let encoding = match Encoding::parse(field("Content-Encoding").as_deref()) {
         Ok(encoding) => encoding,

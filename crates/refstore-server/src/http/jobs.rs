@@ -6,11 +6,11 @@ use super::handler::State;
 use super::respond::{Answer, Reply};
 use super::route::Route;
 use hyper::Response;
+use refstore_fs::confine::Served;
 use refstore_protocol::repository::{OpenError, Repository};
-use std::path::PathBuf;
 use std::sync::Arc;
 
-/// Takes a turn for the client, then opens the repository at `path` and
+/// Takes a turn for the client, then opens the repository `served` and
 /// runs `service` on it on the blocking pool (a repository stays on the
 /// thread that opened it). Waits for the opening only: the job, or the
 /// answer to give if the repository cannot be opened.
@@ -18,18 +18,17 @@ pub(super) async fn run<T: Send + 'static>(
     state: &Arc<State>,
     answer: &mut Answer,
     route: &Route,
-    path: PathBuf,
+    served: Served,
     service: impl FnOnce(Repository) -> T + Send + 'static,
 ) -> Result<tokio::task::JoinHandle<Option<T>>, Response<Reply>> {
     let address = answer.line.as_ref().and_then(|l| l.client).map(|a| a.ip());
     let permit = state.permits.acquire(address).await;
     let (opened_tx, opened) = tokio::sync::oneshot::channel();
     let job_state = state.clone();
-    let repo_name = route.repo.clone();
     let job = tokio::task::spawn_blocking(move || {
         let _permit = permit;
         let options = &job_state.options;
-        match options.open_repository(job_state.vfs.clone(), &path, &repo_name) {
+        match options.open_repository(job_state.vfs.clone(), &served) {
             Ok(repo) => {
                 let _ = opened_tx.send(Ok(()));
                 Some(service(repo))

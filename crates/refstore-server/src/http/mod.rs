@@ -6,8 +6,10 @@
 //! [`pace`](self::pace). At most `workers` requests run a service at a
 //! time, on tokio's blocking pool, and one client address at most half of
 //! them; a request takes its turn only once it has been read (fetches) or
-//! authenticated (pushes). Connections beyond `max_connections`, or beyond
-//! `max_connections_per_ip` from one address, are answered 503 at once.
+//! authenticated (pushes). Beyond `max_connections`, or beyond
+//! `max_connections_per_ip` from one address, the connection idle the
+//! longest makes room ([`connections`]); when every one is busy the new
+//! connection is answered 503 at once (through TLS on an HTTPS listener).
 //!
 //! Each request is routed to a repository below the served root (paths
 //! that leave it, through `..` or symbolic links, are refused with 404
@@ -20,12 +22,14 @@
 mod body;
 mod bridge;
 mod conn;
+mod connections;
 mod framing;
 mod handler;
 mod jobs;
+mod login;
 mod pace;
 mod push;
-mod replicate;
+pub(crate) mod replicate;
 mod respond;
 pub mod route;
 mod services;
@@ -35,7 +39,6 @@ use crate::access::{AccessRules, Reloadable};
 use crate::auth::Credentials;
 use crate::capacity::Capacity;
 use crate::metrics::{Metrics, Rejection};
-use crate::per_address::PerAddress;
 use refstore_fs::Vfs;
 use std::net::{SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
@@ -55,19 +58,23 @@ pub struct ServeOptions {
     pub credentials: Credentials,
     /// Requests that run a service at once.
     pub workers: usize,
-    /// Connections open at once; more are answered 503.
+    /// Connections open at once; beyond, the one idle the longest is
+    /// closed, or the new one answered 503 if none is idle.
     pub max_connections: usize,
-    /// Connections open at once from one client address (IPv6: one /64);
-    /// more are answered 503, so that one client cannot take them all.
+    /// Connections open at once from one client address (IPv6: one /64),
+    /// so that one client cannot take them all; beyond, the address's
+    /// connection idle the longest is closed, or the new one answered 503
+    /// if none is idle.
     pub max_connections_per_ip: usize,
     /// How long a client may take to send a request, or to start reading
     /// a response, before it is dropped (plus one second per 64 KiB it
     /// moved, so large transfers at any usable speed are not cut off).
     pub timeout: Duration,
-    /// The largest fetch request body accepted, after decompression.
-    pub max_fetch_request: u64,
-    /// The largest push request body (commands and pack) accepted.
-    pub max_push_request: u64,
+    /// What a client may send: request sizes (after decompression), what
+    /// a push inflates to, push options. The same for every transport:
+    /// given to every repository opened as configuration, which the
+    /// services enforce (see [`refstore_protocol::limits`]).
+    pub limits: refstore_protocol::limits::Limits,
     /// Configuration given on the command line (`-c name=value`), applied
     /// to every served repository.
     pub config_overrides: Vec<refstore_fs::config::Override>,
@@ -81,10 +88,6 @@ pub struct ServeOptions {
     /// Serve HTTPS with this configuration (`--tls-cert`, `--tls-key`);
     /// replaced on SIGHUP, new connections use the new certificate.
     pub tls: Option<Arc<Reloadable<rustls::ServerConfig>>>,
-    /// The most a push's objects may inflate to, in bytes (0: no bound);
-    /// given to receive-pack as `refstore.maxPushInflated`, over what the
-    /// repository's configuration says.
-    pub max_push_inflated: u64,
     /// Replicate pushes' objects to the other nodes of a cluster, and
     /// serve them the internal replication endpoint (`None`: a node
     /// alone). Pushes then always keep their objects as a pack
@@ -106,30 +109,23 @@ impl ServeOptions {
             max_connections: 512,
             max_connections_per_ip: 32,
             timeout: Duration::from_secs(60),
-            // As git http-backend (GIT_HTTP_MAX_REQUEST_BUFFER): room for
-            // some 200k "have" lines, and a fetch request is held in memory.
-            max_fetch_request: 10 << 20,
-            max_push_request: 8 << 30,
+            limits: refstore_protocol::limits::Limits::default(),
             config_overrides: Vec::new(),
             maintenance_workers: 1,
             access: None,
             metrics: Arc::new(Metrics::new()),
             tls: None,
-            max_push_inflated: refstore_protocol::receive_pack::DEFAULT_MAX_PUSH_INFLATED,
             replication: None,
             ref_source: None,
         }
     }
 
     /// The configuration a served repository is opened with: the command
-    /// line's, the server's bound on what a push inflates to, and, when
-    /// replicating, pushes kept as packs.
+    /// line's, the server's limits, and, when replicating, pushes kept as
+    /// packs.
     pub fn repository_overrides(&self) -> Vec<refstore_fs::config::Override> {
         let mut overrides = self.config_overrides.clone();
-        overrides.push(refstore_fs::config::Override {
-            key: refstore_protocol::receive_pack::MAX_PUSH_INFLATED_KEY.to_owned(),
-            value: Some(self.max_push_inflated.to_string()),
-        });
+        overrides.extend(self.limits.overrides());
         if self.replication.is_some() {
             overrides.push(refstore_fs::config::Override {
                 key: "receive.unpackLimit".to_owned(),
@@ -212,6 +208,7 @@ impl Server {
                 vfs,
                 permits: capacity.permits,
                 maintenance: capacity.maintenance,
+                throttle: crate::throttle::Throttle::new(),
             }),
         })
     }
@@ -266,7 +263,11 @@ impl Server {
         };
         let state = self.state;
         let open = Arc::new(AtomicUsize::new(0));
-        let per_address = PerAddress::new(state.options.max_connections_per_ip);
+        let connections = connections::Connections::new(
+            state.options.max_connections,
+            state.options.max_connections_per_ip,
+        );
+        let turning_away = Arc::new(tokio::sync::Semaphore::new(MAX_TURNING_AWAY));
         let (stop, stopping) = tokio::sync::watch::channel(false);
         let mut poll = tokio::time::interval(SHUTDOWN_POLL);
         while !shutdown.load(Ordering::Relaxed) {
@@ -283,26 +284,47 @@ impl Server {
                 _ = poll.tick() => continue,
             };
             let metrics = &state.options.metrics;
-            if open.load(Ordering::Relaxed) >= state.options.max_connections {
-                metrics.rejected(Rejection::Overloaded);
-                tracing::warn!(%client, "too many connections; answering 503");
-                tokio::spawn(turn_away(stream, "too many connections, try again later"));
-                continue;
-            }
-            let Some(held) = per_address.try_take(client.ip()) else {
-                metrics.rejected(Rejection::OverloadedAddress);
-                tracing::warn!(%client, "too many connections from one address; answering 503");
-                tokio::spawn(turn_away(
-                    stream,
-                    "too many connections from your address, try again later",
-                ));
-                continue;
+            let wire = Arc::new(pace::Wire::opened());
+            let place = match connections.admit(client.ip(), wire.clone()) {
+                Ok(place) => place,
+                Err(full) => {
+                    let (reason, message) = match full {
+                        connections::Full::Server => {
+                            tracing::warn!(%client, "too many connections; answering 503");
+                            (
+                                Rejection::Overloaded,
+                                "too many connections, try again later",
+                            )
+                        }
+                        connections::Full::Address => {
+                            tracing::warn!(%client,
+                                "too many connections from one address; answering 503");
+                            (
+                                Rejection::OverloadedAddress,
+                                "too many connections from your address, try again later",
+                            )
+                        }
+                    };
+                    metrics.rejected(reason);
+                    // Only so many at once: beyond, the connection just
+                    // closes (a handshake costs the server more than the
+                    // client).
+                    if let Ok(turn) = turning_away.clone().try_acquire_owned() {
+                        let tls = state.options.tls.as_ref().map(|tls| tls.get());
+                        let timeout = state.options.timeout.min(TURN_AWAY_TIME);
+                        tokio::spawn(async move {
+                            turn_away(stream, tls, timeout, message).await;
+                            drop(turn);
+                        });
+                    }
+                    continue;
+                }
             };
             open.fetch_add(1, Ordering::Relaxed);
             let (state, open, stopping) = (state.clone(), open.clone(), stopping.clone());
             tokio::spawn(async move {
-                conn::serve(state, stream, client, stopping).await;
-                drop(held);
+                conn::serve(state, stream, client, stopping, wire, place.close.clone()).await;
+                drop(place);
                 open.fetch_sub(1, Ordering::Relaxed);
             });
         }
@@ -314,22 +336,56 @@ impl Server {
     }
 }
 
+/// Connections being turned away at once; more are closed without an
+/// answer.
+const MAX_TURNING_AWAY: usize = 32;
+
+/// The most time spent answering a connection that is turned away.
+const TURN_AWAY_TIME: Duration = Duration::from_secs(5);
+
 /// Answers a connection over a limit with 503 and closes it, without
-/// waiting for its request.
-async fn turn_away(mut stream: tokio::net::TcpStream, message: &str) {
+/// waiting for its request. On an HTTPS listener the answer goes through
+/// TLS, after the handshake: a client that gets plain text there reports
+/// a TLS error instead of the server's reason.
+async fn turn_away(
+    stream: tokio::net::TcpStream,
+    tls: Option<Arc<rustls::ServerConfig>>,
+    timeout: Duration,
+    message: &str,
+) {
     let answer = format!(
         "HTTP/1.1 503 Service Unavailable\r\nServer: refstore\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: {}\r\nRetry-After: 1\r\nConnection: close\r\n\r\n{message}\n",
         message.len() + 1
     );
-    // The request, unread, is drained for a moment after the answer: a
-    // socket closed with unread input resets the connection, and the
-    // reset can destroy the answer before the client reads it.
+    let _ = tokio::time::timeout(timeout, async {
+        match tls {
+            None => answer_and_drain(stream, answer.as_bytes()).await,
+            Some(config) => {
+                let stream = tokio_rustls::TlsAcceptor::from(config)
+                    .accept(stream)
+                    .await?;
+                answer_and_drain(stream, answer.as_bytes()).await
+            }
+        }
+    })
+    .await;
+}
+
+/// Writes `answer`, closes the sending side and drains the request,
+/// unread, for a moment: a socket closed with unread input resets the
+/// connection, and the reset can destroy the answer before the client
+/// reads it.
+async fn answer_and_drain<S>(mut stream: S, answer: &[u8]) -> std::io::Result<()>
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+{
+    stream.write_all(answer).await?;
+    stream.shutdown().await?;
+    let mut sink = [0u8; 4096];
     let _ = tokio::time::timeout(Duration::from_secs(1), async {
-        stream.write_all(answer.as_bytes()).await?;
-        stream.shutdown().await?;
-        let mut sink = [0u8; 4096];
         while stream.read(&mut sink).await? > 0 {}
         std::io::Result::Ok(())
     })
     .await;
+    Ok(())
 }

@@ -73,6 +73,16 @@ pub struct Wire {
     read_since_request: AtomicU64,
     /// Requests being answered.
     active: AtomicUsize,
+    /// When the connection last finished answering (or opened), in
+    /// milliseconds of [`since_start`]: the oldest idle connection of an
+    /// address is the first closed to make room.
+    last_done: AtomicU64,
+}
+
+/// Milliseconds since the first call, a clock connections share.
+fn since_start() -> u64 {
+    static START: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+    START.get_or_init(Instant::now).elapsed().as_millis() as u64
 }
 
 /// A request being answered, until dropped.
@@ -81,6 +91,7 @@ pub struct Active(Arc<Wire>);
 
 impl Drop for Active {
     fn drop(&mut self) {
+        self.0.last_done.store(since_start(), Ordering::Relaxed);
         self.0.active.fetch_sub(1, Ordering::Relaxed);
     }
 }
@@ -108,6 +119,21 @@ impl Wire {
     /// True if the client sent something since the last request started.
     pub fn partial_head(&self) -> bool {
         self.read_since_request.load(Ordering::Relaxed) > 0
+    }
+
+    /// A connection's wire, opened now.
+    pub fn opened() -> Wire {
+        Wire {
+            last_done: AtomicU64::new(since_start()),
+            ..Wire::default()
+        }
+    }
+
+    /// When the connection became idle (in milliseconds of a clock all
+    /// connections share), or `None` while it answers a request or
+    /// receives the head of the next one.
+    pub fn idle_since(&self) -> Option<u64> {
+        (!self.answering() && !self.partial_head()).then(|| self.last_done.load(Ordering::Relaxed))
     }
 }
 

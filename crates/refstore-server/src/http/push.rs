@@ -11,8 +11,8 @@ use super::respond::{Answer, Reply};
 use super::route::Route;
 use super::services;
 use hyper::Response;
+use refstore_fs::confine::Served;
 use std::cell::Cell;
-use std::path::PathBuf;
 use std::sync::Arc;
 use tokio::sync::mpsc;
 
@@ -22,7 +22,7 @@ pub(super) async fn push(
     state: &Arc<State>,
     answer: &mut Answer,
     route: &Route,
-    path: PathBuf,
+    path: Served,
     mut input: PacedBody,
     encoding: Encoding,
     limit: u64,

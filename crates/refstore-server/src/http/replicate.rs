@@ -11,8 +11,8 @@
 //!   already there is 200 too; one that does not verify is 400 with
 //!   nothing stored).
 //!
-//! The repository path is confined below the served root as for the git
-//! endpoints ([`crate::access::locate`]). These requests run on the
+//! The repository is found and confined below the served root as for the
+//! git endpoints ([`refstore_fs::confine::repository`]), and named alike. These requests run on the
 //! blocking pool without taking a worker's turn: a push waiting for its
 //! peers holds a turn, and two nodes replicating to each other under
 //! load must not wait for each other's turns.
@@ -25,15 +25,15 @@ use super::respond::{Answer, Reply};
 use crate::metrics::Rejection;
 use hyper::body::Incoming;
 use hyper::{Method, Request, Response};
+use refstore_fs::confine::{self, Served};
 use refstore_protocol::repository::{OpenError, Repository};
 use refstore_replica::packs::{self, PackFile};
 use refstore_replica::secret::{self, Verdict};
-use std::path::PathBuf;
 use std::sync::Arc;
 
 /// What a replication request asks.
 #[derive(Debug, Clone, PartialEq, Eq)]
-enum Ask {
+pub(crate) enum Ask {
     List,
     Download(String, PackFile),
     Upload,
@@ -77,11 +77,11 @@ pub(super) async fn handle(
     };
     let located = {
         let (state, repo) = (state.clone(), repo.clone());
-        blocking(move || crate::access::locate(state.vfs.as_ref(), &state.options.root, &repo))
+        blocking(move || confine::repository(state.vfs.as_ref(), &state.options.root, &repo).ok())
             .await
             .flatten()
     };
-    let Some((_, path)) = located else {
+    let Some(served) = located else {
         return answer.text(404, "repository not found", &[]);
     };
     let pack = match ask {
@@ -91,7 +91,7 @@ pub(super) async fn handle(
                 .as_ref()
                 .map_or_else(Default::default, |l| l.received.clone());
             let mut input = PacedBody::new(request.into_body(), state.options.timeout, received);
-            let limit = state.options.max_push_request;
+            let limit = state.options.limits.max_push_request;
             match body::collect(&mut input, Encoding::Identity, limit).await {
                 Ok(pack) => Some(pack),
                 Err(e) => return refuse_body(state, answer, Failure::of(&e), &e.to_string()),
@@ -101,7 +101,7 @@ pub(super) async fn handle(
     };
     let job_state = state.clone();
     let name = repo.clone();
-    let outcome = blocking(move || serve(&job_state, path, &ask, pack.as_deref())).await;
+    let outcome = blocking(move || serve(&job_state, served, &ask, pack.as_deref())).await;
     match outcome {
         Some(Ok(body)) => answer.whole("application/octet-stream", body),
         Some(Err((status, message))) => {
@@ -116,17 +116,17 @@ pub(super) async fn handle(
     }
 }
 
-/// Does what `ask` asks of the repository at `path`: the answer's body,
+/// Does what `ask` asks of the repository `served`: the answer's body,
 /// or its status and message.
 fn serve(
     state: &State,
-    path: PathBuf,
+    served: Served,
     ask: &Ask,
     pack: Option<&[u8]>,
 ) -> Result<Vec<u8>, (u16, String)> {
-    let repo = Repository::open(
+    let repo = Repository::open_location(
         state.vfs.clone(),
-        &path,
+        served.location,
         &state.options.repository_overrides(),
     )
     .map_err(|e| match e {
@@ -154,7 +154,7 @@ fn serve(
 
 /// The repository and the request of a path below the prefix; `None` for
 /// anything else.
-fn parse(method: &Method, target: &str) -> Option<(String, Ask)> {
+pub(crate) fn parse(method: &Method, target: &str) -> Option<(String, Ask)> {
     let path = target.split_once('?').map_or(target, |(path, _)| path);
     let path = path.strip_prefix(refstore_replica::ENDPOINT_PREFIX)?;
     let path = super::route::percent_decode(path)?;

@@ -10,16 +10,17 @@ use super::bridge::{ChannelInput, ChannelOutput};
 use super::exec::{self, Command, Service};
 use super::idle::Busy;
 use super::Shared;
-use crate::access::{decide, Verdict};
+use crate::access::Verdict;
+use crate::authorize::authorize;
 use crate::metrics::{Rejection, Transport};
 use bytes::Bytes;
+use refstore_fs::confine::Served;
 use refstore_protocol::repository::{OpenError, Repository};
 use refstore_protocol::version::ProtocolVersion;
 use refstore_protocol::{receive_pack, upload_pack};
 use russh::server::Msg;
 use russh::ChannelWriteHalf;
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
@@ -237,22 +238,22 @@ fn finish(
     }
 }
 
-/// The repository's location if `user` may do what `command` does to it;
-/// else the answer to give.
-fn permitted(shared: &Shared, user: &str, command: &Command) -> Result<PathBuf, Outcome> {
+/// The repository if `user` may do what `command` does to it; else the
+/// answer to give.
+fn permitted(shared: &Shared, user: &str, command: &Command) -> Result<Served, Outcome> {
     let options = &shared.options;
-    let vfs = shared.vfs.as_ref();
-    let (name, path) = crate::access::locate(vfs, &options.root, command.relative())
-        .ok_or_else(|| not_found(command))?;
     let rules = options.access.as_ref().map(|rules| rules.get());
-    match decide(
+    let decision = authorize(
+        shared.vfs.as_ref(),
+        &options.root,
         rules.as_deref(),
         options.allow_push,
         Some(user),
-        &name,
+        command.relative(),
         command.service.want(),
-    ) {
-        Verdict::Allowed => Ok(path),
+    );
+    match decision.verdict {
+        Verdict::Allowed => decision.served.ok_or_else(|| not_found(command)),
         Verdict::NotFound | Verdict::AuthenticationRequired => {
             options.metrics.rejected(Rejection::Forbidden);
             Err(not_found(command))
@@ -264,9 +265,9 @@ fn permitted(shared: &Shared, user: &str, command: &Command) -> Result<PathBuf, 
     }
 }
 
-fn open(shared: &Shared, path: &std::path::Path, command: &Command) -> Result<Repository, Outcome> {
+fn open(shared: &Shared, served: &Served, command: &Command) -> Result<Repository, Outcome> {
     let options = &shared.options;
-    match options.open_repository(shared.vfs.clone(), path, command.relative()) {
+    match options.open_repository(shared.vfs.clone(), served) {
         Ok(repo) => Ok(repo),
         Err(OpenError::NotARepository(_)) => Err(not_found(command)),
         Err(e) => {

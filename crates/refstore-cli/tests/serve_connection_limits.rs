@@ -1,0 +1,175 @@
+//! Connections over `--max-connections-per-ip`, over HTTP and HTTPS:
+//!
+//! - a client that opens a new connection for each request and leaves the
+//!   earlier ones idle (as JGit over HTTPS does) is never refused: idle
+//!   connections make room;
+//! - a connection refused because its address's connections are all busy
+//!   gets its 503 through TLS on an HTTPS listener, so git and curl report
+//!   the server's reason instead of a failed handshake.
+
+mod served;
+mod support;
+use served::*;
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+use support::*;
+
+fn certificate(home: &Path) -> (PathBuf, PathBuf, Vec<u8>) {
+    let made =
+        rcgen::generate_simple_self_signed(vec!["127.0.0.1".to_owned(), "localhost".to_owned()])
+            .unwrap();
+    let cert = home.join("server.crt");
+    let key = home.join("server.key");
+    std::fs::write(&cert, made.cert.pem()).unwrap();
+    std::fs::write(&key, made.signing_key.serialize_pem()).unwrap();
+    (cert, key, made.cert.der().to_vec())
+}
+
+fn setup(home: &Path, root: &Path) {
+    let work = home.join("work");
+    git_ok(home, home, &["init", "-q", "-b", "main", "work"]);
+    git_ok(home, &work, &["commit", "-q", "--allow-empty", "-m", "a"]);
+    std::fs::create_dir_all(root).unwrap();
+    bare_clone(home, &work, &root.join("proj.git"));
+}
+
+/// A TLS client trusting `ca` (DER), over `tcp`.
+fn tls(tcp: TcpStream, ca: &[u8]) -> rustls::StreamOwned<rustls::ClientConnection, TcpStream> {
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(ca.to_vec().into()).unwrap();
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    let name = "127.0.0.1".try_into().unwrap();
+    let connection = rustls::ClientConnection::new(Arc::new(config), name).unwrap();
+    rustls::StreamOwned::new(connection, tcp)
+}
+
+/// Sends one keep-alive request for the advertisement and reads its whole
+/// answer (chunked); the status. The connection stays open.
+fn advertisement(stream: &mut impl ReadWrite) -> u16 {
+    let request = "GET /proj.git/info/refs?service=git-upload-pack HTTP/1.1\r\nHost: x\r\n\r\n";
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut answer = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        let n = stream.read(&mut buf).unwrap_or(0);
+        if n == 0 {
+            break;
+        }
+        answer.extend_from_slice(&buf[..n]);
+        let text = String::from_utf8_lossy(&answer);
+        if text.ends_with("\r\n0\r\n\r\n") || (text.contains(" 503 ") && text.ends_with('\n')) {
+            break;
+        }
+    }
+    let text = String::from_utf8_lossy(&answer);
+    text.split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0)
+}
+
+trait ReadWrite: Read + Write {}
+impl<T: Read + Write> ReadWrite for T {}
+
+#[test]
+fn idle_keep_alive_connections_never_lock_an_address_out() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path();
+    let root = home.join("root");
+    setup(home, &root);
+    let (cert, key, ca) = certificate(home);
+    let plain = Served::start(home, &root, &["--max-connections-per-ip", "4"]);
+    let secure = Served::start(
+        home,
+        &root,
+        &[
+            "--max-connections-per-ip",
+            "4",
+            "--tls-cert",
+            cert.to_str().unwrap(),
+            "--tls-key",
+            key.to_str().unwrap(),
+        ],
+    );
+    // Forty requests, each on a new connection, the earlier ones left
+    // open and idle.
+    let mut held: Vec<Box<dyn ReadWrite>> = Vec::new();
+    for round in 0..40 {
+        let mut stream: Box<dyn ReadWrite> = Box::new(TcpStream::connect(&plain.addr).unwrap());
+        assert_eq!(advertisement(&mut stream), 200, "plain HTTP, round {round}");
+        held.push(stream);
+        let tcp = TcpStream::connect(&secure.addr).unwrap();
+        let mut stream: Box<dyn ReadWrite> = Box::new(tls(tcp, &ca));
+        assert_eq!(advertisement(&mut stream), 200, "HTTPS, round {round}");
+        held.push(stream);
+    }
+}
+
+#[test]
+fn an_https_client_over_the_limit_is_answered_through_tls() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path();
+    let root = home.join("root");
+    setup(home, &root);
+    let (cert, key, ca) = certificate(home);
+    let server = Served::start(
+        home,
+        &root,
+        &[
+            "--max-connections-per-ip",
+            "1",
+            "--timeout",
+            "30",
+            "--tls-cert",
+            cert.to_str().unwrap(),
+            "--tls-key",
+            key.to_str().unwrap(),
+        ],
+    );
+    // The address's one connection is busy: a request whose body is on
+    // its way.
+    let mut busy = tls(TcpStream::connect(&server.addr).unwrap(), &ca);
+    let head = "POST /proj.git/git-upload-pack HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-git-upload-pack-request\r\nContent-Length: 1000\r\n\r\n0032want ";
+    busy.write_all(head.as_bytes()).unwrap();
+    busy.flush().unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+
+    let url = format!("https://{}/proj.git", server.addr);
+    let o = isolate(&mut Command::new("git"), home)
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .env("GIT_SSL_CAINFO", &cert)
+        .args(["ls-remote", &url])
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    let err = stderr(&o);
+    assert!(err.contains("503"), "{err}");
+    assert!(!err.to_lowercase().contains("handshake"), "{err}");
+
+    let o = Command::new("curl")
+        .args([
+            "-sS",
+            "--cacert",
+            cert.to_str().unwrap(),
+            "-w",
+            "\n%{http_code}",
+        ])
+        .arg(format!("{url}/info/refs?service=git-upload-pack"))
+        .output()
+        .expect("cannot run curl");
+    let out = stdout(&o);
+    assert!(out.ends_with("\n503"), "{out} {}", stderr(&o));
+    assert!(
+        out.contains("too many connections from your address"),
+        "{out}"
+    );
+    drop(busy);
+}

@@ -1,0 +1,118 @@
+//! HTTP logins against `--credentials`: a warning at startup for plain-text
+//! passwords, and password guessing held to at most ten checked attempts
+//! a second from one address after the first few (later ones refused with
+//! 429), while the user's own address still logs in.
+
+mod served;
+mod support;
+use base64::Engine as _;
+use served::*;
+use std::io::Write;
+use std::net::TcpStream;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use support::*;
+
+fn setup(home: &Path, root: &Path) {
+    let work = home.join("work");
+    git_ok(home, home, &["init", "-q", "-b", "main", "work"]);
+    git_ok(home, &work, &["commit", "-q", "--allow-empty", "-m", "a"]);
+    std::fs::create_dir_all(root).unwrap();
+    bare_clone(home, &work, &root.join("proj.git"));
+}
+
+fn connect_from(from: &str, server: &str) -> TcpStream {
+    let from: std::net::SocketAddr = format!("{from}:0").parse().unwrap();
+    let server: std::net::SocketAddr = server.parse().unwrap();
+    let socket = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+    socket.bind(&from.into()).unwrap();
+    socket.connect(&server.into()).unwrap();
+    socket.into()
+}
+
+/// The status of a push advertisement asked for as `user:password` from
+/// the address `from`.
+fn login(server: &Served, from: &str, user_password: &str) -> u16 {
+    let mut stream = connect_from(from, &server.addr);
+    let basic = base64::engine::general_purpose::STANDARD.encode(user_password);
+    let request = format!(
+        "GET /proj.git/info/refs?service=git-receive-pack HTTP/1.0\r\nHost: x\r\nAuthorization: Basic {basic}\r\n\r\n"
+    );
+    stream.write_all(request.as_bytes()).unwrap();
+    read_answer(&mut stream).0
+}
+
+#[test]
+fn guessing_is_throttled_per_address_without_locking_the_user_out() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path();
+    let root = home.join("root");
+    setup(home, &root);
+    let users = home.join("users");
+    std::fs::write(&users, "alice:alice-pw\n").unwrap();
+    let server = Served::start(
+        home,
+        &root,
+        &["--allow-push", "--credentials", users.to_str().unwrap()],
+    );
+    // alice works from 127.0.0.2.
+    assert_eq!(login(&server, "127.0.0.2", "alice:alice-pw"), 200);
+
+    // Eight connections at a time guess alice's password from 127.0.0.1.
+    let checked = Arc::new(AtomicUsize::new(0));
+    let refused = Arc::new(AtomicUsize::new(0));
+    let guessing = Arc::new(AtomicBool::new(true));
+    let started = Instant::now();
+    let guessers: Vec<_> = (0..8)
+        .map(|i| {
+            let (checked, refused, guessing) = (checked.clone(), refused.clone(), guessing.clone());
+            let addr = server.addr.clone();
+            std::thread::spawn(move || {
+                let mut n = 0;
+                while guessing.load(Ordering::Relaxed) {
+                    let mut stream = connect_from("127.0.0.1", &addr);
+                    let basic = base64::engine::general_purpose::STANDARD
+                        .encode(format!("alice:guess-{i}-{n}"));
+                    let request = format!(
+                        "GET /proj.git/info/refs?service=git-receive-pack HTTP/1.0\r\nHost: x\r\nAuthorization: Basic {basic}\r\n\r\n"
+                    );
+                    stream.write_all(request.as_bytes()).unwrap();
+                    match read_answer(&mut stream).0 {
+                        401 => checked.fetch_add(1, Ordering::Relaxed),
+                        429 => refused.fetch_add(1, Ordering::Relaxed),
+                        other => panic!("a guess answered {other}"),
+                    };
+                    n += 1;
+                }
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_secs(3));
+    // Meanwhile alice, from her address, still logs in (her address is
+    // not in the queue of her name's failures: see the throttle's unit
+    // tests for the turn it gets).
+    assert_eq!(login(&server, "127.0.0.2", "alice:alice-pw"), 200);
+    guessing.store(false, Ordering::Relaxed);
+    for guesser in guessers {
+        guesser.join().unwrap();
+    }
+    let elapsed = started.elapsed().as_secs_f64();
+    let checked = checked.load(Ordering::Relaxed);
+    // Five free failures, then one every 100 ms at most.
+    let bound = 5 + (elapsed * 10.0).ceil() as usize + 1;
+    assert!(
+        checked <= bound,
+        "{checked} guesses checked in {elapsed:.1} s (at most {bound})"
+    );
+    assert!(checked >= 5, "{checked}");
+    assert!(refused.load(Ordering::Relaxed) > 0, "no guess was refused");
+
+    let (code, log) = server.stop();
+    assert_eq!(code, Some(0), "{log}");
+    assert!(
+        log.contains("plain-text passwords for alice"),
+        "no startup warning: {log}"
+    );
+}
