@@ -263,12 +263,12 @@ fn symbolic_refs_racing_writers_and_housekeeping() {
         exploration(
             &format!("symbolic refs, {format:?} (bounded)"),
             &scenario,
-            bounded(1, 1500),
+            bounded(1, 600),
         );
         exploration(
             &format!("symbolic refs, {format:?} (random)"),
             &scenario,
-            random(300, 300, 3),
+            random(300, 200, 3),
         );
     }
 }
