@@ -17,6 +17,7 @@ use refstore_refs::backend::Backend;
 use refstore_refs::files::pack::PackOptions;
 use refstore_refs::value::{Target, TargetView};
 use refstore_refs::{ObjectId, RefName};
+use std::io::Write;
 use std::ops::ControlFlow;
 use std::sync::Arc;
 use std::time::Duration;
@@ -318,8 +319,11 @@ pub fn exploration(label: &str, scenario: &Scenario, strategy: Strategy) -> Expl
     );
     match result {
         Ok(explored) => {
-            println!(
-                "{label}: {} schedules ({}), {} turns, {} histories checked, {} crash states",
+            // Straight to the process's standard error, which the test
+            // harness does not capture: CI's log reports every exploration.
+            let _ = writeln!(
+                std::io::stderr(),
+                "explored {label}: {} schedules ({}), {} turns, {} histories checked, {} crash states",
                 explored.schedules,
                 match (&strategy, explored.exhausted) {
                     (Strategy::Bounded { .. }, true) => "every schedule within the bound",
