@@ -490,17 +490,7 @@ impl FilesBackend {
                 missing.push(p.target.clone());
             }
         }
-        let mut existing = Existing {
-            backend: self,
-            packed: &packed,
-            loose_dirs: BTreeMap::new(),
-            error: None,
-        };
-        let conflicts = availability::check(&missing, &affected, &mut existing);
-        if let Some(e) = existing.error {
-            return Err(e.into());
-        }
-        let mut blocked = availability::rejections(conflicts);
+        let mut blocked = self.unavailable(&missing, &affected, &packed)?;
 
         // 2. Lock every ref.
         let vfs = self.vfs.clone();
@@ -566,17 +556,7 @@ impl FilesBackend {
             .refreshed(self.packed_text()?, self.format, tx.updates.len())
             .map_err(|e| self.packed_error(e))?;
         if changed && !missing.is_empty() {
-            let mut existing = Existing {
-                backend: self,
-                packed: &packed,
-                loose_dirs: BTreeMap::new(),
-                error: None,
-            };
-            let conflicts = availability::check(&missing, &affected, &mut existing);
-            if let Some(e) = existing.error {
-                return Err(e.into());
-            }
-            blocked = availability::rejections(conflicts);
+            blocked = self.unavailable(&missing, &affected, &packed)?;
         }
 
         // 3. Check old values under the locks, write new ones.
@@ -670,6 +650,28 @@ impl FilesBackend {
             outcome,
             clock,
         })
+    }
+
+    /// The refs of `missing` (to be created) that another ref is in the
+    /// way of, in the store (`packed` and the loose files) or among
+    /// `affected`, with the reason each is rejected.
+    fn unavailable(
+        &self,
+        missing: &[RefName],
+        affected: &BTreeSet<RefName>,
+        packed: &PackedSnapshot,
+    ) -> Result<BTreeMap<RefName, Rejection>, CommitError> {
+        let mut existing = Existing {
+            backend: self,
+            packed,
+            loose_dirs: BTreeMap::new(),
+            error: None,
+        };
+        let conflicts = availability::check(missing, affected, &mut existing);
+        if let Some(e) = existing.error {
+            return Err(e.into());
+        }
+        Ok(availability::rejections(conflicts))
     }
 
     /// Takes the lock of a ref, creating its directories; a file in the way
