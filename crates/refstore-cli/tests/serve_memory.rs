@@ -218,3 +218,76 @@ fn concurrent_pushes_and_clones_of_a_500_mib_blob_stay_within_64_mib() {
         }
     }
 }
+
+/// `len` bytes that do not compress, the same on every run.
+fn noise(seed: u64, len: usize) -> Vec<u8> {
+    let mut state = seed;
+    (0..len)
+        .map(|_| {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (state >> 56) as u8
+        })
+        .collect()
+}
+
+#[test]
+fn deltas_of_files_above_the_serving_threshold_are_still_taken() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path();
+    let src = home.join("src");
+    git_ok(home, home, &["init", "-q", "-b", "main", "src"]);
+    // 20 MB: above serve's threshold (16 MiB), far below git's, so git
+    // sends its later versions as deltas.
+    let mut content = noise(1, 20 << 20);
+    let mut commit = |round: u8| {
+        content.extend_from_slice(&[round; 8]);
+        std::fs::write(src.join("f"), &content).unwrap();
+        git_ok(home, &src, &["add", "f"]);
+        git_ok(home, &src, &["commit", "-q", "-m", &round.to_string()]);
+    };
+    commit(0);
+    let root = home.join("root");
+    std::fs::create_dir_all(&root).unwrap();
+    for (name, limit) in [("loose.git", "100"), ("packed.git", "1")] {
+        git_ok(home, &root, &["init", "-q", "--bare", name]);
+        let repo = root.join(name);
+        git_ok(home, &repo, &["config", "receive.unpackLimit", limit]);
+        git_ok(home, &repo, &["config", "receive.fsckObjects", "true"]);
+    }
+    let users = home.join("users");
+    std::fs::write(&users, "bob:pw\n").unwrap();
+    let server = Served::start(
+        home,
+        &root,
+        &["--allow-push", "--credentials", users.to_str().unwrap()],
+    );
+    let push = |name: &str| {
+        let url = server.url_as("bob", "pw", name);
+        let out = git_net(home, &src, &["push", "-q", &url, "main"]);
+        assert!(out.status.success(), "{name}: {}", stderr(&out));
+    };
+    // The first version whole; then two more: one a delta against the
+    // server's copy (a thin pack), the other against the first in the
+    // same pack.
+    push("loose.git");
+    push("packed.git");
+    commit(1);
+    commit(2);
+    git_ok(home, &src, &["repack", "-adq", "--depth=50"]);
+    push("loose.git");
+    push("packed.git");
+    let head = git_ok(home, &src, &["rev-parse", "HEAD"]);
+    for name in ["loose.git", "packed.git"] {
+        let repo = root.join(name);
+        assert_eq!(git_ok(home, &repo, &["rev-parse", "main"]), head, "{name}");
+        git_ok(home, &repo, &["fsck", "--no-dangling", "--strict"]);
+        let left: Vec<_> = std::fs::read_dir(repo.join("objects"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with("tmp_"))
+            .collect();
+        assert!(left.is_empty(), "{name}: {left:?}");
+    }
+}
