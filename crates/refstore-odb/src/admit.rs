@@ -35,6 +35,17 @@ pub(crate) fn stopped(stop: &Stop, error: &gix_error::Error) -> OdbError {
     held.unwrap_or_else(|| OdbError::Pack(crate::unpack::describe(error)))
 }
 
+/// Words every refusal of a delta of a large object holds, so that a
+/// caller that lowered the threshold can tell it from other refusals
+/// (errors reach it as text).
+pub const LARGE_DELTA_REFUSED: &str = "deltas of objects of core.bigFileThreshold";
+
+/// Whether the error text `reason` is a refusal of a delta of a large
+/// object.
+pub fn refuses_large_delta(reason: &str) -> bool {
+    reason.contains(LARGE_DELTA_REFUSED)
+}
+
 /// What the entries read so far inflate to, against the limits.
 #[derive(Debug)]
 pub(crate) struct Admission {
@@ -71,8 +82,8 @@ impl Admission {
                 Some((base, result)) if self.limits.is_big(base.max(result).max(size)) => {
                     return Err(OdbError::Refused(format!(
                         "delta at offset {offset} of {size} bytes has a base of {base} bytes \
-                         and a result of {result} bytes; deltas of objects of \
-                         core.bigFileThreshold ({} bytes) or more are refused",
+                         and a result of {result} bytes; {LARGE_DELTA_REFUSED} \
+                         ({} bytes) or more are refused",
                         self.limits.big_file_threshold
                     )));
                 }
@@ -142,6 +153,7 @@ mod tests {
             .after(&delta, 9, &[0xe8, 0x07, 0x05], 40)
             .unwrap_err();
         assert!(error.to_string().contains("base of 1000 bytes"), "{error}");
+        assert!(refuses_large_delta(&error.to_string()), "{error}");
         // So is a delta as large itself, whatever it makes.
         let error = admission
             .after(&delta, 1000, &[0x05, 0x05], 60)

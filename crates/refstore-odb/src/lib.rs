@@ -80,6 +80,7 @@ mod set_aside;
 mod tag_peeler;
 mod unpack;
 
+pub use admit::refuses_large_delta;
 pub use base_cache::{DeltaBaseCache, Held};
 pub use bitmap::PackBitmap;
 pub use bitmap_index::BitmapIndex;

@@ -16,6 +16,16 @@
 //! | `refstore.maxPushInflated` | 4 GiB | what a push's objects inflate to (0: no bound) |
 //! | `refstore.maxPushOptions` | 100 | how many push options one push may send |
 //! | `refstore.maxPushOptionsSize` | 64 KiB | their bytes together |
+//! | `refstore.bigFileThreshold` | unset | objects a service holds whole (see below) |
+//!
+//! `refstore.bigFileThreshold` lowers `core.bigFileThreshold` for the
+//! services alone, with its meaning: a pushed object of that size or more
+//! is streamed (hashed, checked and stored in pieces, never held whole)
+//! and deltas of such objects are refused. Unset, the services follow
+//! `core.bigFileThreshold` (512 MiB by default) as git does; `refstore
+//! serve` sets it (16 MiB by default) for every repository, because there
+//! one process runs every request and an object held whole costs its size
+//! (and more) for each concurrent push.
 //!
 //! Time limits are the transport's: `refstore serve --timeout` for HTTP
 //! and SSH alike; over stdio, the program that runs the service (sshd)
@@ -34,6 +44,10 @@ pub const MAX_PUSH_INFLATED_KEY: &str = "refstore.maxPushInflated";
 pub const MAX_PUSH_OPTIONS_KEY: &str = "refstore.maxPushOptions";
 /// The key of the bound on the push options' bytes.
 pub const MAX_PUSH_OPTIONS_SIZE_KEY: &str = "refstore.maxPushOptionsSize";
+/// The key of the services' own, lower, `core.bigFileThreshold`.
+pub const BIG_FILE_THRESHOLD_KEY: &str = "refstore.bigFileThreshold";
+/// What `refstore serve` sets [`BIG_FILE_THRESHOLD_KEY`] to by default.
+pub const SERVE_BIG_FILE_THRESHOLD: u64 = 16 << 20;
 
 /// The limits of one service call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,6 +63,9 @@ pub struct Limits {
     pub max_push_options: u64,
     /// The most bytes the push options of one push may hold together.
     pub max_push_options_size: u64,
+    /// Objects of this size or more are streamed, when lower than
+    /// `core.bigFileThreshold` (`None`: that alone decides).
+    pub big_file_threshold: Option<u64>,
 }
 
 impl Default for Limits {
@@ -59,6 +76,7 @@ impl Default for Limits {
             max_push_inflated: Some(4 << 30),
             max_push_options: 100,
             max_push_options_size: 64 << 10,
+            big_file_threshold: None,
         }
     }
 }
@@ -84,6 +102,8 @@ impl Limits {
             max_push_inflated: (inflated > 0).then_some(inflated),
             max_push_options: size(MAX_PUSH_OPTIONS_KEY, defaults.max_push_options)?,
             max_push_options_size: size(MAX_PUSH_OPTIONS_SIZE_KEY, defaults.max_push_options_size)?,
+            // Not positive: unset, as git reads core.bigFileThreshold.
+            big_file_threshold: Some(size(BIG_FILE_THRESHOLD_KEY, 0)?).filter(|&v| v > 0),
         })
     }
 
@@ -94,13 +114,18 @@ impl Limits {
             key: key.to_owned(),
             value: Some(value.to_string()),
         };
-        vec![
+        let mut overrides = vec![
             set(MAX_FETCH_REQUEST_KEY, self.max_fetch_request),
             set(MAX_PUSH_REQUEST_KEY, self.max_push_request),
             set(MAX_PUSH_INFLATED_KEY, self.max_push_inflated.unwrap_or(0)),
             set(MAX_PUSH_OPTIONS_KEY, self.max_push_options),
             set(MAX_PUSH_OPTIONS_SIZE_KEY, self.max_push_options_size),
-        ]
+        ];
+        overrides.extend(
+            self.big_file_threshold
+                .map(|value| set(BIG_FILE_THRESHOLD_KEY, value)),
+        );
+        overrides
     }
 }
 
@@ -199,6 +224,7 @@ mod tests {
             max_push_inflated: None,
             max_push_options: 3,
             max_push_options_size: 4,
+            big_file_threshold: Some(5),
         };
         let config = Config::load(None, &limits.overrides()).unwrap();
         assert_eq!(Limits::from_config(&config).unwrap(), limits);

@@ -5,7 +5,7 @@ mod replicate;
 
 use crate::context::{Fatal, Globals};
 use refstore_fs::Vfs;
-use refstore_protocol::limits::Limits;
+use refstore_protocol::limits::{Limits, SERVE_BIG_FILE_THRESHOLD};
 use refstore_server::access::{AccessRules, Reloadable};
 use refstore_server::http::tls::ServerConfig;
 use refstore_server::metrics::Metrics;
@@ -81,6 +81,15 @@ pub struct Args {
     /// Sets `refstore.maxPushOptionsSize` for every served repository.
     #[arg(long, value_name = "bytes", default_value_t = Limits::default().max_push_options_size)]
     max_push_options_size: u64,
+    /// Objects of this size or more are never held whole in memory: a
+    /// pushed one is hashed, checked and stored in pieces, and deltas of
+    /// them are refused, as git does above `core.bigFileThreshold` (the
+    /// repository's `core.bigFileThreshold` applies where lower). Every
+    /// request runs in this one process, so this bounds what concurrent
+    /// pushes of large files cost. Sets `refstore.bigFileThreshold` for
+    /// every served repository (0: only `core.bigFileThreshold` decides).
+    #[arg(long, value_name = "bytes", default_value_t = SERVE_BIG_FILE_THRESHOLD)]
+    big_file_threshold: u64,
     /// Threads that run `maintenance run --auto` for a repository in the
     /// background after pushes to it (0: none).
     #[arg(long, value_name = "n", default_value_t = 1)]
@@ -174,6 +183,7 @@ pub fn run(args: Args, globals: &Globals) -> Result<u8, Fatal> {
         max_push_inflated: (args.max_push_inflated > 0).then_some(args.max_push_inflated),
         max_push_options: args.max_push_options,
         max_push_options_size: args.max_push_options_size,
+        big_file_threshold: (args.big_file_threshold > 0).then_some(args.big_file_threshold),
     };
     options.config_overrides = globals.config_overrides().to_vec();
     options.replication = replicate::replica(&args.replicate, globals)?;

@@ -13,13 +13,14 @@
 //! object checks judge them by their header (see `limits.rs`).
 
 use super::commands::Command;
+use super::spool::Spool;
 use crate::limits::Limits;
 use crate::Repository;
 use refstore_fs::config::Component;
 use refstore_odb::fsck::{Finding, Fsck, FsckOptions};
 use refstore_odb::{
-    check_connectivity, resolve_pack, IngestLimits, ObjectData, ObjectKind, Odb, OdbError,
-    PackOptions, Quarantine,
+    big_file_threshold, check_connectivity, refuses_large_delta, resolve_pack, IngestLimits,
+    ObjectData, ObjectKind, Odb, OdbError, PackOptions, Quarantine,
 };
 use refstore_refs::value::Target;
 use refstore_refs::ObjectId;
@@ -38,6 +39,12 @@ const DEFAULT_UNPACK_LIMIT: i64 = 100;
 /// has), which is read and dropped. The error is the text of git's
 /// `unpack <reason>` report line, explained in `messages`; nothing is left
 /// in the repository then.
+///
+/// Below `core.bigFileThreshold`, where `refstore.bigFileThreshold`
+/// streams objects, the pack is copied to disk as it is read; a pack that
+/// holds a delta of such an object is read again from the copy with
+/// `core.bigFileThreshold`, one such push at a time in the process (see
+/// `spool.rs`).
 pub(crate) fn receive(
     repo: &Repository,
     input: &mut dyn BufRead,
@@ -45,10 +52,59 @@ pub(crate) fn receive(
     limits: &Limits,
     messages: &mut Vec<String>,
 ) -> Result<Option<Quarantine>, String> {
-    let failed = |messages: &mut Vec<String>, reason: String| {
-        messages.push(format!("error: unpack failed: {reason}"));
-        reason
+    let settings = super::ingest_limits::ingest_limits(repo, limits)
+        .and_then(|lowered| Ok((lowered, big_file_threshold(&repo.config)?)));
+    let (lowered, core) = settings.map_err(|e| failed(messages, e))?;
+    if lowered.big_file_threshold >= core {
+        return receive_with(repo, input, fsck, lowered, messages);
+    }
+    let objects_dir = repo.location.common_dir.join("objects");
+    let mut spool =
+        Spool::create(repo.vfs.clone(), &objects_dir).map_err(|e| failed(messages, e))?;
+    let mut first = Vec::new();
+    let outcome = {
+        let mut copying = std::io::BufReader::new(spool.tee(&mut *input));
+        receive_with(repo, &mut copying, fsck, lowered, &mut first)
     };
+    match outcome {
+        Err(reason) if refuses_large_delta(&reason) => {
+            let copied = spool.copied().map_err(|e| failed(messages, e))?;
+            // The process's budget for objects held whole: one push.
+            let _turn = HELD_WHOLE
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let mut again = std::io::BufReader::new(Cursor::new(&copied[..]).chain(input));
+            let whole = IngestLimits {
+                big_file_threshold: core,
+                ..lowered
+            };
+            receive_with(repo, &mut again, fsck, whole, messages)
+        }
+        outcome => {
+            messages.append(&mut first);
+            outcome
+        }
+    }
+}
+
+/// Pushes that hold objects at or above `refstore.bigFileThreshold`
+/// whole (deltas of them) take turns.
+static HELD_WHOLE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Records an unpack failure in `messages` and gives its reason back.
+fn failed(messages: &mut Vec<String>, reason: String) -> String {
+    messages.push(format!("error: unpack failed: {reason}"));
+    reason
+}
+
+/// [`receive`] with `limits`.
+fn receive_with(
+    repo: &Repository,
+    input: &mut dyn BufRead,
+    fsck: Option<&FsckOptions>,
+    limits: IngestLimits,
+    messages: &mut Vec<String>,
+) -> Result<Option<Quarantine>, String> {
     let mut header = [0u8; HEADER_LEN];
     if let Err(e) = input.read_exact(&mut header) {
         return Err(failed(
@@ -67,8 +123,6 @@ pub(crate) fn receive(
         return Ok(None);
     }
     let count = u32::from_be_bytes(header[8..12].try_into().expect("four bytes"));
-    let limits =
-        super::ingest_limits::ingest_limits(repo, limits).map_err(|e| failed(messages, e))?;
     let objects_dir = repo.location.common_dir.join("objects");
     let quarantine = Quarantine::create(repo.vfs.clone(), &objects_dir, repo.object_format())
         .map_err(|e| {

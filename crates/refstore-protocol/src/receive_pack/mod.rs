@@ -57,6 +57,7 @@ mod ingest_limits;
 mod ref_transaction;
 mod relay;
 mod report;
+mod spool;
 mod update;
 
 pub use error::ReceivePackError;
