@@ -575,18 +575,18 @@ impl FilesBackend {
                 reject(&mut outcome, &p.target, reason)?;
                 continue;
             }
-            let in_packed = !p.target.is_root_ref()
-                && packed
-                    .find(p.target.as_bytes())
-                    .map_err(|e| self.packed_error(e))?
-                    .is_some();
-            let current = match self.read_loose(&p.target) {
-                Ok(Some(t)) => Some(t),
-                Ok(None) if !in_packed => None,
-                Ok(None) => packed
+            // Root refs are never packed.
+            let packed_value = match p.target.is_root_ref() {
+                true => None,
+                false => packed
                     .find(p.target.as_bytes())
                     .map_err(|e| self.packed_error(e))?
                     .map(|r| r.target),
+            };
+            let in_packed = packed_value.is_some();
+            let current = match self.read_loose(&p.target) {
+                Ok(Some(t)) => Some(t),
+                Ok(None) => packed_value,
                 Err(ReadError::BrokenRef { .. }) => {
                     lock.rollback()?;
                     reject(&mut outcome, &update.name, Rejection::Broken)?;

@@ -60,14 +60,6 @@ impl PackedSnapshot {
         }
     }
 
-    /// The whole file parsed: the snapshot itself if it was parsed.
-    pub fn into_parsed(self) -> Result<PackedRefs, PackedError> {
-        match self {
-            PackedSnapshot::Parsed(packed) => Ok(packed),
-            PackedSnapshot::Sorted { text, format } => PackedRefs::parse(text.to_vec(), format),
-        }
-    }
-
     /// The ref called `name`, if packed.
     pub fn find(&self, name: &[u8]) -> Result<Option<Ref>, PackedError> {
         match self {
