@@ -26,37 +26,19 @@ fn index_count(repo: &std::path::Path) -> usize {
 fn pushes_are_followed_by_background_maintenance() {
     let tmp = tempfile::tempdir().unwrap();
     let home = tmp.path();
-    let root = home.join("root");
-    std::fs::create_dir_all(&root).unwrap();
-    let served = root.join("proj.git");
-    git_ok(
+    let (server, url) = served_for_pushes(
         home,
-        home,
-        &["init", "-q", "--bare", served.to_str().unwrap()],
-    );
-    for setting in [
-        ["maintenance.incremental-repack.auto", "4"],
-        ["refstore.redundantPackExpire", "now"],
-        // Every push stored as a pack (below the default limit of 100
-        // objects a push is stored loose), so packs pile up.
-        ["receive.unpackLimit", "1"],
-    ] {
-        git_ok(home, &served, &["config", setting[0], setting[1]]);
-    }
-    let credentials = home.join("users");
-    std::fs::write(&credentials, "bob:pw\n").unwrap();
-    let server = Served::start(
-        home,
-        &root,
         &[
-            "--allow-push",
-            "--credentials",
-            credentials.to_str().unwrap(),
+            ["maintenance.incremental-repack.auto", "4"],
+            ["refstore.redundantPackExpire", "now"],
+            // Every push stored as a pack (below the default limit of 100
+            // objects a push is stored loose), so packs pile up.
+            ["receive.unpackLimit", "1"],
         ],
+        &[],
     );
-    let url = server.url_as("bob", "pw", "proj.git");
     let work = home.join("work");
-    git_ok(home, home, &["init", "-q", "work"]);
+    let served = home.join("root/proj.git");
     let pushes = 24;
     for i in 0..pushes {
         std::fs::write(work.join(format!("f{i}")), format!("{i}\n")).unwrap();

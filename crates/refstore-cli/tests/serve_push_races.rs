@@ -73,38 +73,19 @@ fn wrong(refs: &BTreeMap<String, String>, commits: &[String], rounds: usize) -> 
 fn pushed_deletions_and_creations_hold_against_background_maintenance() {
     let tmp = tempfile::tempdir().unwrap();
     let home = tmp.path();
-    let root = home.join("root");
-    std::fs::create_dir_all(&root).unwrap();
-    let served = root.join("proj.git");
-    git_ok(
+    let (server, url) = served_for_pushes(
         home,
-        home,
-        &["init", "-q", "--bare", served.to_str().unwrap()],
-    );
-    for setting in [
-        // Every push's branches are packed by the maintenance it starts.
-        ["maintenance.pack-refs.auto", "1"],
-        ["maintenance.incremental-repack.auto", "2"],
-        ["maintenance.loose-objects.auto", "1"],
-        ["refstore.redundantPackExpire", "now"],
-    ] {
-        git_ok(home, &served, &["config", setting[0], setting[1]]);
-    }
-    let credentials = home.join("users");
-    std::fs::write(&credentials, "bob:pw\n").unwrap();
-    let server = Served::start_with_env(
-        home,
-        &root,
         &[
-            "--allow-push",
-            "--credentials",
-            credentials.to_str().unwrap(),
+            // Every push's branches are packed by the maintenance it starts.
+            ["maintenance.pack-refs.auto", "1"],
+            ["maintenance.incremental-repack.auto", "2"],
+            ["maintenance.loose-objects.auto", "1"],
+            ["refstore.redundantPackExpire", "now"],
         ],
         &[("RUST_LOG", "info")],
     );
-    let url = server.url_as("bob", "pw", "proj.git");
     let work = home.join("work");
-    git_ok(home, home, &["init", "-q", "work"]);
+    let served = home.join("root/proj.git");
 
     let budget = Budget::from_env(10, 30);
     // The commits are made first, so that pushes follow each other

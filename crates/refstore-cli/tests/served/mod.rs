@@ -155,6 +155,44 @@ impl Drop for Served {
 
 /// Reads an HTTP answer until the connection closes; the status code (0
 /// if there is none) and the text.
+/// A bare repository `<home>/root/proj.git` with `settings` in its
+/// configuration, served with pushes allowed to the user `bob` (password
+/// `pw`), and `<home>/work`, an empty repository to push from: the server
+/// and the repository's URL for bob.
+pub fn served_for_pushes(
+    home: &Path,
+    settings: &[[&str; 2]],
+    env: &[(&str, &str)],
+) -> (Served, String) {
+    use crate::support::git_ok;
+    let root = home.join("root");
+    std::fs::create_dir_all(&root).unwrap();
+    let served = root.join("proj.git");
+    git_ok(
+        home,
+        home,
+        &["init", "-q", "--bare", served.to_str().unwrap()],
+    );
+    for [key, value] in settings {
+        git_ok(home, &served, &["config", key, value]);
+    }
+    let credentials = home.join("users");
+    std::fs::write(&credentials, "bob:pw\n").unwrap();
+    let server = Served::start_with_env(
+        home,
+        &root,
+        &[
+            "--allow-push",
+            "--credentials",
+            credentials.to_str().unwrap(),
+        ],
+        env,
+    );
+    let url = server.url_as("bob", "pw", "proj.git");
+    git_ok(home, home, &["init", "-q", "work"]);
+    (server, url)
+}
+
 pub fn read_answer(stream: &mut TcpStream) -> (u16, String) {
     let mut answer = Vec::new();
     let _ = stream.read_to_end(&mut answer);
