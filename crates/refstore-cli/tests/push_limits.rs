@@ -16,7 +16,7 @@ use support::*;
 
 /// Adds a file of `len` bytes of noise to `work` in a new commit.
 fn commit_noise(home: &Path, work: &Path, len: usize) {
-    std::fs::write(work.join("noise"), noise(len, 7)).unwrap();
+    std::fs::write(work.join("noise"), noise(7, len)).unwrap();
     git_ok(home, work, &["add", "noise"]);
     git_ok(home, work, &["commit", "-q", "-m", "noise"]);
 }

@@ -17,7 +17,7 @@ use served::{git_net, Served};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use support::{git_ok, isolate, run_with_input, stderr};
+use support::{git_ok, isolate, noise, run_with_input, stderr};
 
 /// The blob the issue names: 600 MB.
 const BLOB_SIZE: u64 = 600 << 20;
@@ -429,19 +429,6 @@ fn serve_takes_a_push_of_a_600_mb_blob_in_little_memory() {
     let peak = peak_rss(server.pid());
     assert!(peak < MAX_RSS, "the server peaked at {peak} bytes");
     git_reads_the_blob(home, &served, &commit);
-}
-
-/// `len` bytes that do not compress, the same on every run.
-fn noise(seed: u64, len: usize) -> Vec<u8> {
-    let mut state = seed;
-    (0..len)
-        .map(|_| {
-            state = state
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            (state >> 56) as u8
-        })
-        .collect()
 }
 
 /// A pack of four commits, in `format`: three 3000-byte blobs that git

@@ -21,7 +21,7 @@ use served::{git_net, Served};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
-use support::{git_ok, stderr};
+use support::{git_ok, noise, stderr};
 
 /// The blob: below git's default `core.bigFileThreshold` (512 MiB).
 const BLOB_SIZE: u64 = 500 << 20;
@@ -223,19 +223,6 @@ fn concurrent_pushes_and_clones_of_a_500_mib_blob_stay_within_64_mib() {
             let _ = std::fs::remove_dir_all(clones.join(format!("{repo}-{i}")));
         }
     }
-}
-
-/// `len` bytes that do not compress, the same on every run.
-fn noise(seed: u64, len: usize) -> Vec<u8> {
-    let mut state = seed;
-    (0..len)
-        .map(|_| {
-            state = state
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            (state >> 56) as u8
-        })
-        .collect()
 }
 
 #[test]

@@ -454,9 +454,9 @@ fn packs_larger_than_the_channel_window_stream_both_ways() {
     );
     assert!(o.status.success(), "{}", stderr(&o));
     git_ok(home, &clone, &["fsck", "--no-progress"]);
-    assert_eq!(std::fs::read(clone.join("big")).unwrap(), noise(6 << 20, 7));
+    assert_eq!(std::fs::read(clone.join("big")).unwrap(), noise(7, 6 << 20));
 
-    std::fs::write(clone.join("big2"), noise(6 << 20, 11)).unwrap();
+    std::fs::write(clone.join("big2"), noise(11, 6 << 20)).unwrap();
     git_ok(home, &clone, &["add", "big2"]);
     git_ok(home, &clone, &["commit", "-q", "-m", "big2"]);
     let o = git_ssh(

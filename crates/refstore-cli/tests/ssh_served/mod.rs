@@ -215,7 +215,7 @@ pub fn setup(home: &Path, root: &Path, repos: &[&str]) -> PathBuf {
 /// Commits `len` bytes of [`noise`] as `big` in `work` and serves a bare
 /// copy of it at `big.git` below `root`, which it returns.
 pub fn serve_big_file(home: &Path, root: &Path, work: &Path, len: usize, seed: u64) -> PathBuf {
-    std::fs::write(work.join("big"), noise(len, seed)).unwrap();
+    std::fs::write(work.join("big"), crate::support::noise(seed, len)).unwrap();
     git_ok(home, work, &["add", "big"]);
     git_ok(home, work, &["commit", "-q", "-m", "big"]);
     let served = root.join("big.git");
@@ -229,19 +229,6 @@ pub fn refs_of(home: &Path, git_dir: &Path) -> String {
         git_dir,
         &["for-each-ref", "--format=%(objectname) %(refname)"],
     )
-}
-
-/// `len` bytes that do not compress.
-pub fn noise(len: usize, seed: u64) -> Vec<u8> {
-    let mut state = seed | 1;
-    (0..len)
-        .map(|_| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state as u8
-        })
-        .collect()
 }
 
 /// Connects from `from` (a loopback address) and reads the server's

@@ -123,3 +123,16 @@ pub mod stress;
 
 /// Packers, writers and readers of refs racing, and what must hold.
 pub mod ref_races;
+
+/// `len` bytes that do not compress, the same on every run.
+pub fn noise(seed: u64, len: usize) -> Vec<u8> {
+    let mut state = seed;
+    (0..len)
+        .map(|_| {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (state >> 56) as u8
+        })
+        .collect()
+}
