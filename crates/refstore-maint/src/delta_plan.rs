@@ -11,11 +11,11 @@
 //! Each tree or blob is tried against the [`WINDOW`] objects before it of
 //! its kind whose delta chain is shorter than [`MAX_DEPTH`]; the smallest
 //! delta wins if it is less than half the object's size. Deltas are
-//! computed by upload-pack's encoder (`refstore_protocol`), and every base
+//! computed by the object store's encoder ([`DeltaIndex`]), and every base
 //! is written before its deltas, so all of them are offset deltas.
 
+use refstore_odb::delta::DeltaIndex;
 use refstore_odb::ObjectKind;
-use refstore_protocol::upload_pack::delta::DeltaIndex;
 use std::collections::{HashMap, VecDeque};
 
 /// How many earlier objects each one is tried against (git's

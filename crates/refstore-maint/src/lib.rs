@@ -180,10 +180,7 @@ impl Repo {
 
     /// The gix hash kind of the object format.
     pub fn hash(&self) -> gix_hash::Kind {
-        match self.format {
-            ObjectFormat::Sha1 => gix_hash::Kind::Sha1,
-            ObjectFormat::Sha256 => gix_hash::Kind::Sha256,
-        }
+        self.format.gix_kind()
     }
 
     /// A repository from its parts, the housekeeping settings read from

@@ -1,9 +1,8 @@
 //! The format checks git applies before hashing a commit, tree or tag that
 //! is not written "literally": objects refstore stores must parse.
 
-use crate::odb::hash_kind;
 use crate::ObjectKind;
-use refstore_refs::ObjectFormat;
+use refstore_hash::ObjectFormat;
 
 /// Why content is not a valid object of its kind. The messages are git's.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -32,7 +31,7 @@ pub fn check_format(
     data: &[u8],
     format: ObjectFormat,
 ) -> Result<(), FormatError> {
-    let hash = hash_kind(format);
+    let hash = format.gix_kind();
     match kind {
         ObjectKind::Blob => Ok(()),
         ObjectKind::Tree => check_tree(data, format.raw_len()),

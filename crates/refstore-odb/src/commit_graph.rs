@@ -20,11 +20,10 @@
 //! caller reads commits from the object database instead, as git ignores
 //! such a graph with a warning.
 
-use crate::odb::hash_kind;
 use crate::OdbError;
 use gix_hash::{oid, ObjectId};
 use refstore_fs::Vfs;
-use refstore_refs::ObjectFormat;
+use refstore_hash::ObjectFormat;
 use std::path::{Path, PathBuf};
 
 /// A parent slot that holds no parent.
@@ -122,7 +121,7 @@ impl CommitGraph {
                 files
             }
         };
-        let hash = hash_kind(format);
+        let hash = format.gix_kind();
         let mut graph = CommitGraph {
             layers: Vec::new(),
             hash_len: hash.len_in_bytes(),

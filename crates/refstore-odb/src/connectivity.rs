@@ -29,9 +29,8 @@
 //! `git rev-list --objects` (optimised C) takes 50-150 ms; the last 100
 //! commits of it, with the older history known, about 40 ms.
 
-use crate::odb::hash_kind;
 use crate::{ObjectKind, Odb, OdbError};
-use refstore_refs::ObjectId;
+use refstore_hash::ObjectId;
 use std::collections::{BinaryHeap, HashMap, HashSet};
 
 /// Why the new tips are not connected.
@@ -413,9 +412,9 @@ fn entries<'d>(
         needed_by: tree,
     };
     let mut map = HashMap::new();
-    for entry in gix_object::TreeRefIter::from_bytes(data, hash_kind(odb.format())) {
+    for entry in gix_object::TreeRefIter::from_bytes(data, odb.format().gix_kind()) {
         let entry = entry.map_err(|_| invalid())?;
-        let id = ObjectId::from_raw(entry.oid.as_bytes()).ok_or_else(invalid)?;
+        let id = ObjectId::from_gix(entry.oid);
         let name: &'d [u8] = entry.filename;
         map.insert(
             name,
@@ -446,12 +445,11 @@ fn read_commit(
         Some(_) => return Err(invalid()),
     };
     let commit =
-        gix_object::CommitRef::from_bytes(&data, hash_kind(odb.format())).map_err(|_| invalid())?;
-    let to_id = |id: gix_hash::ObjectId| ObjectId::from_raw(id.as_bytes()).ok_or_else(invalid);
+        gix_object::CommitRef::from_bytes(&data, odb.format().gix_kind()).map_err(|_| invalid())?;
     Ok(Some(Commit {
         id,
-        tree: to_id(commit.tree())?,
-        parents: commit.parents().map(to_id).collect::<Result<_, _>>()?,
+        tree: ObjectId::from_gix(&commit.tree()),
+        parents: commit.parents().map(|p| ObjectId::from_gix(&p)).collect(),
         time: commit.time().map(|t| t.seconds).unwrap_or(0),
     }))
 }

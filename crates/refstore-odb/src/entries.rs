@@ -12,11 +12,10 @@
 
 use crate::admit::{stop_with, Admission, Stop};
 use crate::large::IngestLimits;
-use crate::odb::hash_kind;
 use crate::OdbError;
 use flate2::{Decompress, FlushDecompress, Status};
 use gix_pack::data::input::Entry;
-use refstore_refs::ObjectFormat;
+use refstore_hash::ObjectFormat;
 use std::io::{self, BufRead, Read};
 
 /// How much is inflated at a time, into nothing kept.
@@ -55,7 +54,7 @@ impl<R: BufRead> PackEntries<R> {
         })?;
         let (version, count) = gix_pack::data::header::decode(&header)
             .map_err(|e| OdbError::Pack(format!("not a pack: {}", crate::unpack::describe(&e))))?;
-        let mut hasher = gix_hash::hasher(hash_kind(format));
+        let mut hasher = gix_hash::hasher(format.gix_kind());
         hasher.update(&header);
         Ok(PackEntries {
             read,

@@ -1,6 +1,6 @@
 //! Errors of the object database.
 
-use refstore_refs::{ObjectFormat, ObjectId};
+use refstore_hash::{ObjectFormat, ObjectId};
 use std::path::PathBuf;
 
 /// Why an object could not be read or written.

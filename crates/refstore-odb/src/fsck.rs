@@ -19,8 +19,8 @@
 //! cannot normalise is refused by git, accepted here); ref-related message
 //! ids are accepted in the configuration and have no effect on objects.
 
-use refstore_refs::name::{check, CheckOptions};
-use refstore_refs::{ObjectFormat, ObjectId};
+use refstore_hash::{ObjectFormat, ObjectId};
+use refstore_refname::{check, CheckOptions};
 use std::collections::HashSet;
 
 use crate::ObjectKind;

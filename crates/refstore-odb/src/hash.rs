@@ -1,8 +1,7 @@
 //! Object ids: the hash of `<type> <size>\0<content>`.
 
-use crate::odb::hash_kind;
 use crate::OdbError;
-use refstore_refs::{ObjectFormat, ObjectId};
+use refstore_hash::{ObjectFormat, ObjectId};
 
 /// The header git puts before an object's content when hashing and storing
 /// it: `<type> <size>\0`.
@@ -25,13 +24,13 @@ pub fn object_id(
     type_name: &[u8],
     data: &[u8],
 ) -> Result<ObjectId, OdbError> {
-    let mut hasher = gix_hash::hasher(hash_kind(format));
+    let mut hasher = gix_hash::hasher(format.gix_kind());
     hasher.update(&object_header(type_name, data.len()));
     hasher.update(data);
     let id = hasher
         .try_finalize()
         .map_err(|source| OdbError::Collision { source })?;
-    Ok(crate::odb::from_gix(&id))
+    Ok(ObjectId::from_gix(&id))
 }
 
 #[cfg(test)]

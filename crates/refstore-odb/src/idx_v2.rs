@@ -8,9 +8,8 @@
 //! into a table of 64-bit offsets that follows; the pack's checksum; the
 //! index's own checksum.
 
-use crate::odb::hash_kind;
 use crate::OdbError;
-use refstore_refs::{ObjectFormat, ObjectId};
+use refstore_hash::{ObjectFormat, ObjectId};
 
 const MAGIC: [u8; 8] = [0xff, b't', b'O', b'c', 0, 0, 0, 2];
 const FANOUT: usize = 256 * 4;
@@ -112,7 +111,7 @@ fn write(
         out.extend_from_slice(&offset.to_be_bytes());
     }
     out.extend_from_slice(pack_checksum.as_bytes());
-    let mut hasher = gix_hash::hasher(hash_kind(format));
+    let mut hasher = gix_hash::hasher(format.gix_kind());
     hasher.update(&out);
     let checksum = hasher
         .try_finalize()

@@ -38,6 +38,16 @@ impl ObjectKind {
         }
     }
 
+    /// gitoxide's name for the kind.
+    pub fn to_gix(self) -> gix_object::Kind {
+        match self {
+            ObjectKind::Commit => gix_object::Kind::Commit,
+            ObjectKind::Tree => gix_object::Kind::Tree,
+            ObjectKind::Blob => gix_object::Kind::Blob,
+            ObjectKind::Tag => gix_object::Kind::Tag,
+        }
+    }
+
     pub(crate) fn from_gix(kind: gix_object::Kind) -> Self {
         match kind {
             gix_object::Kind::Commit => ObjectKind::Commit,

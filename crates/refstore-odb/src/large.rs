@@ -16,10 +16,9 @@
 //! rather than resolved by reading its base from the pack again.
 
 use crate::hash::object_header;
-use crate::odb::hash_kind;
 use crate::{ObjectKind, OdbError};
 use flate2::read::ZlibDecoder;
-use refstore_refs::{ObjectFormat, ObjectId};
+use refstore_hash::{ObjectFormat, ObjectId};
 use std::io::Read;
 
 /// git's default `core.bigFileThreshold`: 512 MiB.
@@ -117,7 +116,7 @@ pub(crate) fn hash_compressed(
     compressed: &[u8],
     offset: u64,
 ) -> Result<ObjectId, OdbError> {
-    let mut hasher = gix_hash::hasher(hash_kind(format));
+    let mut hasher = gix_hash::hasher(format.gix_kind());
     hasher.update(&object_header(kind.as_str().as_bytes(), size as usize));
     let inflated = for_each_piece(compressed, size, offset, |piece| {
         hasher.update(piece);
@@ -131,7 +130,7 @@ pub(crate) fn hash_compressed(
     let id = hasher
         .try_finalize()
         .map_err(|source| OdbError::Collision { source })?;
-    Ok(crate::odb::from_gix(&id))
+    Ok(ObjectId::from_gix(&id))
 }
 
 /// Inflates `compressed` a piece at a time, at most `size + 1` bytes, and

@@ -15,6 +15,7 @@
 //!   (`core.bigFileThreshold`; [`LargeObject`] reads them in pieces) and
 //!   how much a pack may inflate to; both pack readers keep to them.
 //! - [`DeltaBaseCache`] keeps inflated delta bases for gix-pack's decoder.
+//! - [`delta`] encodes and applies git's binary deltas.
 //! - [`Packs`] gives stored pack entries as they are, CRC-checked, for
 //!   a pack writer that copies them without inflating.
 //! - [`BitmapIndex`] reads git's reachability bitmaps ([`PackBitmap`],
@@ -30,7 +31,7 @@
 //! ```no_run
 //! use refstore_fs::{flush::FlushMethod, real::RealFs};
 //! use refstore_odb::{LooseWriter, ObjectKind, Odb};
-//! use refstore_refs::ObjectFormat;
+//! use refstore_hash::ObjectFormat;
 //! use std::sync::Arc;
 //!
 //! let objects = std::path::PathBuf::from(".git/objects");
@@ -56,7 +57,7 @@ mod bitmap_index;
 mod check;
 mod commit_graph;
 mod connectivity;
-mod delta;
+pub mod delta;
 mod entries;
 mod entry_header;
 mod error;
@@ -77,7 +78,6 @@ mod packed;
 mod quarantine;
 mod rev_index;
 mod set_aside;
-mod tag_peeler;
 mod unpack;
 
 pub use admit::refuses_large_delta;
@@ -99,5 +99,4 @@ pub use pack::{store_pack, PackOptions, StoredPack};
 pub use packed::{PackedAt, Packs, StoredEntry, StoredKind};
 pub use quarantine::{Migrated, Quarantine, QUARANTINE_PREFIX};
 pub use rev_index::reverse_index;
-pub use tag_peeler::TagPeeler;
 pub use unpack::{resolve_pack, ObjectData, PackObject, PackSummary};

@@ -20,12 +20,11 @@
 //! fresh copy protects them from pruning as a freshened pack would.
 
 use crate::hash::{object_header, object_id};
-use crate::odb::hash_kind;
 use crate::{LargeObject, ObjectKind, OdbError};
 use flate2::{Compress, Compression, FlushCompress, Status};
 use refstore_fs::flush::{BatchMechanism, FlushBatch, FlushMethod};
 use refstore_fs::Vfs;
-use refstore_refs::{ObjectFormat, ObjectId};
+use refstore_hash::{ObjectFormat, ObjectId};
 use std::collections::HashSet;
 use std::hash::{BuildHasher, Hasher};
 use std::path::{Path, PathBuf};
@@ -213,7 +212,7 @@ impl LooseWriter {
         file: &mut dyn refstore_fs::VfsFile,
     ) -> Result<ObjectId, OdbError> {
         let header = object_header(kind.as_str().as_bytes(), object.size() as usize);
-        let mut hasher = gix_hash::hasher(hash_kind(self.format));
+        let mut hasher = gix_hash::hasher(self.format.gix_kind());
         hasher.update(&header);
         let compressor = &mut self.compressor;
         compressor.reset();
@@ -239,7 +238,7 @@ impl LooseWriter {
         let id = hasher
             .try_finalize()
             .map_err(|source| OdbError::Collision { source })?;
-        Ok(crate::odb::from_gix(&id))
+        Ok(ObjectId::from_gix(&id))
     }
 
     /// Makes every staged object durable and visible: one data flush point,

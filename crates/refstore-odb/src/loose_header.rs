@@ -13,7 +13,7 @@
 use crate::loose::loose_object_path;
 use crate::ObjectKind;
 use flate2::{Decompress, FlushDecompress};
-use refstore_refs::ObjectId;
+use refstore_hash::ObjectId;
 use std::io::Read;
 use std::path::Path;
 

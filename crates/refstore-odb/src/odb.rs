@@ -8,7 +8,7 @@
 
 use crate::{ObjectKind, OdbError};
 use gix_object::{Exists, Find, FindHeader};
-use refstore_refs::{ObjectFormat, ObjectId};
+use refstore_hash::{ObjectFormat, ObjectId};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -50,7 +50,7 @@ impl Odb {
         }
         let store = gix_odb::Store::at_opts(
             objects_dir.to_owned(),
-            hash_kind(format),
+            format.gix_kind(),
             &mut std::iter::empty(),
             gix_odb::store::init::Options::default(),
         )
@@ -75,7 +75,7 @@ impl Odb {
     /// True if the object is in the database (loose, packed, or in an
     /// alternate). An id of the other format is never contained.
     pub fn contains(&self, id: &ObjectId) -> bool {
-        id.format() == self.format && self.handle.exists(&to_gix(id))
+        id.format() == self.format && self.handle.exists(&id.to_gix())
     }
 
     /// The object's kind, or `None` if it is missing. Reads only the
@@ -158,32 +158,16 @@ impl Odb {
     }
 
     fn parse_tag_target(&self, id: &ObjectId, data: &[u8]) -> Result<ObjectId, OdbError> {
-        let target = gix_object::TagRefIter::from_bytes(data, hash_kind(self.format))
+        let target = gix_object::TagRefIter::from_bytes(data, self.format.gix_kind())
             .target_id()
             .map_err(|source| OdbError::CorruptTag { id: *id, source })?;
-        Ok(from_gix(&target))
+        Ok(ObjectId::from_gix(&target))
     }
 
     fn to_gix_checked(&self, id: &ObjectId) -> Result<gix_hash::ObjectId, OdbError> {
         if id.format() != self.format {
             return Err(OdbError::wrong_format(*id, self.format));
         }
-        Ok(to_gix(id))
+        Ok(id.to_gix())
     }
-}
-
-/// gix's name for an object format.
-pub(crate) fn hash_kind(format: ObjectFormat) -> gix_hash::Kind {
-    match format {
-        ObjectFormat::Sha1 => gix_hash::Kind::Sha1,
-        ObjectFormat::Sha256 => gix_hash::Kind::Sha256,
-    }
-}
-
-pub(crate) fn to_gix(id: &ObjectId) -> gix_hash::ObjectId {
-    gix_hash::ObjectId::from_bytes_or_panic(id.as_bytes())
-}
-
-pub(crate) fn from_gix(id: &gix_hash::oid) -> ObjectId {
-    ObjectId::from_raw(id.as_bytes()).expect("gix ids are 20 or 32 bytes")
 }

@@ -28,13 +28,12 @@
 use crate::admit::{stopped, Stop};
 use crate::entries::PackEntries;
 use crate::large::IngestLimits;
-use crate::odb::{from_gix, hash_kind};
 use crate::set_aside::{Aside, SetAside};
 use crate::{Odb, OdbError};
 use gix_pack::data::input::{EntriesToBytesIter, Entry, LookupRefDeltaObjectsIter};
 use refstore_fs::flush::{BatchMechanism, FlushBatch, FlushMethod};
 use refstore_fs::{Vfs, VfsFile};
-use refstore_refs::{ObjectFormat, ObjectId};
+use refstore_hash::{ObjectFormat, ObjectId};
 use std::cell::RefCell;
 use std::io::{self, BufRead, Cursor, Read, Seek, Write};
 use std::path::{Path, PathBuf};
@@ -86,13 +85,13 @@ impl StoredPack {
     /// The ids of the objects the pack holds, in the order they are
     /// stored, read from its index.
     pub fn object_ids(&self, format: ObjectFormat) -> Result<Vec<ObjectId>, OdbError> {
-        let index = gix_pack::index::File::at(&self.index_path, crate::odb::hash_kind(format))
-            .map_err(|e| {
+        let index =
+            gix_pack::index::File::at(&self.index_path, format.gix_kind()).map_err(|e| {
                 OdbError::Pack(format!("cannot read {}: {e}", self.index_path.display()))
             })?;
         let mut entries: Vec<(u64, ObjectId)> = index
             .iter()
-            .map(|entry| (entry.pack_offset, from_gix(&entry.oid)))
+            .map(|entry| (entry.pack_offset, ObjectId::from_gix(&entry.oid)))
             .collect();
         entries.sort_unstable();
         Ok(entries.into_iter().map(|(_, id)| id).collect())
@@ -130,7 +129,7 @@ pub(crate) fn store(
     durable_names: bool,
 ) -> Result<StoredPack, OdbError> {
     let (pack, index, outcome) = build(input, options)?;
-    let checksum = from_gix(&outcome.data_hash);
+    let checksum = ObjectId::from_gix(&outcome.data_hash);
     let dir = objects_dir.join("pack");
     let base = dir.join(format!("pack-{checksum}"));
     let stored = StoredPack {
@@ -171,7 +170,7 @@ type Built = (Arc<Vec<u8>>, Vec<u8>, gix_pack::index::write::Outcome);
 
 /// Parses, completes and indexes the pack in memory.
 fn build(input: impl BufRead, options: &PackOptions<'_>) -> Result<Built, OdbError> {
-    let hash = hash_kind(options.format);
+    let hash = options.format.gix_kind();
     let stop = Stop::default();
     let entries = PackEntries::new(input, options.format, options.limits, stop.clone())?;
     let version = entries.version();
@@ -228,7 +227,7 @@ fn build(input: impl BufRead, options: &PackOptions<'_>) -> Result<Built, OdbErr
             &index,
             options.format,
             &aside.entries,
-            &from_gix(&trailer),
+            &ObjectId::from_gix(&trailer),
         )?;
         outcome.data_hash = trailer;
         outcome.num_objects += aside.entries.len() as u32;

@@ -13,11 +13,10 @@
 //! that pack's index, so a caller can keep per-pack arrays instead of maps
 //! keyed by object ids.
 
-use crate::odb::hash_kind;
 use crate::{ObjectKind, OdbError};
 use gix_hash::{oid, ObjectId};
 use gix_pack::data::entry::Header;
-use refstore_refs::ObjectFormat;
+use refstore_hash::ObjectFormat;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
@@ -141,7 +140,7 @@ impl Packs {
     /// alternates. Packs a concurrent repack deletes while they are being
     /// opened are looked for again ([`crate::pack_list`]).
     pub fn open(objects_dir: &Path, format: ObjectFormat) -> Result<Packs, OdbError> {
-        crate::pack_list::open_fresh(objects_dir, hash_kind(format), |paths| {
+        crate::pack_list::open_fresh(objects_dir, format.gix_kind(), |paths| {
             Self::open_indexes(paths, format)
         })
     }
@@ -149,7 +148,7 @@ impl Packs {
     /// Opens the packs whose `.idx` files are `index_paths`, numbered in
     /// that order (for housekeeping, which rewrites chosen packs).
     pub fn open_indexes(index_paths: &[PathBuf], format: ObjectFormat) -> Result<Packs, OdbError> {
-        let hash = hash_kind(format);
+        let hash = format.gix_kind();
         let mut packs = Vec::with_capacity(index_paths.len());
         for index_path in index_paths {
             let (index, index_pages) = crate::pack_index::open_index(index_path, hash)?;

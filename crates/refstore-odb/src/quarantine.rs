@@ -18,7 +18,7 @@
 use crate::{loose::TempNames, LooseWriter, Odb, OdbError, PackOptions, StoredPack};
 use refstore_fs::flush::{BatchMechanism, FlushBatch, FlushMethod};
 use refstore_fs::{FileKind, Vfs};
-use refstore_refs::ObjectFormat;
+use refstore_hash::ObjectFormat;
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -8,9 +8,8 @@
 //! 4-byte big-endian index position per object sorted by pack offset, the
 //! pack's checksum, and a checksum of everything before it.
 
-use crate::odb::hash_kind;
 use crate::OdbError;
-use refstore_refs::{ObjectFormat, ObjectId};
+use refstore_hash::{ObjectFormat, ObjectId};
 
 /// Builds the reverse index of the pack whose version-2 `.idx` is `index`.
 pub fn reverse_index(
@@ -34,7 +33,7 @@ pub fn reverse_index(
         rev.extend_from_slice(&position.to_be_bytes());
     }
     rev.extend_from_slice(pack_checksum.as_bytes());
-    let mut hasher = gix_hash::hasher(hash_kind(format));
+    let mut hasher = gix_hash::hasher(format.gix_kind());
     hasher.update(&rev);
     let checksum = hasher
         .try_finalize()

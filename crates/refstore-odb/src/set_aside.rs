@@ -11,7 +11,7 @@ use crate::idx_v2::IndexEntry;
 use crate::large::{hash_compressed, IngestLimits};
 use crate::{ObjectKind, OdbError};
 use gix_pack::data::input::Entry;
-use refstore_refs::ObjectFormat;
+use refstore_hash::ObjectFormat;
 use std::cell::RefCell;
 use std::rc::Rc;
 

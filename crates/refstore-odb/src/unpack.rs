@@ -24,11 +24,10 @@ use crate::delta::apply_delta;
 use crate::entries::PackEntries;
 use crate::hash::object_id;
 use crate::large::{hash_compressed, IngestLimits, LargeObject};
-use crate::odb::from_gix;
 use crate::{ObjectKind, Odb, OdbError};
 use flate2::read::ZlibDecoder;
 use gix_pack::data::entry::Header;
-use refstore_refs::{ObjectFormat, ObjectId};
+use refstore_hash::{ObjectFormat, ObjectId};
 use std::collections::{HashMap, HashSet};
 use std::io::{BufRead, Read};
 use std::rc::Rc;
@@ -133,7 +132,7 @@ pub fn resolve_pack(
         )?;
         match entry.header {
             Header::RefDelta { base_id } => {
-                let base = from_gix(&base_id);
+                let base = ObjectId::from_gix(&base_id);
                 let waiting = Waiting {
                     offset,
                     delta: data,
@@ -196,7 +195,7 @@ pub fn resolve_pack(
     Ok(PackSummary {
         objects,
         external_bases,
-        checksum: from_gix(&checksum),
+        checksum: ObjectId::from_gix(&checksum),
     })
 }
 

@@ -8,9 +8,9 @@
 
 use proptest::prelude::*;
 use refstore_fs::real::RealFs;
+use refstore_hash::ObjectFormat;
 use refstore_odb::ewah::{self, Bitmap};
 use refstore_odb::{BitmapIndex, CommitGraph, ObjectKind, Packs};
-use refstore_refs::ObjectFormat;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 

@@ -5,8 +5,8 @@
 
 mod support;
 
+use refstore_hash::{ObjectFormat, ObjectId};
 use refstore_odb::{check_connectivity, ConnectivityError, ObjectKind, Odb};
-use refstore_refs::{ObjectFormat, ObjectId};
 use std::path::PathBuf;
 use support::{run, run_with_input};
 

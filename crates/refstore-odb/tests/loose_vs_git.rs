@@ -6,8 +6,8 @@ mod support;
 
 use refstore_fs::flush::FlushMethod;
 use refstore_fs::real::RealFs;
+use refstore_hash::ObjectFormat;
 use refstore_odb::{loose_object_path, LooseWriter, ObjectKind, Odb};
-use refstore_refs::ObjectFormat;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};

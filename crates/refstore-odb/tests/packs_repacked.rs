@@ -6,8 +6,8 @@
 
 mod support;
 
+use refstore_hash::ObjectFormat;
 use refstore_odb::Packs;
-use refstore_refs::ObjectFormat;
 use std::path::Path;
 use support::run;
 

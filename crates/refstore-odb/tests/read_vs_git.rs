@@ -4,8 +4,8 @@
 
 mod support;
 
+use refstore_hash::{ObjectFormat, ObjectId};
 use refstore_odb::{ObjectKind, Odb, OdbError};
-use refstore_refs::{ObjectFormat, ObjectId};
 use std::path::Path;
 use support::{run, run_with_input, try_run};
 

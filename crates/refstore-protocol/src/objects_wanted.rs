@@ -24,7 +24,7 @@ pub(crate) fn bring_in(repo: &Repository, wants: &[gix_hash::ObjectId]) -> bool 
     };
     let missing: Vec<ObjectId> = wants
         .iter()
-        .filter_map(|id| ObjectId::from_raw(id.as_bytes()))
+        .map(|id| ObjectId::from_gix(id))
         .filter(|id| !repo.objects.contains(id))
         .collect();
     if missing.is_empty() {

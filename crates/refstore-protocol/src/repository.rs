@@ -5,10 +5,11 @@
 //! path a client names resolves as git resolves it for `git upload-pack
 //! <dir>`: `<dir>/.git`, then `<dir>`, then `<dir>.git`.
 
+use crate::TagPeeler;
 use refstore_fs::config::{Config, Override, Settings};
 use refstore_fs::discover::{self, Location};
 use refstore_fs::Vfs;
-use refstore_odb::{Odb, TagPeeler};
+use refstore_odb::Odb;
 use refstore_refs::backend::{self, Backend};
 use refstore_refs::ObjectFormat;
 use std::path::{Path, PathBuf};

@@ -10,10 +10,7 @@ pub mod availability;
 pub mod backend;
 pub mod error;
 pub mod files;
-mod hex;
-pub mod name;
 mod observed;
-pub mod oid;
 pub mod peel;
 pub mod plan;
 pub mod reftable;
@@ -23,5 +20,8 @@ pub mod value;
 pub use backend::Backend;
 pub use error::{CommitError, ReadError};
 pub use name::{InvalidName, RefName};
-pub use oid::{ObjectFormat, ObjectId, ParseOidError};
 pub use peel::PeelObjects;
+pub use refstore_hash::{ObjectFormat, ObjectId, ParseOidError};
+/// Reference names and their rules, from their own crate (fsck checks tag
+/// names by them too).
+pub use refstore_refname as name;

@@ -5,8 +5,8 @@
 use crate::context::{Fatal, Globals};
 use refstore_cluster::{Cluster, ClusterConfig};
 use refstore_fs::Vfs;
-use refstore_odb::TagPeeler;
 use refstore_protocol::repository::Repository;
+use refstore_protocol::TagPeeler;
 use refstore_refs::backend::Backend;
 use refstore_server::ref_source::RefSource;
 use std::path::{Path, PathBuf};

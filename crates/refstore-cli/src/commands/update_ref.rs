@@ -6,7 +6,7 @@ mod stdin;
 use crate::context::{Fatal, Globals, Repo};
 use new_values::{CheckError, NewValueCheck};
 use refstore_fs::config::Component;
-use refstore_odb::TagPeeler;
+use refstore_protocol::TagPeeler;
 use refstore_refs::backend::{self, Backend, Location, PreparedTransaction};
 use refstore_refs::files::transaction::CommitOptions;
 use refstore_refs::reftable::ReftableOptions;

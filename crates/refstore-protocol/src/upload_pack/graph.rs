@@ -64,7 +64,7 @@ impl Graph {
         format: refstore_refs::ObjectFormat,
         packs: std::sync::Arc<refstore_odb::Packs>,
     ) -> Result<Graph, UploadPackError> {
-        let hash = hash_kind(format);
+        let hash = format.gix_kind();
         let store = gix_odb::Store::at_opts(
             objects_dir.to_owned(),
             hash,
@@ -201,7 +201,7 @@ impl Graph {
                 .kind(at)
                 .map_err(|e| UploadPackError::objects(&format!("cannot read object {id}"), e))?;
             if let Some(kind) = kind {
-                return Ok(Some(to_gix_kind(kind)));
+                return Ok(Some(kind.to_gix()));
             }
         }
         Ok(self.read(id)?.map(|(kind, _)| kind))
@@ -233,7 +233,7 @@ impl Graph {
                     refstore_odb::Held::Cached(n) => self.cache.held(n),
                     refstore_odb::Held::Out => &self.buf,
                 };
-                return Ok(Some((to_gix_kind(kind), data)));
+                return Ok(Some((kind.to_gix(), data)));
             }
         }
         if let Some(kind) = read_loose(&self.objects_dir, self.hash, id, &mut self.buf)? {
@@ -395,16 +395,6 @@ pub(crate) fn read_loose(
         .map_err(|e| UploadPackError::objects(&format!("cannot read object {id}"), e))
 }
 
-/// gix's kind of object.
-pub(crate) fn to_gix_kind(kind: refstore_odb::ObjectKind) -> gix_object::Kind {
-    match kind {
-        refstore_odb::ObjectKind::Commit => gix_object::Kind::Commit,
-        refstore_odb::ObjectKind::Tree => gix_object::Kind::Tree,
-        refstore_odb::ObjectKind::Blob => gix_object::Kind::Blob,
-        refstore_odb::ObjectKind::Tag => gix_object::Kind::Tag,
-    }
-}
-
 /// Hashing for maps keyed by object ids: an id is already a uniformly
 /// distributed hash, so its first eight bytes serve (SipHash, the
 /// default, cost as much as the inserts themselves in a large walk).
@@ -437,17 +427,4 @@ impl std::hash::Hasher for IdHash {
             }
         }
     }
-}
-
-/// gix's name for an object format.
-pub(crate) fn hash_kind(format: refstore_refs::ObjectFormat) -> gix_hash::Kind {
-    match format {
-        refstore_refs::ObjectFormat::Sha1 => gix_hash::Kind::Sha1,
-        refstore_refs::ObjectFormat::Sha256 => gix_hash::Kind::Sha256,
-    }
-}
-
-/// An id in gix's type.
-pub(crate) fn to_gix(id: &refstore_refs::ObjectId) -> ObjectId {
-    ObjectId::from_bytes_or_panic(id.as_bytes())
 }

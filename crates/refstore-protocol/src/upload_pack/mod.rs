@@ -38,7 +38,6 @@
 mod advertisement;
 mod bitmap_walk;
 mod combined_blobs;
-pub mod delta;
 mod delta_search;
 mod error;
 pub(crate) mod filter;

@@ -24,7 +24,7 @@
 //! against that version. Otherwise every base is in the pack.
 
 use super::delta_search::{Base, DeltaSearch, Found, MAX_DEPTH};
-use super::graph::{to_gix_kind, Graph};
+use super::graph::Graph;
 use super::pack_writer::{type_id, DeflateInto, PackWriter, OFS_DELTA};
 use super::thin::{ObjectReader, ThinBases};
 use super::walk::{PackContents, NO_PATH};
@@ -452,7 +452,7 @@ impl Writer<'_, '_> {
                     // A version of it is on the client: a delta against
                     // that may be far smaller than the whole object.
                     let mut data = Vec::new();
-                    let kind = to_gix_kind(kind);
+                    let kind = kind.to_gix();
                     if packs.decode(at, &mut data).is_ok() {
                         if let Some(found) = self.delta_for(slot, kind, &data) {
                             self.write_delta(slot, &found)?;
@@ -464,7 +464,7 @@ impl Writer<'_, '_> {
                 }
                 match (entry.kind, how) {
                     (StoredKind::Whole(kind), _) => {
-                        let kind = to_gix_kind(kind);
+                        let kind = kind.to_gix();
                         self.pack
                             .entry_header(type_id(kind), entry.size, None)
                             .map_err(io)?;
@@ -675,7 +675,7 @@ impl Writer<'_, '_> {
             return Ok(false);
         }
         self.pack
-            .entry_header(type_id(super::graph::to_gix_kind(kind)), size, None)
+            .entry_header(type_id(kind.to_gix()), size, None)
             .map_err(io)?;
         let mut deflate = DeflateInto::new(&mut self.pack);
         let copied = std::io::copy(&mut reader.take(size), &mut deflate)
@@ -703,7 +703,7 @@ impl Writer<'_, '_> {
         let mut data = Vec::new();
         for at in packs.locate_all(id).filter(|&at| at != damaged_at) {
             if let Ok(kind) = packs.decode(at, &mut data) {
-                let kind = to_gix_kind(kind);
+                let kind = kind.to_gix();
                 if matches(kind, &data) {
                     return Ok((kind, data));
                 }

@@ -322,7 +322,7 @@ impl<'a> Peeler<'a> {
         if id.format() != self.objects.format() {
             return Ok(None);
         }
-        match packs.locate(gix_hash::oid::from_bytes_unchecked(id.as_bytes())) {
+        match packs.locate(id.as_gix()) {
             Some(at) => packs.kind(at),
             None => Ok(None),
         }

@@ -20,7 +20,7 @@
 //! `rev-list --max-age=<time> --not <refs> <wants>` would list, and the
 //! boundary is those of them with a parent outside.
 
-use super::graph::{to_gix, Graph};
+use super::graph::Graph;
 use super::refs::{Head, RefSnapshot};
 use super::request::parse_id;
 use super::UploadPackError;
@@ -66,7 +66,7 @@ impl ShallowRequest {
             if !tail.is_empty() {
                 return Err(invalid("shallow line"));
             }
-            self.client_shallows.push(to_gix(&id));
+            self.client_shallows.push(id.to_gix());
         } else if let Some(rest) = line.strip_prefix(b"deepen ") {
             let depth = std::str::from_utf8(rest)
                 .ok()
@@ -298,7 +298,7 @@ fn resolve_not(
         }
         let shown = String::from_utf8_lossy(name);
         let id = match found.as_slice() {
-            [id] => to_gix(id),
+            [id] => id.to_gix(),
             [] => {
                 return Err(UploadPackError::request(format!(
                     "upload-pack: deepen-not is not a ref: {shown}"

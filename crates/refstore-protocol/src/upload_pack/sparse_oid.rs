@@ -284,7 +284,7 @@ fn named_by_ref(refs: &RefSnapshot, name: &str) -> Option<ObjectId> {
     candidates.iter().find_map(|candidate| {
         refs.offered()
             .find(|r| r.name.as_bytes() == candidate.as_bytes())
-            .map(|r| super::graph::to_gix(&r.id))
+            .map(|r| r.id.to_gix())
     })
 }
 

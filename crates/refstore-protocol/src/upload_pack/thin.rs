@@ -15,7 +15,7 @@
 //! reference delta; [`ThinBases::client_has`] says which objects are known
 //! to be there.
 
-use super::graph::{read_loose, to_gix_kind, Graph};
+use super::graph::{read_loose, Graph};
 use super::sparse::tree_order;
 use super::walk::{IdSet, PackContents, NO_PATH};
 use super::UploadPackError;
@@ -183,7 +183,7 @@ impl<'g> ObjectReader<'g> {
                     refstore_odb::Held::Cached(n) => self.cache.held(n),
                     refstore_odb::Held::Out => &self.buf,
                 };
-                return Ok(Some((to_gix_kind(kind), data)));
+                return Ok(Some((kind.to_gix(), data)));
             }
         }
         if let Some(kind) = read_loose(self.objects_dir, self.hash, id, &mut self.buf)? {

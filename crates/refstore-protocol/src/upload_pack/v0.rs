@@ -7,7 +7,7 @@
 
 use super::filter::{Filter, FilterPolicy};
 use super::filtered_walk;
-use super::graph::{to_gix, Graph};
+use super::graph::Graph;
 use super::negotiation::{Have, Negotiation};
 use super::pack_output::{self, PackRequest};
 use super::refs::{Offering, RefSnapshot};
@@ -136,8 +136,8 @@ pub(super) fn annotated_tags(snapshot: &RefSnapshot, graph: &mut Graph) -> Vec<O
     let mut tags = Vec::new();
     for r in &snapshot.refs {
         if let (Some(peeled), true) = (&r.peeled, r.name.as_bytes().starts_with(b"refs/tags/")) {
-            let tag = to_gix(&r.id);
-            graph.know_peeled(tag, to_gix(peeled));
+            let tag = r.id.to_gix();
+            graph.know_peeled(tag, peeled.to_gix());
             tags.push(tag);
         }
     }
@@ -179,7 +179,7 @@ pub(crate) fn read_wants<R: Read>(
                 }
                 client.apply_v0(word, format)?;
             }
-            wants.push(to_gix(&id));
+            wants.push(id.to_gix());
         } else if let Some(spec) = line.strip_prefix(b"filter ") {
             if !(filters.allow_filter && client.filter) {
                 return Err(UploadPackError::request(
@@ -311,7 +311,7 @@ pub(crate) fn parse_negotiation_line(
 ) -> Result<NegotiationLine, UploadPackError> {
     if let Some(rest) = line.strip_prefix(b"have ") {
         let (id, _) = parse_id(line, rest, format)?;
-        Ok(NegotiationLine::Have(to_gix(&id)))
+        Ok(NegotiationLine::Have(id.to_gix()))
     } else if line == b"done" {
         Ok(NegotiationLine::Done)
     } else {

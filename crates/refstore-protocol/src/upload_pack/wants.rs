@@ -12,7 +12,7 @@
 //! Anything else — a missing object, or a commit only unreachable history
 //! holds — is refused with git's `not our ref`.
 
-use super::graph::{to_gix, Graph, IdHasher};
+use super::graph::{Graph, IdHasher};
 use super::refs::RefSnapshot;
 use super::UploadPackError;
 use gix_hash::ObjectId;
@@ -80,9 +80,9 @@ pub(crate) fn check(
     let mut tips: HashSet<ObjectId, IdHasher> = HashSet::default();
     if protocol != Protocol::V2 && !policy.any {
         for offered in snapshot.offered() {
-            tips.insert(to_gix(&offered.id));
+            tips.insert(offered.id.to_gix());
             if let Some(peeled) = &offered.peeled {
-                tips.insert(to_gix(peeled));
+                tips.insert(peeled.to_gix());
             }
         }
     }

@@ -4,7 +4,7 @@
 
 use super::super::filter::{Filter, FilterPolicy};
 use super::super::filtered_walk;
-use super::super::graph::{to_gix, Graph};
+use super::super::graph::Graph;
 use super::super::negotiation::Negotiation;
 use super::super::pack_output::{self, PackRequest};
 use super::super::refs::RefSnapshot;
@@ -45,9 +45,9 @@ pub(crate) fn parse_arguments(
     for argument in arguments {
         let argument = argument.as_slice();
         if let Some(rest) = argument.strip_prefix(b"want ") {
-            wanted.push(to_gix(&parse_id(argument, rest, format)?.0));
+            wanted.push(parse_id(argument, rest, format)?.0.to_gix());
         } else if let Some(rest) = argument.strip_prefix(b"have ") {
-            haves.push(to_gix(&parse_id(argument, rest, format)?.0));
+            haves.push(parse_id(argument, rest, format)?.0.to_gix());
         } else if argument == b"done" {
             done = true;
         } else if matches!(

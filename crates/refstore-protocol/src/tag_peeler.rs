@@ -2,7 +2,7 @@
 //! record the peeled values of annotated tags (reftable keeps them beside
 //! each ref, as git's and JGit's writers do).
 
-use crate::{ObjectKind, Odb};
+use refstore_odb::{ObjectKind, Odb};
 use refstore_refs::{ObjectFormat, ObjectId, PeelObjects};
 use std::path::PathBuf;
 use std::sync::{Mutex, OnceLock};

@@ -13,6 +13,8 @@
 //!
 //! Bytes from 0x80 up are allowed: git does not require UTF-8.
 
+#![deny(missing_docs, unsafe_code)]
+
 use std::fmt;
 
 /// Which of git's optional relaxations apply (`check-ref-format` flags).

@@ -1,15 +1,6 @@
-//! Git's delta encoding: a target object described as copies from a base
-//! object and inserted literal bytes, as pack entries of type `OFS_DELTA`
-//! carry it.
-//!
-//! The format: the base's size and the target's size as little-endian
-//! base-128 numbers, then instructions. An instruction byte with the high
-//! bit set copies from the base; its low seven bits say which bytes of the
-//! offset (four) and size (three) follow. A byte from 1 to 127 inserts that
-//! many following bytes.
-//!
-//! Matches are found as git does, by indexing the base at fixed-size blocks
-//! and extending every block match as far as the bytes agree, both ways.
+//! Describing a target as a delta from a base. Matches are found as git
+//! does, by indexing the base at fixed-size blocks and extending every
+//! block match as far as the bytes agree, both ways.
 
 use std::collections::HashMap;
 
@@ -146,56 +137,10 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    /// Applies a delta (a reader written from the format's description,
-    /// for these tests; packs are checked by git's index-pack elsewhere).
+    /// Applies a delta with the decoder that unpacks received packs
+    /// (which git's own deltas exercise in the ingest tests).
     fn apply(base: &[u8], delta: &[u8]) -> Vec<u8> {
-        fn size(delta: &[u8], at: &mut usize) -> usize {
-            let mut value = 0;
-            let mut shift = 0;
-            loop {
-                let byte = delta[*at];
-                *at += 1;
-                value |= usize::from(byte & 0x7f) << shift;
-                shift += 7;
-                if byte & 0x80 == 0 {
-                    return value;
-                }
-            }
-        }
-        let mut at = 0;
-        assert_eq!(size(delta, &mut at), base.len());
-        let expected = size(delta, &mut at);
-        let mut out = Vec::new();
-        while at < delta.len() {
-            let op = delta[at];
-            at += 1;
-            if op & 0x80 != 0 {
-                let mut offset = 0;
-                let mut len = 0;
-                for i in 0..4 {
-                    if op & (1 << i) != 0 {
-                        offset |= usize::from(delta[at]) << (8 * i);
-                        at += 1;
-                    }
-                }
-                for i in 0..3 {
-                    if op & (0x10 << i) != 0 {
-                        len |= usize::from(delta[at]) << (8 * i);
-                        at += 1;
-                    }
-                }
-                if len == 0 {
-                    len = 0x10000;
-                }
-                out.extend_from_slice(&base[offset..offset + len]);
-            } else {
-                assert!(op > 0, "reserved instruction 0");
-                out.extend_from_slice(&delta[at..at + usize::from(op)]);
-                at += usize::from(op);
-            }
-        }
-        assert_eq!(out.len(), expected);
-        out
+        super::super::apply::apply_delta(base, delta).expect("a valid delta")
     }
 
     #[test]

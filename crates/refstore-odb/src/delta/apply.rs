@@ -1,11 +1,5 @@
-//! Applying git's binary deltas (the content of pack entries of type
-//! OFS_DELTA and REF_DELTA) to their base objects.
-//!
-//! A delta is two sizes (base, result) as little-endian base-128 numbers,
-//! then instructions: a byte with the high bit set copies a range of the
-//! base (its low bits say which offset and size bytes follow), any other
-//! non-zero byte inserts that many literal bytes. Every size and range is
-//! checked, since deltas come from the network.
+//! Applying a delta to its base. Every size and range is checked, since
+//! deltas come from the network.
 
 /// Why a delta cannot be applied.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

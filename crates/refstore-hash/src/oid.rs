@@ -49,6 +49,14 @@ impl ObjectFormat {
         }
     }
 
+    /// gitoxide's name for the format.
+    pub const fn gix_kind(self) -> gix_hash::Kind {
+        match self {
+            ObjectFormat::Sha1 => gix_hash::Kind::Sha1,
+            ObjectFormat::Sha256 => gix_hash::Kind::Sha256,
+        }
+    }
+
     /// The all-zero id, which git uses for "does not exist".
     pub const fn null_id(self) -> ObjectId {
         ObjectId {
@@ -153,6 +161,23 @@ impl ObjectId {
     /// The raw bytes (20 or 32).
     pub fn as_bytes(&self) -> &[u8] {
         &self.bytes[..self.format.raw_len()]
+    }
+
+    /// The same id as gitoxide's borrowed id type, for calls into gix
+    /// crates (pack indexes, object lookups).
+    pub fn as_gix(&self) -> &gix_hash::oid {
+        gix_hash::oid::from_bytes_unchecked(self.as_bytes())
+    }
+
+    /// The same id as gitoxide's owned id type.
+    pub fn to_gix(&self) -> gix_hash::ObjectId {
+        self.as_gix().to_owned()
+    }
+
+    /// An id read by a gix crate (always 20 or 32 bytes, so this cannot
+    /// fail).
+    pub fn from_gix(id: &gix_hash::oid) -> Self {
+        Self::from_raw(id.as_bytes()).expect("gix ids are 20 or 32 bytes")
     }
 
     /// True for the all-zero id.
@@ -285,5 +310,20 @@ mod tests {
             .parse::<ObjectId>()
             .unwrap()
             .is_null());
+    }
+
+    #[test]
+    fn gix_ids_are_the_same_ids() {
+        for hex in [
+            "0123456789abcdef0123456789abcdef01234567".to_owned(),
+            "cd".repeat(32),
+        ] {
+            let ours: ObjectId = hex.parse().unwrap();
+            let theirs = ours.to_gix();
+            assert_eq!(theirs.to_string(), hex);
+            assert_eq!(theirs.kind().len_in_bytes(), ours.format().raw_len());
+            assert_eq!(ObjectId::from_gix(&theirs), ours);
+            assert_eq!(ours.as_gix(), theirs.as_ref());
+        }
     }
 }
