@@ -1,12 +1,17 @@
 //! One module per subcommand.
 
 mod check_ref_format;
+#[cfg(feature = "cluster")]
 mod cluster;
 mod for_each_ref;
 mod hash_object;
 mod index_pack;
 mod init;
 mod maintenance;
+#[cfg(not(feature = "cluster"))]
+mod no_cluster;
+#[cfg(not(feature = "cluster"))]
+use no_cluster as cluster;
 mod objects;
 mod pack_refs;
 mod receive_pack;

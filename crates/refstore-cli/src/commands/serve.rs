@@ -291,6 +291,7 @@ pub fn run(args: Args, globals: &Globals) -> Result<u8, Fatal> {
 /// refs commit. Pushes are kept as packs (`receive.unpackLimit=0`), the
 /// unit nodes copy; maintenance, which would judge reachability by the
 /// local refs, does not run.
+#[cfg(feature = "cluster")]
 fn join_cluster(options: &mut ServeOptions, globals: &Globals, path: &Path) -> Result<(), Fatal> {
     if options.replication.is_some() {
         return Err(Fatal::new(
@@ -315,6 +316,12 @@ fn join_cluster(options: &mut ServeOptions, globals: &Globals, path: &Path) -> R
     options.ref_source = Some(Arc::new(super::cluster::ClusterRefs::new(cluster)));
     options.maintenance_workers = 0;
     Ok(())
+}
+
+/// `--cluster` in a build without the `cluster` feature.
+#[cfg(not(feature = "cluster"))]
+fn join_cluster(_: &mut ServeOptions, _: &Globals, _: &Path) -> Result<(), Fatal> {
+    Err(super::cluster::missing())
 }
 
 /// Starts the metrics listener and makes `metrics` the observer of the

@@ -81,6 +81,7 @@ pub fn replica(args: &ReplicationArgs, globals: &Globals) -> Result<Option<Arc<R
 /// The replication a cluster file describes: its nodes, its
 /// `object_copies` and the secret in its `secret_file`, which a cluster of
 /// more than one node must name; none for a cluster of one node.
+#[cfg(feature = "cluster")]
 pub fn from_cluster(
     config: &refstore_cluster::ClusterConfig,
     path: &Path,
