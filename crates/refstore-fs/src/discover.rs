@@ -135,7 +135,7 @@ pub fn is_git_directory(vfs: &dyn Vfs, dir: &Path) -> bool {
 
 /// The common directory of `dir` if `dir` is a git directory
 /// ([`is_git_directory`]), found once for both answers.
-pub(crate) fn common_dir_of_git_directory(vfs: &dyn Vfs, dir: &Path) -> Option<PathBuf> {
+pub fn common_dir_of_git_directory(vfs: &dyn Vfs, dir: &Path) -> Option<PathBuf> {
     let common = common_dir(vfs, dir);
     if !is_dir(vfs, &common.join("objects")) || !is_dir(vfs, &common.join("refs")) {
         return None;
@@ -167,7 +167,7 @@ fn read_git_file(vfs: &dyn Vfs, file: &Path) -> Result<PathBuf, DiscoverError> {
 
 /// The path a `.git` file names, as written (relative to the file's
 /// directory unless absolute).
-pub(crate) fn git_file_target(vfs: &dyn Vfs, file: &Path) -> Result<PathBuf, DiscoverError> {
+pub fn git_file_target(vfs: &dyn Vfs, file: &Path) -> Result<PathBuf, DiscoverError> {
     let bytes = vfs
         .read(file)
         .map_err(|_| DiscoverError::InvalidGitFile(file.to_owned()))?;

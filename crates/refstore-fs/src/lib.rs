@@ -96,10 +96,8 @@
 #![deny(missing_docs, unsafe_code)]
 
 pub mod config;
-pub mod confine;
 pub mod discover;
 pub mod flush;
-pub mod hook;
 pub mod interpose;
 pub mod kill_at;
 pub mod lock;

@@ -4,12 +4,12 @@
 //!
 //! The repository is found as git finds it (with or without `.git`, a work
 //! tree or its git directory) and fully resolved by
-//! [`refstore_fs::confine::repository`]; access is then decided by the
+//! [`crate::confine::repository`]; access is then decided by the
 //! name of the directory that will be opened, never by the path the client
 //! typed, and [`Decision::served`] is what the transport opens.
 
 use crate::access::{decide, AccessRules, Verdict, Want};
-use refstore_fs::confine::{self, Served};
+use crate::confine::{self, Served};
 use refstore_fs::Vfs;
 use std::path::Path;
 

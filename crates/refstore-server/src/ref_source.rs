@@ -2,7 +2,7 @@
 //! ref store (a cluster's etcd): the server opens each repository as usual
 //! and then asks the [`RefSource`] for its refs.
 
-use refstore_fs::confine::Served;
+use crate::confine::Served;
 use refstore_protocol::repository::{OpenError, Repository};
 use refstore_refs::backend::Backend;
 use std::sync::Arc;

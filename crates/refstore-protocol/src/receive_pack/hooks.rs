@@ -21,10 +21,10 @@
 //! reaches the user through the [`Relay`].
 
 use super::commands::Command;
+use super::hook_process::{self as hook, Invocation};
 use super::relay::Relay;
 use super::ReceivePackError;
 use crate::Repository;
-use refstore_fs::hook::{self, Invocation};
 use refstore_odb::Quarantine;
 use refstore_refs::ObjectId;
 use std::ffi::OsString;

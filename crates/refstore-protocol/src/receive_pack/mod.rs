@@ -51,6 +51,7 @@ pub(crate) mod commands;
 mod error;
 mod fast_forward;
 mod fsck_config;
+mod hook_process;
 mod hooks;
 mod ingest;
 mod ingest_limits;

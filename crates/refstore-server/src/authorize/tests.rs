@@ -310,7 +310,7 @@ fn through_transports(
         decoded: request.to_owned(),
         decision: replicate::parse(&hyper::Method::GET, &url).map(|(repo, _)| Decision {
             verdict: Verdict::Allowed,
-            served: refstore_fs::confine::repository(&vfs, &tree.root, &repo).ok(),
+            served: crate::confine::repository(&vfs, &tree.root, &repo).ok(),
         }),
     });
     reached

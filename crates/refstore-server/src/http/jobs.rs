@@ -5,8 +5,8 @@
 use super::handler::State;
 use super::respond::{Answer, Reply};
 use super::route::Route;
+use crate::confine::Served;
 use hyper::Response;
-use refstore_fs::confine::Served;
 use refstore_protocol::repository::{OpenError, Repository};
 use std::sync::Arc;
 

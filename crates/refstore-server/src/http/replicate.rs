@@ -12,7 +12,7 @@
 //!   nothing stored).
 //!
 //! The repository is found and confined below the served root as for the
-//! git endpoints ([`refstore_fs::confine::repository`]), and named alike. These requests run on the
+//! git endpoints ([`crate::confine::repository`]), and named alike. These requests run on the
 //! blocking pool without taking a worker's turn: a push waiting for its
 //! peers holds a turn, and two nodes replicating to each other under
 //! load must not wait for each other's turns.
@@ -22,10 +22,10 @@ use super::handler::{refuse, refuse_body, State};
 use super::jobs::blocking;
 use super::pace::PacedBody;
 use super::respond::{Answer, Reply};
+use crate::confine::{self, Served};
 use crate::metrics::Rejection;
 use hyper::body::Incoming;
 use hyper::{Method, Request, Response};
-use refstore_fs::confine::{self, Served};
 use refstore_protocol::repository::{OpenError, Repository};
 use refstore_replica::packs::{self, PackFile};
 use refstore_replica::secret::{self, Verdict};

@@ -1,5 +1,5 @@
 use super::*;
-use crate::real::RealFs;
+use refstore_fs::real::RealFs;
 use std::os::unix::fs::symlink;
 
 fn bare(path: &Path) {

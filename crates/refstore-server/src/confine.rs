@@ -11,7 +11,7 @@ mod repository;
 
 pub use repository::{repository, Served};
 
-use crate::Vfs;
+use refstore_fs::Vfs;
 use std::collections::VecDeque;
 use std::ffi::OsString;
 use std::path::{Component, Path, PathBuf};
@@ -127,7 +127,7 @@ pub fn confine(vfs: &dyn Vfs, root: &Path, relative: &str) -> Result<PathBuf, Co
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::real::RealFs;
+    use refstore_fs::real::RealFs;
 
     #[test]
     fn links_inside_the_root_are_followed_and_links_out_are_refused() {

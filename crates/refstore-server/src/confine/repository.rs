@@ -16,8 +16,8 @@
 //! always the rule of the directory opened, whatever the client typed.
 
 use super::{plain_names, resolve, ConfineError};
-use crate::discover::{self, Location};
-use crate::vfs::{FileKind, Vfs};
+use refstore_fs::discover::{self, Location};
+use refstore_fs::{FileKind, Vfs};
 use std::path::{Path, PathBuf};
 
 /// A served repository, found and confined.
