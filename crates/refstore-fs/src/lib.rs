@@ -107,6 +107,7 @@ pub mod real;
 pub mod resident;
 pub mod sim;
 pub mod stale;
+pub mod temp;
 mod vfs;
 
 pub use mapped::Mapped;

@@ -9,9 +9,12 @@ use crate::pack_out::FinishedPack;
 use crate::{MaintError, Repo};
 use refstore_fs::config::Component;
 use refstore_fs::flush::FlushBatch;
+use refstore_fs::lock::{LockError, LockFile};
+use refstore_fs::temp::TempFiles;
 use refstore_fs::Vfs;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 /// The files of a pack that was installed.
 #[derive(Debug, Clone)]
@@ -35,10 +38,8 @@ pub fn install(repo: &Repo, pack: FinishedPack) -> Result<Installed, MaintError>
         checksum,
         mut entries,
     } = pack;
-    let mut temps = Temps {
-        vfs: vfs.clone(),
-        paths: vec![temp_path.clone()],
-    };
+    let mut temps = TempFiles::new(vfs.clone());
+    temps.remove_later(temp_path.clone());
     let objects = entries.len() as u32;
     let index = crate::idx::write(&mut entries, &checksum, hash)?;
     let hex: String = checksum.iter().map(|b| format!("{b:02x}")).collect();
@@ -87,36 +88,6 @@ fn link(vfs: &Arc<dyn Vfs>, from: &Path, to: &Path) -> Result<(), MaintError> {
     }
 }
 
-/// Temporary files, removed when dropped (after linking, or on failure).
-struct Temps {
-    vfs: Arc<dyn Vfs>,
-    paths: Vec<PathBuf>,
-}
-
-impl Temps {
-    fn write(
-        &mut self,
-        dir: &Path,
-        prefix: &str,
-        content: &[u8],
-        batch: &mut FlushBatch,
-    ) -> Result<PathBuf, MaintError> {
-        let (path, mut file) = crate::temp::create(self.vfs.as_ref(), dir, prefix)?;
-        self.paths.push(path.clone());
-        file.write_all(content)?;
-        batch.stage(file)?;
-        Ok(path)
-    }
-}
-
-impl Drop for Temps {
-    fn drop(&mut self) {
-        for path in &self.paths {
-            let _ = self.vfs.unlink(path);
-        }
-    }
-}
-
 /// Writes `content` as the new version of `target` (a file readers open by
 /// name, like `multi-pack-index` or `commit-graph`) with git's lock
 /// protocol: `<target>.lock` created exclusively (so a git writing the same
@@ -134,28 +105,23 @@ pub fn replace_file(
     let mut batch = FlushBatch::new(vfs.clone(), method, dir.clone())
         .with_mechanism(repo.fsync().batch_mechanism());
     batch.create_dir_all(&dir)?;
-    let lock = refstore_fs::lock::lock_path_for(target);
-    let mut file = match vfs.create_exclusive(&lock) {
-        Ok(file) => file,
-        Err(e) if e.is_already_exists() => {
+    // One attempt: housekeeping that finds the file being written gives
+    // up on this task rather than wait.
+    let mut lock = match LockFile::acquire(vfs, target, Duration::ZERO) {
+        Ok(lock) => lock,
+        Err(LockError::Held { lock_path }) => {
             return Err(MaintError::Busy(format!(
                 "'{}' exists: another process is writing '{}'",
-                lock.display(),
+                lock_path.display(),
                 target.display()
             )))
         }
-        Err(e) => return Err(e.into()),
+        Err(LockError::Io(e)) => return Err(e.into()),
     };
-    let mut temps = Temps {
-        vfs: vfs.clone(),
-        paths: vec![lock.clone()],
-    };
-    file.write_all(content)?;
-    batch.stage(file)?;
+    lock.write_all(content)?;
+    lock.stage(&mut batch)?;
     batch.flush_files()?;
-    vfs.rename(&lock, target)?;
-    temps.paths.clear();
-    batch.dir_changed(&dir);
+    lock.commit(&mut batch)?;
     batch.flush_dirs()?;
     Ok(())
 }
@@ -179,10 +145,7 @@ pub fn add_file(
     let mut batch = FlushBatch::new(vfs.clone(), method, dir.clone())
         .with_mechanism(repo.fsync().batch_mechanism());
     batch.create_dir_all(&dir)?;
-    let mut temps = Temps {
-        vfs: vfs.clone(),
-        paths: Vec::new(),
-    };
+    let mut temps = TempFiles::new(vfs.clone());
     let temp = temps.write(&dir, prefix, content, &mut batch)?;
     batch.flush_files()?;
     link(vfs, &temp, target)?;

@@ -57,7 +57,6 @@ mod prune;
 mod refs_task;
 mod repack;
 mod settings;
-mod temp;
 
 pub use lock::MaintenanceLock;
 pub use settings::MaintSettings;

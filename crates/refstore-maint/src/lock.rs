@@ -154,7 +154,7 @@ fn take_gc_pid(repo: &Repo, host: &str) -> Result<Option<(PathBuf, Vec<u8>)>, Ma
 /// without its content.
 fn create_with(repo: &Repo, path: &Path, content: &[u8]) -> Result<bool, MaintError> {
     let vfs = repo.vfs.as_ref();
-    let (temp, mut file) = crate::temp::create(vfs, &repo.objects_dir(), "tmp_lock_")?;
+    let (temp, mut file) = refstore_fs::temp::create(vfs, &repo.objects_dir(), "tmp_lock_")?;
     let linked = file.write_all(content).and_then(|_| {
         drop(file);
         vfs.link(&temp, path)

@@ -70,7 +70,7 @@ impl PackOut {
         hash: gix_hash::Kind,
         objects: u32,
     ) -> Result<PackOut, MaintError> {
-        let (path, file) = crate::temp::create(vfs.as_ref(), dir, "tmp_pack_")?;
+        let (path, file) = refstore_fs::temp::create(vfs.as_ref(), dir, "tmp_pack_")?;
         let mut out = PackOut {
             file,
             path,

@@ -26,7 +26,6 @@ use refstore_fs::flush::{BatchMechanism, FlushBatch, FlushMethod};
 use refstore_fs::Vfs;
 use refstore_hash::{ObjectFormat, ObjectId};
 use std::collections::HashSet;
-use std::hash::{BuildHasher, Hasher};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -36,9 +35,6 @@ const TEMP_PREFIX: &str = "tmp_obj_";
 /// How much deflated data of a large object is gathered before it is
 /// written.
 const STREAM_BUFFER: usize = 256 << 10;
-
-/// Attempts at finding an unused temporary name before giving up.
-const TEMP_ATTEMPTS: usize = 100;
 
 /// The path of a loose object: `<objects>/<first two hex digits>/<rest>`.
 pub fn loose_object_path(objects_dir: &Path, id: &ObjectId) -> PathBuf {
@@ -67,7 +63,6 @@ pub struct LooseWriter {
     staged: Vec<Staged>,
     /// Ids already handled in this batch, so a repeated object costs nothing.
     seen: HashSet<ObjectId>,
-    temp_names: TempNames,
     /// One zlib stream state, reset for each object: creating a fresh one
     /// per object allocates and clears hundreds of KiB each time.
     compressor: Compress,
@@ -95,7 +90,6 @@ impl LooseWriter {
             batch,
             staged: Vec::new(),
             seen: HashSet::new(),
-            temp_names: TempNames::new(),
             compressor: Compress::new(Compression::fast(), true),
             durable_names: true,
         }
@@ -276,16 +270,11 @@ impl LooseWriter {
         &mut self,
         dir: &Path,
     ) -> Result<(PathBuf, Box<dyn refstore_fs::VfsFile>), OdbError> {
-        let mut last_error = None;
-        for _ in 0..TEMP_ATTEMPTS {
-            let path = dir.join(self.temp_names.next());
-            match self.vfs.create_exclusive(&path) {
-                Ok(file) => return Ok((path, file)),
-                Err(e) if e.is_already_exists() => last_error = Some(e),
-                Err(e) => return Err(e.into()),
-            }
-        }
-        Err(last_error.expect("at least one attempt was made").into())
+        Ok(refstore_fs::temp::create(
+            self.vfs.as_ref(),
+            dir,
+            TEMP_PREFIX,
+        )?)
     }
 }
 
@@ -331,49 +320,4 @@ fn feed(compressor: &mut Compress, mut input: &[u8], out: &mut Vec<u8>, flush: F
             return;
         }
     }
-}
-
-/// Unpredictable temporary names (`tmp_obj_XXXXXX`), so concurrent writers
-/// rarely collide (and `create_exclusive` settles it when they do).
-#[derive(Debug)]
-pub(crate) struct TempNames {
-    seed: u64,
-    counter: u64,
-}
-
-impl TempNames {
-    pub(crate) fn new() -> Self {
-        // RandomState is seeded from the OS once per process; mixing in the
-        // pid separates processes that fork.
-        let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
-        hasher.write_u32(std::process::id());
-        TempNames {
-            seed: hasher.finish(),
-            counter: 0,
-        }
-    }
-
-    fn next(&mut self) -> String {
-        format!("{TEMP_PREFIX}{}", self.next_suffix())
-    }
-
-    /// Six random characters.
-    pub(crate) fn next_suffix(&mut self) -> String {
-        const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
-        self.counter += 1;
-        let mut value = splitmix(self.seed ^ self.counter.wrapping_mul(0x9e37_79b9_7f4a_7c15));
-        let mut name = String::new();
-        for _ in 0..6 {
-            name.push(ALPHABET[(value % ALPHABET.len() as u64) as usize] as char);
-            value /= ALPHABET.len() as u64;
-        }
-        name
-    }
-}
-
-/// A 64-bit mixing function (SplitMix64's finalizer).
-fn splitmix(mut z: u64) -> u64 {
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
 }

@@ -32,7 +32,8 @@ use crate::set_aside::{Aside, SetAside};
 use crate::{Odb, OdbError};
 use gix_pack::data::input::{EntriesToBytesIter, Entry, LookupRefDeltaObjectsIter};
 use refstore_fs::flush::{BatchMechanism, FlushBatch, FlushMethod};
-use refstore_fs::{Vfs, VfsFile};
+use refstore_fs::temp::TempFiles;
+use refstore_fs::Vfs;
 use refstore_hash::{ObjectFormat, ObjectId};
 use std::cell::RefCell;
 use std::io::{self, BufRead, Cursor, Read, Seek, Write};
@@ -254,11 +255,9 @@ fn install(
     let mut batch = FlushBatch::new(vfs.clone(), options.method, dir.to_owned())
         .with_mechanism(options.batch_mechanism);
     batch.create_dir_all(dir)?;
-    let mut temps = Temps {
-        vfs: vfs.clone(),
-        paths: Vec::new(),
-        named: Vec::new(),
-    };
+    let mut temps = TempFiles::new(vfs.clone());
+    // The final names given so far (see below).
+    let mut named = TempFiles::new(vfs.clone());
     let temp_pack = temps.write(dir, "tmp_pack_", pack, &mut batch)?;
     let temp_index = temps.write(dir, "tmp_idx_", index, &mut batch)?;
     let temp_rev = match (rev, &stored.rev_path) {
@@ -267,7 +266,7 @@ fn install(
     };
     if let (Some(keep), Some(content)) = (&stored.keep_path, options.keep) {
         let mut file = vfs.create_exclusive(keep)?;
-        temps.named.push(keep.clone());
+        named.remove_later(keep.clone());
         file.write_all(content)?;
         batch.stage(file)?;
     }
@@ -278,25 +277,25 @@ fn install(
     // The reverse index is named with the pack, before the index.
     // Names this call gives are taken back if it fails before the index
     // is named: a pack without its index is garbage nobody would remove.
-    let link = |temps: &mut Temps, temp: &Path, dest: &Path| match vfs.link(temp, dest) {
+    let link = |named: &mut TempFiles, temp: &Path, dest: &Path| match vfs.link(temp, dest) {
         Ok(()) => {
-            temps.named.push(dest.to_owned());
+            named.remove_later(dest.to_owned());
             Ok(())
         }
         Err(e) if e.is_already_exists() => Ok(()),
         Err(e) => Err(OdbError::from(e)),
     };
-    link(&mut temps, &temp_pack, &stored.pack_path)?;
+    link(&mut named, &temp_pack, &stored.pack_path)?;
     if let Some((temp, dest)) = &temp_rev {
-        link(&mut temps, temp, dest)?;
+        link(&mut named, temp, dest)?;
     }
     if durable_names {
         batch.dir_changed(dir);
         batch.flush_dirs()?;
     }
-    link(&mut temps, &temp_index, &stored.index_path)?;
+    link(&mut named, &temp_index, &stored.index_path)?;
     // The pack is visible: what it is named stays, whatever happens next.
-    temps.named.clear();
+    named.keep_all();
     if durable_names {
         batch.dir_changed(dir);
         batch.flush_dirs()?;
@@ -311,57 +310,6 @@ struct Files<'a> {
     pack: &'a [u8],
     index: &'a [u8],
     rev: Option<&'a [u8]>,
-}
-
-/// Temporary files, removed when dropped (after their contents were linked
-/// into place, or on failure), and the final names given so far, removed
-/// too unless the pack became visible.
-struct Temps {
-    vfs: Arc<dyn Vfs>,
-    paths: Vec<PathBuf>,
-    named: Vec<PathBuf>,
-}
-
-impl Temps {
-    fn write(
-        &mut self,
-        dir: &Path,
-        prefix: &str,
-        content: &[u8],
-        batch: &mut FlushBatch,
-    ) -> Result<PathBuf, OdbError> {
-        let (path, mut file) = create_temp(self.vfs.as_ref(), dir, prefix)?;
-        self.paths.push(path.clone());
-        file.write_all(content)?;
-        batch.stage(file)?;
-        Ok(path)
-    }
-}
-
-impl Drop for Temps {
-    fn drop(&mut self) {
-        for path in self.paths.iter().chain(&self.named) {
-            let _ = self.vfs.unlink(path);
-        }
-    }
-}
-
-fn create_temp(
-    vfs: &dyn Vfs,
-    dir: &Path,
-    prefix: &str,
-) -> Result<(PathBuf, Box<dyn VfsFile>), OdbError> {
-    let mut names = crate::loose::TempNames::new();
-    let mut last_error = None;
-    for _ in 0..100 {
-        let path = dir.join(format!("{prefix}{}", names.next_suffix()));
-        match vfs.create_exclusive(&path) {
-            Ok(file) => return Ok((path, file)),
-            Err(e) if e.is_already_exists() => last_error = Some(e),
-            Err(e) => return Err(e.into()),
-        }
-    }
-    Err(last_error.expect("at least one attempt was made").into())
 }
 
 /// An in-memory file shared between the pack writer and the indexer.

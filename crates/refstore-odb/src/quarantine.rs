@@ -15,7 +15,7 @@
 //! everything in it; one left by a crash holds nothing the repository
 //! refers to.
 
-use crate::{loose::TempNames, LooseWriter, Odb, OdbError, PackOptions, StoredPack};
+use crate::{LooseWriter, Odb, OdbError, PackOptions, StoredPack};
 use refstore_fs::flush::{BatchMechanism, FlushBatch, FlushMethod};
 use refstore_fs::{FileKind, Vfs};
 use refstore_hash::ObjectFormat;
@@ -64,16 +64,7 @@ impl Quarantine {
             path: objects_dir.to_owned(),
             source,
         })?;
-        let mut names = TempNames::new();
-        let mut attempt = 0;
-        let dir = loop {
-            let dir = objects_dir.join(format!("{QUARANTINE_PREFIX}{}", names.next_suffix()));
-            match vfs.mkdir(&dir) {
-                Ok(()) => break dir,
-                Err(e) if e.is_already_exists() && attempt < 100 => attempt += 1,
-                Err(e) => return Err(e.into()),
-            }
-        };
+        let dir = refstore_fs::temp::create_dir(vfs.as_ref(), &objects_dir, QUARANTINE_PREFIX)?;
         let quarantine = Quarantine {
             vfs,
             objects_dir,

@@ -14,6 +14,7 @@ mod observed;
 pub mod peel;
 pub mod plan;
 pub mod reftable;
+pub mod resolve;
 pub mod transaction;
 pub mod value;
 

@@ -15,7 +15,7 @@ pub mod verify;
 
 pub use crate::error::ReadError;
 use crate::value::{Peeled, Ref, RefView, Target, TargetView};
-use crate::{ObjectFormat, ObjectId, RefName};
+use crate::{ObjectFormat, RefName};
 use packed::{PackedError, PackedRefs, PackedSnapshot, PackedView};
 use refstore_fs::flush::{BatchMechanism, FlushBatch};
 use refstore_fs::{FileKind, Mapped, Vfs};
@@ -23,8 +23,7 @@ use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-/// How deep git follows symbolic refs before giving up.
-pub const SYMREF_MAX_DEPTH: usize = 5;
+pub use crate::resolve::{Resolved, SYMREF_MAX_DEPTH};
 
 /// The refs of a prefix, sorted, and the loose refs that could not be read
 /// (git warns "ignoring broken ref" about those and goes on).
@@ -34,16 +33,6 @@ pub struct Listing {
     pub refs: Vec<Ref>,
     /// Loose refs whose files hold no valid value.
     pub broken: Vec<RefName>,
-}
-
-/// A symbolic ref chain followed to its end.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Resolved {
-    /// The last name of the chain (the ref that holds an object id, or the
-    /// missing ref a dangling symref points to).
-    pub name: RefName,
-    /// Its object id; `None` if it does not exist (an unborn branch).
-    pub id: Option<ObjectId>,
 }
 
 /// A files-format ref store.
@@ -246,32 +235,14 @@ impl FilesBackend {
     pub fn resolve(&self, name: &RefName) -> Result<Option<Resolved>, ReadError> {
         // `packed-refs` is read once, and only if a name is not loose.
         let mut text = None;
-        let mut current = name.clone();
-        for depth in 0..=SYMREF_MAX_DEPTH {
-            let stored = self.read_loose_or(&current, || {
+        crate::resolve::follow(name, |current| {
+            self.read_loose_or(current, || {
                 if text.is_none() {
                     text = Some(self.packed_text()?);
                 }
-                self.find_packed(text.as_deref().unwrap_or_default(), &current)
-            })?;
-            match stored.map(|r| r.target) {
-                None if depth == 0 => return Ok(None),
-                None => {
-                    return Ok(Some(Resolved {
-                        name: current,
-                        id: None,
-                    }))
-                }
-                Some(Target::Object(id)) => {
-                    return Ok(Some(Resolved {
-                        name: current,
-                        id: Some(id),
-                    }))
-                }
-                Some(Target::Symbolic(next)) => current = next,
-            }
-        }
-        Err(ReadError::SymrefTooDeep(name.clone()))
+                self.find_packed(text.as_deref().unwrap_or_default(), current)
+            })
+        })
     }
 
     /// Like [`resolve`](Self::resolve), with `packed-refs` already parsed.
@@ -280,32 +251,7 @@ impl FilesBackend {
         name: &RefName,
         packed: &PackedSnapshot,
     ) -> Result<Option<Resolved>, ReadError> {
-        let mut current = name.clone();
-        for depth in 0..=SYMREF_MAX_DEPTH {
-            match self.read_in(&current, packed)? {
-                None if depth == 0 => return Ok(None),
-                None => {
-                    return Ok(Some(Resolved {
-                        name: current,
-                        id: None,
-                    }))
-                }
-                Some(Ref {
-                    target: Target::Object(id),
-                    ..
-                }) => {
-                    return Ok(Some(Resolved {
-                        name: current,
-                        id: Some(id),
-                    }))
-                }
-                Some(Ref {
-                    target: Target::Symbolic(next),
-                    ..
-                }) => current = next,
-            }
-        }
-        Err(ReadError::SymrefTooDeep(name.clone()))
+        crate::resolve::follow(name, |current| self.read_in(current, packed))
     }
 
     /// The names of the loose refs whose names start with `prefix`, sorted.

@@ -16,7 +16,7 @@ use super::tables_list;
 use super::writer::WriteOptions;
 use super::Version;
 use crate::error::ReadError;
-use crate::files::{Listing, Resolved, SYMREF_MAX_DEPTH};
+use crate::files::{Listing, Resolved};
 use crate::value::{Ref, Target};
 use crate::{ObjectFormat, ObjectId, PeelObjects, RefName};
 use refstore_fs::config::ReftableSettings;
@@ -180,7 +180,7 @@ impl ReftableBackend {
     }
 
     /// Follows symbolic refs from `name` to an object id, as git does (at
-    /// most [`SYMREF_MAX_DEPTH`] levels). `None` if `name` does not exist.
+    /// most [`crate::resolve::SYMREF_MAX_DEPTH`] levels). `None` if `name` does not exist.
     pub fn resolve(&self, name: &RefName) -> Result<Option<Resolved>, ReadError> {
         resolve_in(&*self.snapshot()?, name)
     }
@@ -267,32 +267,7 @@ pub(super) fn read_in(stack: &Stack, name: &RefName) -> Result<Option<Ref>, Read
 
 /// Follows `name` through symbolic refs in `stack`.
 pub(super) fn resolve_in(stack: &Stack, name: &RefName) -> Result<Option<Resolved>, ReadError> {
-    let mut current = name.clone();
-    for depth in 0..=SYMREF_MAX_DEPTH {
-        match read_in(stack, &current)? {
-            None if depth == 0 => return Ok(None),
-            None => {
-                return Ok(Some(Resolved {
-                    name: current,
-                    id: None,
-                }))
-            }
-            Some(Ref {
-                target: Target::Object(id),
-                ..
-            }) => {
-                return Ok(Some(Resolved {
-                    name: current,
-                    id: Some(id),
-                }))
-            }
-            Some(Ref {
-                target: Target::Symbolic(next),
-                ..
-            }) => current = next,
-        }
-    }
-    Err(ReadError::SymrefTooDeep(name.clone()))
+    crate::resolve::follow(name, |current| read_in(stack, current))
 }
 
 /// A live record as a [`Ref`]; a record that names no valid ref (or
