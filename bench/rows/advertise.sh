@@ -1,4 +1,4 @@
-# Seed 004's workload: advertising every ref of a repository with 100k and
+# Advertising every ref of a repository with 100k and
 # 1M refs, protocol v0 (`upload-pack --advertise-refs`) and v2 (`ls-refs`
 # with peel and symrefs), refstore upload-pack against git upload-pack.
 # Besides wall time the row reports CPU time (user + system, from

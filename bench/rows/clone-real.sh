@@ -1,4 +1,4 @@
-# Serving a real repository (issue 11): `git clone --bare --no-local` and
+# Serving a real repository: `git clone --bare --no-local` and
 # fetches through `git upload-pack` (with its pack-objects) and through
 # `refstore upload-pack`, measuring the server: CPU (user + system, its
 # children included, from /usr/bin/time), its wall time, its peak RSS, and

@@ -1,4 +1,4 @@
-# Seed 003's "create" workload on the files backend: one transaction of 10k
+# Creating refs on the files backend: one transaction of 10k
 # new refs into a repository that already has 100k packed refs. Each run
 # starts from a fresh, flushed copy of a template built once per scratch
 # directory.

@@ -1,4 +1,4 @@
-# Seed 002's workload: storing N small new files as loose objects. refstore
+# Storing N small new files as loose objects: refstore
 # `hash-object -w --stdin-paths` (durable by default: one flush point for
 # all objects) against git's `hash-object -w --stdin-paths` and `git add`,
 # with git's flushing off, per object (fsync) and batched (fsyncMethod=batch).

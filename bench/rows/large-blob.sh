@@ -2,7 +2,7 @@
 # 600 MB that compresses to 0.6 MB), loose and packed, to
 # `git clone --bare --no-local`: the server's peak RSS and CPU (user +
 # system, children included, from /usr/bin/time). refstore must stay under
-# 64 MB per request (issue 11): a packed blob is copied compressed, a loose
+# 64 MB per request: a packed blob is copied compressed, a loose
 # one inflated and compressed again in pieces.
 megabytes=${LARGE_BLOB_MB:-600}
 work=$BENCH_DIR/large-blob

@@ -1,4 +1,4 @@
-# Seed 000's workload: `git push` of N new refs (all at one commit) over
+# `git push` of N new refs (all at one commit) over
 # file:// into an empty bare repository, served by git's receive-pack and by
 # `refstore receive-pack`, atomic and not, per flush method. The headline
 # comparison is durable refstore (its default, `batch`: one flush point for

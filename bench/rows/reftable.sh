@@ -1,4 +1,4 @@
-# Seed 003's workloads on both ref formats: `create` (10k new refs into
+# Ref workloads on both ref formats: `create` (10k new refs into
 # 100k existing), `recreate` (delete those 10k, then create them again) and
 # `migrate` (1M refs files -> reftable). With GIT=<git >= 2.45> (which has
 # reftable; build it by hand) the git column is that git's reftable backend

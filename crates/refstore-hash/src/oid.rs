@@ -1,8 +1,8 @@
 //! Object ids and the repository's object format (SHA-1 or SHA-256).
 //!
 //! Ids given in full hex are parsed as ids, never looked up as abbreviations:
-//! ref storage has no business resolving ambiguity, and skipping it is one of
-//! the costs seed 003 removes from large transactions.
+//! ref storage has no business resolving ambiguity, and skipping it saves
+//! large transactions a lookup per id.
 
 use crate::hex::{self, Case};
 use std::fmt;

@@ -10,7 +10,7 @@
 //!
 //! Objects at or above `core.bigFileThreshold` are never held whole: the
 //! pack reader hashes them in pieces, a loose write streams them, and the
-//! object checks judge them by their header (see `limits.rs`).
+//! object checks judge them by their header (see `ingest_limits.rs`).
 
 use super::commands::Command;
 use super::spool::Spool;

@@ -13,7 +13,7 @@
 //!    tips against quarantine and repository (`ingest.rs`); objects at or
 //!    above `core.bigFileThreshold` are streamed, and a pack that inflates
 //!    beyond `refstore.maxPushInflated` is refused as it is read
-//!    (`limits.rs`);
+//!    (`ingest_limits.rs`);
 //! 4. the `pre-receive` hook, which sees the quarantined objects; if it
 //!    accepts, the objects move into the repository, durably (`hooks.rs`),
 //!    and the repository's [`crate::ObjectsStored`] step, if any, may
