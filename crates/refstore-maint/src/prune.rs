@@ -11,10 +11,17 @@
 //! the repository already had (unreachable and old) freshens the
 //! existing file instead of writing it, and then updates its refs, so a
 //! judgement made before the refs were read would remove an object a ref
-//! is about to name. What remains is git's own window, between that last
-//! look and the unlink. The walk reads commits, trees and tags only (a tree
-//! entry's mode says it names a blob), and runs only when some loose
-//! object is old enough to go.
+//! is about to name. Git stops there, leaving a window between that last
+//! look and the unlink in which a push can freshen the object and lose it
+//! all the same. Here the object is renamed aside first and its age
+//! looked at once more under the new name: freshened before it went, it
+//! is put back (and its name flushed); freshened after, the push found it
+//! gone and linked its own copy. Either way nothing a push is about to
+//! name is lost. What remains is a moment, between the rename and the
+//! putting back of an object freshened in the instant before, in which
+//! readers do not find it (and a crash then loses it). The walk reads
+//! commits, trees and tags only (a tree entry's mode says it names a
+//! blob), and runs only when some loose object is old enough to go.
 //!
 //! Conservative where it cannot see everything: nothing is pruned in a
 //! repository with a work-tree index or linked worktrees (objects staged
@@ -39,11 +46,12 @@ pub fn prune(
         return Ok((loose, 0));
     };
     let now = SystemTime::now();
-    let is_old = |object: &LooseObject| {
+    let old_at = |path: &Path| {
         repo.vfs
-            .stat(&object.path)
+            .stat(path)
             .is_ok_and(|meta| now.duration_since(meta.modified).unwrap_or_default() >= expiry)
     };
+    let is_old = |object: &LooseObject| old_at(&object.path);
     let old: Vec<bool> = loose.iter().map(is_old).collect();
     if !old.iter().any(|&o| o) || !can_see_all_roots(repo) {
         return Ok((loose, 0));
@@ -86,11 +94,11 @@ pub fn prune(
         // about to point a ref at it, and git's prune likewise looks at
         // an object's time only just before removing it.
         if old && !reachable.contains(&object.id) && is_old(&object) {
-            match repo.vfs.unlink(&object.path) {
-                Ok(()) => pruned += 1,
-                Err(e) if e.is_not_found() => {}
-                Err(e) => return Err(e.into()),
+            if !remove_unless_freshened(repo, &object, &old_at)? {
+                kept.push(object);
+                continue;
             }
+            pruned += 1;
             if let Some(dir) = object.path.parent() {
                 let _ = repo.vfs.rmdir(dir);
             }
@@ -99,6 +107,40 @@ pub fn prune(
         }
     }
     Ok((kept, pruned))
+}
+
+/// Removes `object` unless it was freshened before it was taken out of
+/// sight: renamed aside, then judged by `old_at` under its new name, then
+/// removed, or put back with its name flushed. True if it was removed.
+fn remove_unless_freshened(
+    repo: &Repo,
+    object: &LooseObject,
+    old_at: &dyn Fn(&Path) -> bool,
+) -> Result<bool, MaintError> {
+    let (Some(dir), Some(name)) = (object.path.parent(), object.path.file_name()) else {
+        return Ok(false);
+    };
+    // A temporary name, as git's and refstore's housekeeping know them:
+    // left by a crash, it is removed once old.
+    let aside = dir.join(format!("tmp_pruned_{}", name.to_string_lossy()));
+    match repo.vfs.rename(&object.path, &aside) {
+        Ok(()) => {}
+        Err(e) if e.is_not_found() => return Ok(false),
+        Err(e) => return Err(e.into()),
+    }
+    if old_at(&aside) {
+        repo.vfs.unlink(&aside)?;
+        return Ok(true);
+    }
+    match repo.vfs.link(&aside, &object.path) {
+        // Already written again: the same content, since names are hashes.
+        Ok(()) => {}
+        Err(e) if e.is_already_exists() => {}
+        Err(e) => return Err(e.into()),
+    }
+    repo.vfs.fsync_dir(dir)?;
+    repo.vfs.unlink(&aside)?;
+    Ok(false)
 }
 
 fn can_see_all_roots(repo: &Repo) -> bool {

@@ -151,7 +151,12 @@ impl Quarantine {
                         continue;
                     }
                     batch.create_dir_all(&to)?;
-                    self.link(&from.join(&object.name), &to.join(&object.name), true)?;
+                    self.link(
+                        &mut batch,
+                        &from.join(&object.name),
+                        &to.join(&object.name),
+                        true,
+                    )?;
                     batch.dir_changed(&to);
                     migrated.loose += 1;
                 }
@@ -173,7 +178,7 @@ impl Quarantine {
                     indexes.push((from, to));
                     continue;
                 }
-                let created = self.link(&from, &to, false)?;
+                let created = self.link(&mut batch, &from, &to, false)?;
                 if created && name.ends_with(".keep") {
                     migrated.keep_files.push(to);
                 }
@@ -183,7 +188,7 @@ impl Quarantine {
         batch.flush_dirs()?;
         if !indexes.is_empty() {
             for (from, to) in &indexes {
-                self.link(from, to, false)?;
+                self.link(&mut batch, from, to, false)?;
                 batch.dir_changed(to.parent().expect("in objects/pack"));
                 migrated.packs += 1;
                 if let Some(name) = to.file_stem() {
@@ -205,11 +210,20 @@ impl Quarantine {
     /// A loose object found existing may be pruned before it is freshened
     /// (it was old and, until this push's refs are written, unreachable):
     /// then the quarantine's copy is linked after all, rather than failing
-    /// the push or leaving it to name an object that is gone.
-    fn link(&self, from: &Path, to: &Path, freshen: bool) -> Result<bool, OdbError> {
-        // Each failed attempt found the object there and then gone: a
-        // prune removing it every time in between is no real schedule, so
-        // a few attempts are enough.
+    /// the push or leaving it to name an object that is gone. A prune that
+    /// emptied the object's directory removes it too, maybe after this
+    /// migration made sure it was there: it is made again (in `batch`, so
+    /// that it is flushed with the names).
+    fn link(
+        &self,
+        batch: &mut FlushBatch,
+        from: &Path,
+        to: &Path,
+        freshen: bool,
+    ) -> Result<bool, OdbError> {
+        // Each failed attempt found the object (or its directory) there
+        // and then gone: a prune removing it every time in between is no
+        // real schedule, so a few attempts are enough.
         let mut attempts = 0;
         loop {
             match self.vfs.link(from, to) {
@@ -220,6 +234,12 @@ impl Quarantine {
                     Err(e) if e.is_not_found() && attempts < 8 => attempts += 1,
                     Err(e) => return Err(e.into()),
                 },
+                Err(e) if e.is_not_found() && attempts < 8 => {
+                    attempts += 1;
+                    let dir = to.parent().unwrap_or(Path::new("."));
+                    batch.dir_removed(dir);
+                    batch.create_dir_all(dir)?;
+                }
                 Err(e) => return Err(e.into()),
             }
         }

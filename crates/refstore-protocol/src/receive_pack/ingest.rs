@@ -297,7 +297,12 @@ fn unpack_limit(repo: &Repository) -> Result<i64, String> {
 
 /// Stores every object of the pack loose, in one batch with one data
 /// flush point once the pack's checksum is verified. Objects the
-/// repository has are skipped, as git's `unpack-objects` skips them.
+/// repository holds in a pack are skipped: housekeeping removes no packed
+/// object before it is in another pack. One it holds loose is written
+/// all the same: it may be old and unreachable, so a prune may remove it
+/// before this push's refs name it; the quarantine's migration then
+/// freshens it, or links this copy if it is gone (git's
+/// `unpack-objects` freshens it in place instead).
 fn unpack_loose(
     repo: &Repository,
     quarantine: &Quarantine,
@@ -315,7 +320,9 @@ fn unpack_loose(
             ObjectData::Whole(data) => checks.check(&object.id, object.kind, data)?,
             ObjectData::Large(_) => checks.check_large(&object.id, object.kind)?,
         }
-        if repo.objects.contains(&object.id) {
+        // Loose first: an object pruned between the two looks is then
+        // found in neither, and written.
+        if !holds_loose(repo, &object.id) && repo.objects.contains(&object.id) {
             return Ok(());
         }
         match object.data {
@@ -325,6 +332,12 @@ fn unpack_loose(
     })
     .map_err(|e| one_line(&e.to_string()))?;
     writer.commit().map_err(|e| one_line(&e.to_string()))
+}
+
+/// Whether the repository holds `id` as a loose object.
+fn holds_loose(repo: &Repository, id: &ObjectId) -> bool {
+    let path = refstore_odb::loose_object_path(repo.objects.objects_dir(), id);
+    repo.vfs.exists(&path)
 }
 
 /// Stores the pack with its index and a `.keep` file, then checks its

@@ -100,7 +100,7 @@ impl Scenario {
                 body
             })
             .collect();
-        Run { sim, actors }
+        Run { fs: sim, actors }
     }
 
     /// Judges a finished run: its history with the final values, and (if
@@ -123,7 +123,7 @@ impl Scenario {
         events.extend(history.events());
         let end = events.iter().map(|e| e.ret).max().unwrap_or(0) + 1;
         let names = self.names();
-        let store = open(Arc::new(outcome.sim.clone()), self.format);
+        let store = open(Arc::new(outcome.fs.clone()), self.format);
         let mut full = events.clone();
         full.extend(final_reads(&*store, &names, usize::MAX >> 1, end)?);
         listing_agrees(&*store, &names)?;
@@ -138,7 +138,7 @@ impl Scenario {
             seed: outcome.schedule.len() as u64,
         };
         let report = outcome
-            .sim
+            .fs
             .check_crashes(&options, |crashed| {
                 let store = open(crashed.vfs(), self.format);
                 let mut cut = before_crash(&events, crashed.point);

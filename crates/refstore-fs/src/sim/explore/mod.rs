@@ -1,7 +1,7 @@
 //! A deterministic concurrency explorer: several actors (processes: a
-//! transaction, a listing, a `pack-refs`, ...) work on one [`SimFs`], and
-//! the explorer decides how their filesystem operations interleave, one
-//! schedule after another.
+//! transaction, a listing, a `pack-refs`, a push, a fetch, housekeeping)
+//! work on one filesystem, and the explorer decides how their filesystem
+//! operations interleave, one schedule after another.
 //!
 //! Each actor runs on a thread of its own against a [`Vfs`] that waits for
 //! the actor's turn before every operation, so exactly one actor runs at a
@@ -23,11 +23,30 @@
 //! of its lock is never run. POSIX record locks belong to the actor that
 //! set them, as to a process.
 //!
-//! After each run the caller's check sees the filesystem, the schedule and
-//! anything the actors recorded; since the filesystem is a [`SimFs`], the
-//! check can also enumerate every crash state of the run
-//! ([`SimFs::check_crashes`]), so a crash at any point of any interleaving
-//! is covered.
+//! # The shared filesystem
+//!
+//! Usually a [`SimFs`]: then after each run the check can also enumerate
+//! every crash state of the run ([`SimFs::check_crashes`]), so a crash at
+//! any point of any interleaving is covered.
+//!
+//! Any other [`Vfs`] can be the base ([`Run::fs`]), typically
+//! [`crate::real::RealFs`] on a fresh directory per schedule, for actors
+//! that read through something other than the [`Vfs`] (objects, read with
+//! gitoxide straight from the operating system). What such an actor reads
+//! that way happens within its turn, between two of its [`Vfs`]
+//! operations, while every other actor waits: so those reads are atomic
+//! here, and interleavings are explored at the granularity of the
+//! actors' [`Vfs`] operations only. A race that needs another actor to
+//! act between two reads made outside the [`Vfs`] (say, between listing a
+//! directory and opening a file it named) is found only where a [`Vfs`]
+//! operation separates the two. Crash states need the [`SimFs`]; a real
+//! base has none. Listings through the scheduled [`Vfs`] are sorted by
+//! name, whatever the base's order, so that a schedule replays the same
+//! run; what the base itself decides (file times, what an actor reads
+//! outside the [`Vfs`]) is the caller's to keep reproducible.
+//!
+//! An actor's filesystem operations must all come from its own thread
+//! (the turn belongs to the actor, not to a thread of it).
 
 mod scheduled;
 mod scheduler;
@@ -89,9 +108,9 @@ impl Actor {
 pub type ActorFn = Box<dyn FnOnce(&Actor) + Send>;
 
 /// A run to explore: the filesystem it starts from and its actors.
-pub struct Run {
+pub struct Run<F = SimFs> {
     /// The filesystem the actors share, as it is before they start.
-    pub sim: SimFs,
+    pub fs: F,
     /// The actors.
     pub actors: Vec<ActorFn>,
 }
@@ -122,9 +141,9 @@ pub enum Strategy {
 }
 
 /// A finished run, for the caller's check.
-pub struct Outcome {
+pub struct Outcome<F = SimFs> {
     /// The filesystem as the actors left it.
-    pub sim: SimFs,
+    pub fs: F,
     /// Whose turn each turn was.
     pub schedule: Vec<usize>,
 }
@@ -175,10 +194,10 @@ impl std::error::Error for Found {}
 /// Runs the actors of `setup()` under every schedule `strategy` gives,
 /// checking each finished run with `check`, until a check fails or an
 /// actor panics.
-pub fn explore(
+pub fn explore<F: Vfs + Clone + 'static>(
     strategy: &Strategy,
-    mut setup: impl FnMut() -> Run,
-    mut check: impl FnMut(&Outcome) -> Result<(), String>,
+    mut setup: impl FnMut() -> Run<F>,
+    mut check: impl FnMut(&Outcome<F>) -> Result<(), String>,
 ) -> Result<Explored, Found> {
     let mut explored = Explored {
         schedules: 0,
@@ -186,7 +205,7 @@ pub fn explore(
         turns: 0,
     };
     let mut judge =
-        |run: Run, chooser: &mut dyn Chooser, seed: Option<u64>, explored: &mut Explored| {
+        |run: Run<F>, chooser: &mut dyn Chooser, seed: Option<u64>, explored: &mut Explored| {
             let (outcome, panics) = run_once(run, chooser);
             explored.schedules += 1;
             explored.turns += outcome.schedule.len() as u64;
@@ -244,8 +263,12 @@ pub fn explore(
 
 /// Runs the actors of `run` to the end, `chooser` giving the turns.
 /// Returns the outcome and the actors that panicked, with their message.
-fn run_once(run: Run, chooser: &mut dyn Chooser) -> (Outcome, Vec<(usize, String)>) {
-    let Run { sim, actors } = run;
+fn run_once<F: Vfs + Clone + 'static>(
+    run: Run<F>,
+    chooser: &mut dyn Chooser,
+) -> (Outcome<F>, Vec<(usize, String)>) {
+    let Run { fs, actors } = run;
+    let base: Arc<dyn Vfs> = Arc::new(fs.clone());
     // Each run's actors play processes of their own, distinct from those of
     // every other run (tests explore in parallel in one test process).
     static RUNS: AtomicU64 = AtomicU64::new(0);
@@ -261,7 +284,7 @@ fn run_once(run: Run, chooser: &mut dyn Chooser) -> (Outcome, Vec<(usize, String
             let actor = Actor {
                 id,
                 vfs: Arc::new(ScheduledFs {
-                    sim: sim.clone(),
+                    base: base.clone(),
                     scheduler: scheduler.clone(),
                     actor: id,
                     process: first_process + id as u64,
@@ -333,7 +356,7 @@ fn run_once(run: Run, chooser: &mut dyn Chooser) -> (Outcome, Vec<(usize, String
         let _ = thread.join();
     }
     let panics = std::mem::take(&mut *panics.lock().unwrap_or_else(|e| e.into_inner()));
-    (Outcome { sim, schedule }, panics)
+    (Outcome { fs, schedule }, panics)
 }
 
 #[cfg(test)]
@@ -363,18 +386,13 @@ mod tests {
             vfs.rename(Path::new(&tmp), Path::new("/c/n")).unwrap();
         };
         Run {
-            sim,
+            fs: sim,
             actors: vec![Box::new(increment), Box::new(increment)],
         }
     }
 
     fn both_counted(outcome: &Outcome) -> Result<(), String> {
-        match outcome
-            .sim
-            .files()
-            .get(Path::new("/c/n"))
-            .map(Vec::as_slice)
-        {
+        match outcome.fs.files().get(Path::new("/c/n")).map(Vec::as_slice) {
             Some(b"2") => Ok(()),
             other => Err(format!("counter reads {other:?}")),
         }
@@ -426,6 +444,58 @@ mod tests {
         assert!(random.seed.is_some());
     }
 
+    /// The same lost update with the operating system's filesystem as the
+    /// base, the counter read outside the [`Vfs`] (as objects are read
+    /// through gitoxide): that read happens within the actor's turn, and
+    /// the operations after it are still interleaved, so the lost update
+    /// is found, and its schedule replays on a fresh directory.
+    #[test]
+    fn a_lost_update_on_a_real_directory_is_found_and_replays() {
+        let dirs = std::cell::RefCell::new(Vec::new());
+        let run = || {
+            let dir = tempfile::tempdir().unwrap();
+            let counter = dir.path().join("n");
+            std::fs::write(&counter, b"0").unwrap();
+            let increment = |counter: std::path::PathBuf| -> ActorFn {
+                Box::new(move |actor: &Actor| {
+                    let n: u32 = std::fs::read_to_string(&counter).unwrap().parse().unwrap();
+                    let tmp = counter.with_extension(actor.id().to_string());
+                    let vfs = actor.vfs();
+                    let mut f = vfs.create_exclusive(&tmp).unwrap();
+                    f.write_all((n + 1).to_string().as_bytes()).unwrap();
+                    drop(f);
+                    vfs.rename(&tmp, &counter).unwrap();
+                })
+            };
+            let actors = vec![increment(counter.clone()), increment(counter)];
+            dirs.borrow_mut().push(dir);
+            Run {
+                fs: crate::real::RealFs::new(),
+                actors,
+            }
+        };
+        let counted = |_: &Outcome<crate::real::RealFs>| {
+            let dirs = dirs.borrow();
+            let dir = dirs.last().unwrap().path();
+            match std::fs::read_to_string(dir.join("n")).unwrap().as_str() {
+                "2" => Ok(()),
+                other => Err(format!("counter reads {other}")),
+            }
+        };
+        let found = explore(
+            &Strategy::Bounded {
+                preemptions: 1,
+                limit: 100,
+            },
+            run,
+            counted,
+        )
+        .expect_err("one preemption between read and rename loses an increment");
+        let again = explore(&Strategy::Replay(found.schedule.clone()), run, counted)
+            .expect_err("the schedule replays the same run");
+        assert_eq!(again.message, found.message);
+    }
+
     #[test]
     fn a_held_lock_waits_in_virtual_time() {
         // Two actors each take a lock file, hold it for an operation and
@@ -443,7 +513,7 @@ mod tests {
                 lock.rollback().unwrap();
             };
             Run {
-                sim,
+                fs: sim,
                 actors: vec![Box::new(take), Box::new(take)],
             }
         };

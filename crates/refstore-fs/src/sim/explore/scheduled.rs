@@ -1,10 +1,12 @@
-//! One actor's view of the shared [`SimFs`]: every operation first waits
-//! for the actor's turn, so the controller decides how the actors'
-//! operations interleave. Retries wait in virtual time, and POSIX record
-//! locks belong to the actor, as they belong to a process.
+//! One actor's view of the shared filesystem (a [`crate::sim::SimFs`], or
+//! the operating system's on a directory of the run's own): every
+//! operation first waits for the actor's turn, so the controller decides
+//! how the actors' operations interleave. Retries wait in virtual time,
+//! and POSIX record locks belong to the actor, as they belong to a
+//! process. Directory listings come sorted by name, whatever order the
+//! base filesystem gives, so that a schedule replays the same run.
 
 use super::scheduler::{Point, Scheduler};
-use crate::sim::SimFs;
 use crate::vfs::{DirEntry, Error, FsType, Metadata, Op, RecordLock, Result, Vfs, VfsFile};
 use crate::Mapped;
 use std::collections::{BTreeSet, HashMap};
@@ -117,7 +119,8 @@ fn killed(op: Op, path: &Path) -> Error {
 
 /// The filesystem as one actor sees it.
 pub(crate) struct ScheduledFs {
-    pub(crate) sim: SimFs,
+    /// The filesystem the actors share.
+    pub(crate) base: Arc<dyn Vfs>,
     pub(crate) scheduler: Arc<Scheduler>,
     pub(crate) actor: usize,
     /// The process the actor plays, for [`Vfs::process`].
@@ -163,74 +166,76 @@ impl ScheduledFs {
 impl Vfs for ScheduledFs {
     fn create_exclusive(&self, path: &Path) -> Result<Box<dyn VfsFile>> {
         self.turn(Op::CreateExclusive, path)?;
-        self.sim.create_exclusive(path).map(|f| self.file(f))
+        self.base.create_exclusive(path).map(|f| self.file(f))
     }
     fn open_append(&self, path: &Path) -> Result<Box<dyn VfsFile>> {
         self.turn(Op::OpenAppend, path)?;
-        self.sim.open_append(path).map(|f| self.file(f))
+        self.base.open_append(path).map(|f| self.file(f))
     }
     fn open_existing(&self, path: &Path) -> Result<Box<dyn VfsFile>> {
         self.turn(Op::Open, path)?;
-        self.sim.open_existing(path).map(|f| self.file(f))
+        self.base.open_existing(path).map(|f| self.file(f))
     }
     fn read(&self, path: &Path) -> Result<Vec<u8>> {
         self.turn(Op::Read, path)?;
-        self.sim.read(path)
+        self.base.read(path)
     }
     fn read_mapped(&self, path: &Path) -> Result<Mapped> {
         self.turn(Op::Read, path)?;
-        self.sim.read_mapped(path)
+        self.base.read_mapped(path)
     }
     fn read_link(&self, path: &Path) -> Result<PathBuf> {
         self.turn(Op::ReadLink, path)?;
-        self.sim.read_link(path)
+        self.base.read_link(path)
     }
     fn rename(&self, from: &Path, to: &Path) -> Result<()> {
         self.turn(Op::Rename, from)?;
-        self.sim.rename(from, to)
+        self.base.rename(from, to)
     }
     fn link(&self, from: &Path, to: &Path) -> Result<()> {
         self.turn(Op::Link, from)?;
-        self.sim.link(from, to)
+        self.base.link(from, to)
     }
     fn unlink(&self, path: &Path) -> Result<()> {
         self.turn(Op::Unlink, path)?;
-        self.sim.unlink(path)
+        self.base.unlink(path)
     }
     fn mkdir(&self, path: &Path) -> Result<()> {
         self.turn(Op::Mkdir, path)?;
-        self.sim.mkdir(path)
+        self.base.mkdir(path)
     }
     fn rmdir(&self, path: &Path) -> Result<()> {
         self.turn(Op::Rmdir, path)?;
-        self.sim.rmdir(path)
+        self.base.rmdir(path)
     }
     fn read_dir(&self, path: &Path) -> Result<Vec<DirEntry>> {
         self.turn(Op::ReadDir, path)?;
-        self.sim.read_dir(path)
+        let mut entries = self.base.read_dir(path)?;
+        entries.sort_unstable_by(|a, b| a.name.cmp(&b.name));
+        Ok(entries)
     }
     fn stat(&self, path: &Path) -> Result<Metadata> {
         self.turn(Op::Stat, path)?;
-        self.sim.stat(path)
+        self.base.stat(path)
     }
     fn fsync_dir(&self, path: &Path) -> Result<()> {
         self.turn(Op::FsyncDir, path)?;
-        self.sim.fsync_dir(path)
+        self.base.fsync_dir(path)
     }
     fn syncfs(&self, path: &Path) -> Result<()> {
         self.turn(Op::Syncfs, path)?;
-        self.sim.syncfs(path)
+        self.base.syncfs(path)
     }
     fn filesystem_type(&self, path: &Path) -> Result<FsType> {
-        self.sim.filesystem_type(path)
+        self.base.filesystem_type(path)
     }
     fn touch(&self, path: &Path) -> Result<()> {
         self.turn(Op::SetTimes, path)?;
-        self.sim.touch(path)
+        self.base.touch(path)
     }
     fn truncate(&self, path: &Path, len: u64) -> Result<()> {
         self.turn(Op::Truncate, path)?;
-        self.sim.truncate(path, len)
+        self.base.truncate(path, len)
     }
 
     fn pause(&self, d: Duration) {
