@@ -27,7 +27,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
-use refstore_crashfs::{fuse_available, CrashFs, CrashMode, DEV_FUSE};
+use refstore_crashfs::{fuse_or_explicit_skip, CrashFs, CrashMode};
 use support::*;
 
 const BATCH: usize = 100;
@@ -54,13 +54,10 @@ struct Bench {
 }
 
 impl Bench {
-    /// `None` (after saying so loudly) only where FUSE cannot be mounted.
+    /// `None` (after saying so loudly) only where FUSE cannot be mounted and
+    /// skipping was asked for ([`fuse_or_explicit_skip`]).
     fn new(format: Format, settings: &[&str]) -> Option<Bench> {
-        if !fuse_available() {
-            eprintln!(
-                "\n*** SKIPPED: {DEV_FUSE} does not exist, so no FUSE filesystem can be \
-                 mounted here; the durability checks on FUSE did NOT run ***\n"
-            );
+        if !fuse_or_explicit_skip("the durability checks on FUSE") {
             return None;
         }
         let tmp = tempfile::tempdir().unwrap();

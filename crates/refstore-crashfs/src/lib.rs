@@ -29,7 +29,7 @@ mod mount;
 
 pub use daemon::Stats;
 pub use model::CrashMode;
-pub use mount::{fuse_available, CrashFs, DEV_FUSE};
+pub use mount::{fuse_available, fuse_or_explicit_skip, CrashFs, ALLOW_NO_FUSE, DEV_FUSE};
 
 /// The `f_type` `statfs(2)` reports for every FUSE filesystem.
 pub const FUSE_SUPER_MAGIC: i64 = 0x6573_5546;

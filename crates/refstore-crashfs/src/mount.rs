@@ -20,6 +20,32 @@ pub fn fuse_available() -> bool {
     Path::new(DEV_FUSE).exists()
 }
 
+/// The variable that lets tests that need FUSE skip where it is missing.
+pub const ALLOW_NO_FUSE: &str = "REFSTORE_TEST_ALLOW_NO_FUSE";
+
+/// Whether a test that needs FUSE can run: `true` where it can; where it
+/// cannot, `false` (saying loudly what did not run) only if the variable
+/// [`ALLOW_NO_FUSE`] is set to `1`, and a panic otherwise, so that a
+/// machine without `/dev/fuse` fails the suite instead of passing checks
+/// it never made. `what` names the checks, for the message.
+pub fn fuse_or_explicit_skip(what: &str) -> bool {
+    if fuse_available() {
+        return true;
+    }
+    if std::env::var(ALLOW_NO_FUSE).as_deref() == Ok("1") {
+        eprintln!(
+            "\n*** SKIPPED ({ALLOW_NO_FUSE}=1): {DEV_FUSE} does not exist, so no FUSE \
+             filesystem can be mounted here; {what} did NOT run ***\n"
+        );
+        return false;
+    }
+    panic!(
+        "{DEV_FUSE} does not exist, so {what} cannot run: load the fuse module \
+         (modprobe fuse) or run where /dev/fuse exists, or set {ALLOW_NO_FUSE}=1 \
+         to skip these checks on purpose"
+    );
+}
+
 /// A mounted crash-model filesystem.
 ///
 /// Dropping it unmounts (lazily, so a process still inside cannot keep the

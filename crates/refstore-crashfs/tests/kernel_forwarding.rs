@@ -6,14 +6,10 @@
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
 
-use refstore_crashfs::{fuse_available, CrashFs, Stats, DEV_FUSE, FUSE_SUPER_MAGIC};
+use refstore_crashfs::{fuse_or_explicit_skip, CrashFs, Stats, FUSE_SUPER_MAGIC};
 
 fn mounted() -> Option<(tempfile::TempDir, CrashFs)> {
-    if !fuse_available() {
-        eprintln!(
-            "\n*** SKIPPED: {DEV_FUSE} does not exist, so no FUSE filesystem can be mounted here; \
-             the crash-model checks did NOT run ***\n"
-        );
+    if !fuse_or_explicit_skip("the crash-model checks") {
         return None;
     }
     let tmp = tempfile::tempdir().unwrap();
@@ -131,8 +127,7 @@ fn the_model_drops_exactly_what_was_not_flushed() {
 
 #[test]
 fn a_panicking_test_leaves_no_mount_behind() {
-    if !fuse_available() {
-        eprintln!("\n*** SKIPPED: {DEV_FUSE} does not exist; no FUSE mount checked ***\n");
+    if !fuse_or_explicit_skip("the unmount check") {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
