@@ -157,8 +157,18 @@ pub fn subcommands() -> Vec<clap::Command> {
 /// Runs one subcommand and returns its exit code.
 pub fn run(command: Command, globals: &Globals) -> Result<u8, Fatal> {
     match command {
-        Command::CheckRefFormat(args) => check_ref_format::run(args),
         Command::Cluster(args) => cluster::run(args, globals),
+        Command::Serve(args) => serve::run(*args, globals),
+        other => run_local(other, globals),
+    }
+}
+
+/// Runs one of the subcommands that need no server (all but `serve` and
+/// `cluster`, which the `refstore` executable hands to `refstore-server`)
+/// and returns its exit code.
+pub fn run_local(command: Command, globals: &Globals) -> Result<u8, Fatal> {
+    match command {
+        Command::CheckRefFormat(args) => check_ref_format::run(args),
         Command::ForEachRef(args) => for_each_ref::run(args, globals),
         Command::HashObject(args) => hash_object::run(args, globals),
         Command::IndexPack(args) => index_pack::run(args, globals),
@@ -168,11 +178,13 @@ pub fn run(command: Command, globals: &Globals) -> Result<u8, Fatal> {
         Command::ReceivePack(args) => receive_pack::run(args, globals),
         Command::Refs(args) => refs::run(args, globals),
         Command::RevParse(args) => rev_parse::run(args, globals),
-        Command::Serve(args) => serve::run(*args, globals),
         Command::ShowRef(args) => show_ref::run(args, globals),
         Command::SymbolicRef(args) => symbolic_ref::run(args, globals),
         Command::UnpackObjects(args) => unpack_objects::run(args, globals),
         Command::UpdateRef(args) => update_ref::run(args, globals),
         Command::UploadPack(args) => upload_pack::run(args, globals),
+        Command::Serve(_) | Command::Cluster(_) => Err(Fatal::new(
+            "serve and cluster run in the server's executable, refstore-server",
+        )),
     }
 }
