@@ -309,25 +309,14 @@ fn named_entries(
     names: bool,
     entries: &mut Vec<(ObjectId, bool, u64, Vec<u8>)>,
 ) -> Result<(), UploadPackError> {
-    let hash = graph.hash_kind();
-    let Some((Kind::Tree, data)) = graph.read(id)? else {
-        return Err(UploadPackError::Objects(format!(
-            "missing tree {id}: the repository is incomplete"
-        )));
-    };
-    for entry in gix_object::TreeRefIter::from_bytes(data, hash) {
-        let entry =
-            entry.map_err(|e| UploadPackError::objects(&format!("corrupt tree {id}"), e))?;
-        if !entry.mode.is_commit() {
-            let name = match names {
-                true => entry.filename.to_vec(),
-                false => Vec::new(),
-            };
-            let hash = walk::path_hash(path_hash, entry.filename);
-            entries.push((entry.oid.to_owned(), entry.mode.is_tree(), hash, name));
-        }
-    }
-    Ok(())
+    graph.each_tree_entry(id, |oid, is_tree, filename| {
+        let name = match names {
+            true => filename.to_vec(),
+            false => Vec::new(),
+        };
+        let hash = walk::path_hash(path_hash, filename);
+        entries.push((oid.to_owned(), is_tree, hash, name));
+    })
 }
 
 /// The size of blob `id`: from its entry header when stored whole, from

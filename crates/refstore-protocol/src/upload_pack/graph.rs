@@ -358,6 +358,19 @@ impl Graph {
         entries: &mut Vec<(ObjectId, bool, u64)>,
     ) -> Result<(), UploadPackError> {
         entries.clear();
+        self.each_tree_entry(id, |oid, is_tree, name| {
+            entries.push((oid.to_owned(), is_tree, name_hash(name)))
+        })
+    }
+
+    /// Calls `each` with `(id, is_tree, name)` for every entry of tree `id`
+    /// that is a tree or a blob (submodule commits belong to other
+    /// repositories); an error if the tree is missing or corrupt.
+    pub fn each_tree_entry(
+        &mut self,
+        id: &ObjectId,
+        mut each: impl FnMut(&gix_hash::oid, bool, &[u8]),
+    ) -> Result<(), UploadPackError> {
         let hash = self.hash;
         let Some((gix_object::Kind::Tree, data)) = self.read(id)? else {
             return Err(UploadPackError::Objects(format!(
@@ -368,11 +381,7 @@ impl Graph {
             let entry =
                 entry.map_err(|e| UploadPackError::objects(&format!("corrupt tree {id}"), e))?;
             if !entry.mode.is_commit() {
-                entries.push((
-                    entry.oid.to_owned(),
-                    entry.mode.is_tree(),
-                    name_hash(entry.filename),
-                ));
+                each(entry.oid, entry.mode.is_tree(), entry.filename);
             }
         }
         Ok(())
