@@ -37,7 +37,7 @@ use super::{isolate, run_with_input, stderr, stdout};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 /// Names a git executable of 2.45 or later, which reads and writes
@@ -291,6 +291,9 @@ pub struct Tally {
     /// Writes whose writer did not know whether it wrote (JGit's I/O
     /// errors): neither acknowledged nor judged, and shown.
     pub unknown_outcomes: usize,
+    /// JGit's writes and compactions that found the lock held or the stack
+    /// changed and tried again: how often JGit met the other process.
+    pub jgit_retried: usize,
     /// The first few violations, described.
     pub examples: Vec<String>,
     /// Why the first refused write and the first failed packing failed.
@@ -323,7 +326,8 @@ impl Tally {
              {} not for a lock, {} packer failures), {} listings; acknowledged deletions undone: {} in {} rounds; \
              acknowledged updates lost: {}; listings missing a ref: {} in {} rounds; \
              impossible values: {}; reader failures: {} (and {} of git's listings stopped \
-             at a ref deleted meanwhile); writes of unknown outcome: {}{}{}{}",
+             at a ref deleted meanwhile); writes of unknown outcome: {}; JGit operations \
+             retried: {}{}{}{}",
             race.format,
             race.packer.name(),
             race.writer.name(),
@@ -342,6 +346,7 @@ impl Tally {
             self.reader_errors,
             self.git_broken_ref_failures,
             self.unknown_outcomes,
+            self.jgit_retried,
             self.first_refusal
                 .as_ref()
                 .map_or(String::new(), |e| format!("; first refusal: {}", e.trim())),
@@ -481,6 +486,8 @@ pub struct Sessions {
     /// The HOME of the sessions, with JGit's user configuration.
     home: PathBuf,
     idle: Mutex<Vec<Session>>,
+    /// Writes and compactions that took JGit more than one attempt.
+    retried: AtomicUsize,
 }
 
 /// JGit's user configuration in the races. JGit (7.8) reads `tables.list`
@@ -503,6 +510,7 @@ impl Sessions {
         Sessions {
             home,
             idle: Mutex::new(Vec::new()),
+            retried: AtomicUsize::new(0),
         }
     }
 
@@ -512,6 +520,14 @@ impl Sessions {
         let result = operation(&mut session);
         self.idle.lock().unwrap().push(session);
         result
+    }
+
+    /// Counts a write or compaction that took `session` more than one
+    /// attempt.
+    fn note_attempts(&self, session: &Session) {
+        if session.attempts() > 1 {
+            self.retried.fetch_add(1, Ordering::SeqCst);
+        }
     }
 
     /// Starts `count` sessions at once and has each read, compact and
@@ -553,12 +569,15 @@ pub fn run(race: &Race, budget: &Budget, home: &Path) -> Tally {
     if needed > 0 {
         sessions.warm_up(needed, race.format);
     }
+    // Only the rounds' operations count.
+    sessions.retried.store(0, Ordering::SeqCst);
     let rounds = budget.run(|_, rng| {
         let dir = tempfile::tempdir_in(home).unwrap();
         round(race, rng, home, dir.path(), &sessions, &tally);
     });
     let mut tally = tally.into_inner().unwrap();
     tally.rounds = rounds;
+    tally.jgit_retried = sessions.retried.load(Ordering::SeqCst);
     tally
 }
 
@@ -571,7 +590,12 @@ fn pack(
     jgit: &Sessions,
 ) -> Result<(), String> {
     if tool == Tool::JGit {
-        return match jgit.with(|session| session.compact(repo)) {
+        let compacted = jgit.with(|session| {
+            let compacted = session.compact(repo);
+            jgit.note_attempts(session);
+            compacted
+        });
+        return match compacted {
             Ok(true) => Ok(()),
             Ok(false) => Err("JGit found tables.list.lock held or the stack changed \
                               during every attempt for a second"
@@ -605,7 +629,12 @@ enum Written {
 /// Applies the round's transaction to `repo` as `tool` does.
 fn write(tool: Tool, home: &Path, repo: &Path, plan: &Plan, jgit: &Sessions) -> Written {
     if tool == Tool::JGit {
-        return match jgit.with(|session| session.apply(repo, &plan.transaction())) {
+        let applied = jgit.with(|session| {
+            let applied = session.apply(repo, &plan.transaction());
+            jgit.note_attempts(session);
+            applied
+        });
+        return match applied {
             jgit::BatchOutcome::Applied => Written::Acknowledged,
             jgit::BatchOutcome::LockFailed => Written::LockHeld(
                 "JGit found tables.list.lock held or the stack changed \

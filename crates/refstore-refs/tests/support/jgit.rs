@@ -86,6 +86,7 @@ pub struct Session {
     child: std::process::Child,
     stdin: Option<std::process::ChildStdin>,
     stdout: std::io::BufReader<std::process::ChildStdout>,
+    attempts: u32,
 }
 
 /// What JGit answered to a batch of ref updates.
@@ -131,6 +132,7 @@ impl Session {
             child,
             stdin,
             stdout,
+            attempts: 0,
         }
     }
 
@@ -166,6 +168,7 @@ impl Session {
         request.push_str("end\n");
         let answer = self.request(&request);
         let last = answer.last().map_or("", String::as_str);
+        self.note_attempts(last);
         let mut words = last.splitn(3, ' ');
         match (words.next(), words.next(), words.next()) {
             (Some("applied"), _, _) => BatchOutcome::Applied,
@@ -180,11 +183,27 @@ impl Session {
     /// whether it compacted, or JGit's error.
     pub fn compact(&mut self, git_dir: &Path) -> Result<bool, String> {
         let answer = self.request(&format!("compact {}\n", git_dir.display()));
+        self.note_attempts(answer.last().map_or("", String::as_str));
         match answer.last().map(|l| l.split(' ').next().unwrap_or("")) {
             Some("compacted") => Ok(true),
             Some("not-compacted") => Ok(false),
             _ => Err(answer.join("\n")),
         }
+    }
+
+    /// How many attempts the last [`apply`](Self::apply) or
+    /// [`compact`](Self::compact) made (more than one: JGit found the lock
+    /// held or the stack changed, and tried again); 0 after an error.
+    pub fn attempts(&self) -> u32 {
+        self.attempts
+    }
+
+    fn note_attempts(&mut self, verdict: &str) {
+        self.attempts = verdict
+            .split(' ')
+            .nth(1)
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(0);
     }
 
     /// Every ref below `refs/` of the repository at `git_dir` as JGit reads
