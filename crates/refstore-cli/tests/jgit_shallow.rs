@@ -4,11 +4,9 @@
 //! with the commits and `.git/shallow` of git's own clone of the same
 //! repository.
 
-#[allow(dead_code)]
-#[path = "../../refstore-refs/tests/support/jgit.rs"]
-mod jgit;
 mod served;
 mod support;
+use support::jgit;
 
 use served::Served;
 use std::path::Path;

@@ -2,9 +2,8 @@
 //! peeled values and reflogs after the migration as git's files held before
 //! it, and after migrating back git reads them as before.
 
-#[path = "../../refstore-refs/tests/support/jgit.rs"]
-mod jgit;
 mod support;
+use support::jgit;
 
 use support::{git_ok, refstore, stderr};
 

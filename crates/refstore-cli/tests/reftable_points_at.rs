@@ -4,10 +4,8 @@
 //! --points-at` answers through that index exactly what git answers on
 //! the same refs in the files format.
 
-#[path = "../../refstore-refs/tests/support/jgit.rs"]
-#[allow(dead_code)]
-mod jgit;
 mod support;
+use support::jgit;
 
 use std::path::Path;
 use support::{git_ok, isolate, run_with_input, stderr, stdout};

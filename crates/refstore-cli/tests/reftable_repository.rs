@@ -3,9 +3,8 @@
 //! repository out so JGit opens it, and what update-ref, symbolic-ref and
 //! pack-refs write is what JGit reads, reflogs included.
 
-#[path = "../../refstore-refs/tests/support/jgit.rs"]
-mod jgit;
 mod support;
+use support::jgit;
 
 use std::path::Path;
 use std::process::{Command, Output};

@@ -2,9 +2,8 @@
 //! `refstore upload-pack` and `refstore receive-pack`; JGit reads the
 //! pushed refs from the stack.
 
-#[path = "../../refstore-refs/tests/support/jgit.rs"]
-mod jgit;
 mod support;
+use support::jgit;
 
 use support::{git, git_ok, refstore, stderr};
 

@@ -1,6 +1,7 @@
 //! Compaction of part of a stack keeps the tombstones that still hide
 //! records of older tables, compaction down to the oldest table drops them,
-//! and tables a crashed writer left unlisted are removed.
+//! and tables a crashed writer left unlisted are removed, but not those a
+//! compaction in another process still holds locked.
 
 use refstore_fs::flush::{FlushBatch, FlushMethod};
 use refstore_fs::sim::SimFs;
@@ -143,6 +144,60 @@ fn compaction_removes_tables_left_unlisted() {
     let mut expected = vec![
         stack.names()[0].clone(),
         "notes.txt".into(),
+        "tables.list".into(),
+    ];
+    expected.sort();
+    assert_eq!(files, expected);
+}
+
+#[test]
+fn compaction_leaves_the_tables_another_compaction_holds() {
+    let sim = SimFs::new();
+    let vfs: Arc<dyn Vfs> = Arc::new(sim.clone());
+    sim.create_dir_all(Path::new(DIR)).unwrap();
+    let mut stack = Stack::open(vfs.clone(), DIR).unwrap();
+    add(
+        &mut stack,
+        &vfs,
+        vec![("refs/heads/a", RefValue::Object(id(1)))],
+    );
+    add(
+        &mut stack,
+        &vfs,
+        vec![("refs/heads/b", RefValue::Object(id(2)))],
+    );
+    // A table another process's compaction has just replaced: unlisted,
+    // still locked by that process, which removes it and its lock next (as
+    // JGit does, failing if the table is gone by then). And a table a
+    // crashed writer left, unlisted and unlocked.
+    let replaced = "000000000001-000000000002-00c0ffee.ref";
+    for name in [replaced.to_owned(), format!("{replaced}.lock")] {
+        sim.create_exclusive(&Path::new(DIR).join(name))
+            .unwrap()
+            .write_all(b"replaced")
+            .unwrap();
+    }
+    let crashed = "0x000000000003-0x000000000003-0badf00d.ref";
+    sim.create_exclusive(&Path::new(DIR).join(crashed))
+        .unwrap()
+        .write_all(b"partial")
+        .unwrap();
+
+    let mut batch = FlushBatch::new(vfs.clone(), FlushMethod::Fsync, DIR);
+    stack
+        .compact_all(WriteOptions::default(), Duration::ZERO, &mut batch)
+        .unwrap();
+    let mut files: Vec<String> = vfs
+        .read_dir(Path::new(DIR))
+        .unwrap()
+        .into_iter()
+        .map(|e| e.name.to_string_lossy().into_owned())
+        .collect();
+    files.sort();
+    let mut expected = vec![
+        stack.names()[0].clone(),
+        replaced.to_owned(),
+        format!("{replaced}.lock"),
         "tables.list".into(),
     ];
     expected.sort();

@@ -124,6 +124,11 @@ pub mod stress;
 /// Packers, writers and readers of refs racing, and what must hold.
 pub mod ref_races;
 
+/// JGit, an implementation of both ref formats independent of refstore and
+/// of the machine's git.
+#[path = "../../../refstore-refs/tests/support/jgit.rs"]
+pub mod jgit;
+
 /// `len` bytes that do not compress, the same on every run.
 pub fn noise(seed: u64, len: usize) -> Vec<u8> {
     let mut state = seed;

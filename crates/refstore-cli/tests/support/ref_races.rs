@@ -18,17 +18,59 @@
 //! - readers never fail.
 //!
 //! A writer refused for a lock another process held (git's and refstore's
-//! lock timeouts) acknowledged nothing; it is counted, not judged. Refused
-//! for any other reason, it misread a ref nobody else changes: judged. A
-//! packer that fails is counted and its first message shown.
+//! lock timeouts; JGit's lock failures, which it retries for a while)
+//! acknowledged nothing; it is counted, not judged. Refused for any other
+//! reason, it misread a ref nobody else changes: judged. A writer that
+//! does not know whether it wrote (JGit answers an I/O error after its
+//! table may have been listed as a failed batch) acknowledged nothing
+//! either; it is counted and its first message shown. A packer that fails
+//! is counted and its first message shown.
+//!
+//! The other implementations of reftable are JGit, run as long-lived
+//! `JGitSession` processes (one JVM start-up per role, not per
+//! operation), and, where [`GIT_REFTABLE_VARIABLE`] names one, a git of
+//! 2.45 or later (the machine's git 2.39 reads no reftable).
 
+use super::jgit::{self, Session};
 use super::stress::{Budget, Rng};
 use super::{isolate, run_with_input, stderr, stdout};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+
+/// Names a git executable of 2.45 or later, which reads and writes
+/// reftable, for the races of git and refstore on reftable.
+pub const GIT_REFTABLE_VARIABLE: &str = "REFSTORE_TEST_GIT_REFTABLE";
+
+/// The git that [`GIT_REFTABLE_VARIABLE`] names, if it is set; panics if
+/// it names no git of 2.45 or later (asked for, it must run).
+pub fn reftable_git() -> Option<&'static str> {
+    static GIT: OnceLock<Option<String>> = OnceLock::new();
+    GIT.get_or_init(|| {
+        let path = std::env::var(GIT_REFTABLE_VARIABLE).ok()?;
+        let out = Command::new(&path)
+            .arg("--version")
+            .output()
+            .unwrap_or_else(|e| panic!("{GIT_REFTABLE_VARIABLE}={path}: cannot run it: {e}"));
+        let version = stdout(&out);
+        let numbers: Vec<u32> = version
+            .trim()
+            .trim_start_matches("git version ")
+            .split('.')
+            .take(2)
+            .filter_map(|n| n.parse().ok())
+            .collect();
+        assert!(
+            numbers.as_slice() >= [2, 45].as_slice(),
+            "{GIT_REFTABLE_VARIABLE}={path} is {:?}, not a git of 2.45 or later",
+            version.trim()
+        );
+        Some(path)
+    })
+    .as_deref()
+}
 
 /// Refs the writer deletes, updates and creates, and refs nobody
 /// changes (half packed before the round, half loose).
@@ -44,14 +86,24 @@ const READER_THREADS: usize = 2;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Tool {
     Refstore,
+    /// The machine's git.
     Git,
+    /// The git [`GIT_REFTABLE_VARIABLE`] names.
+    GitReftable,
+    /// JGit, through a [`Session`].
+    JGit,
 }
 
 impl Tool {
+    /// The program of a tool run as a command (JGit runs in a session).
     fn program(self) -> &'static str {
         match self {
             Tool::Refstore => env!("CARGO_BIN_EXE_refstore"),
             Tool::Git => "git",
+            Tool::GitReftable => {
+                reftable_git().unwrap_or_else(|| panic!("{GIT_REFTABLE_VARIABLE} names no git"))
+            }
+            Tool::JGit => unreachable!("JGit runs in a session, not as a command"),
         }
     }
 
@@ -59,6 +111,8 @@ impl Tool {
         match self {
             Tool::Refstore => "refstore",
             Tool::Git => "git",
+            Tool::GitReftable => "git-2.45+",
+            Tool::JGit => "jgit",
         }
     }
 }
@@ -79,10 +133,13 @@ pub enum Reader {
     LsRemote {
         v0: bool,
     },
+    /// JGit's `RefDatabase.getRefsByPrefix("refs/")`.
+    JGit,
 }
 
 impl Reader {
-    /// Every reader that can read `format` (git 2.39 reads no reftable).
+    /// Every reader that can read `format` (git 2.39 reads no reftable;
+    /// a git of 2.45 or later does, where one is named).
     pub fn all_for(format: Format) -> Vec<Reader> {
         let mut readers = vec![
             Reader::ShowRef(Tool::Refstore),
@@ -90,8 +147,19 @@ impl Reader {
             Reader::LsRemote { v0: false },
             Reader::LsRemote { v0: true },
         ];
-        if format == Format::Files {
-            readers.extend([Reader::ShowRef(Tool::Git), Reader::ForEachRef(Tool::Git)]);
+        match format {
+            Format::Files => {
+                readers.extend([Reader::ShowRef(Tool::Git), Reader::ForEachRef(Tool::Git)]);
+            }
+            Format::Reftable => {
+                readers.push(Reader::JGit);
+                if reftable_git().is_some() {
+                    readers.extend([
+                        Reader::ShowRef(Tool::GitReftable),
+                        Reader::ForEachRef(Tool::GitReftable),
+                    ]);
+                }
+            }
         }
         readers
     }
@@ -103,12 +171,23 @@ impl Reader {
             Reader::LsRemote { v0 } => {
                 format!("ls-remote v{} via upload-pack", if v0 { 0 } else { 2 })
             }
+            Reader::JGit => "jgit getRefsByPrefix".to_owned(),
         }
     }
 
     /// The refs below `refs/` it lists: name to id.
-    fn list(self, home: &Path, repo: &Path) -> Result<BTreeMap<String, String>, String> {
+    fn list(
+        self,
+        home: &Path,
+        repo: &Path,
+        jgit: &Sessions,
+    ) -> Result<BTreeMap<String, String>, String> {
         let out = match self {
+            Reader::JGit => {
+                return jgit
+                    .with(|session| session.list(repo))
+                    .map_err(|e| format!("{} failed: {e}", self.name()));
+            }
             Reader::ShowRef(tool) => command(tool, home, repo, &["show-ref"]),
             Reader::ForEachRef(tool) => command(
                 tool,
@@ -209,11 +288,19 @@ pub struct Tally {
     /// (it reads such a ref as broken and fails): git's own behaviour,
     /// counted, not judged.
     pub git_broken_ref_failures: usize,
+    /// Writes whose writer did not know whether it wrote (JGit's I/O
+    /// errors): neither acknowledged nor judged, and shown.
+    pub unknown_outcomes: usize,
+    /// JGit's writes and compactions that found the lock held or the stack
+    /// changed and tried again: how often JGit met the other process.
+    pub jgit_retried: usize,
     /// The first few violations, described.
     pub examples: Vec<String>,
     /// Why the first refused write and the first failed packing failed.
     pub first_refusal: Option<String>,
     pub first_packer_failure: Option<String>,
+    /// Why the first write of unknown outcome failed.
+    pub first_unknown_outcome: Option<String>,
 }
 
 impl Tally {
@@ -239,7 +326,8 @@ impl Tally {
              {} not for a lock, {} packer failures), {} listings; acknowledged deletions undone: {} in {} rounds; \
              acknowledged updates lost: {}; listings missing a ref: {} in {} rounds; \
              impossible values: {}; reader failures: {} (and {} of git's listings stopped \
-             at a ref deleted meanwhile){}{}",
+             at a ref deleted meanwhile); writes of unknown outcome: {}; JGit operations \
+             retried: {}{}{}{}",
             race.format,
             race.packer.name(),
             race.writer.name(),
@@ -257,12 +345,17 @@ impl Tally {
             self.bad_values,
             self.reader_errors,
             self.git_broken_ref_failures,
+            self.unknown_outcomes,
+            self.jgit_retried,
             self.first_refusal
                 .as_ref()
                 .map_or(String::new(), |e| format!("; first refusal: {}", e.trim())),
             self.first_packer_failure
                 .as_ref()
                 .map_or(String::new(), |e| format!("; first packer failure: {}", e.trim())),
+            self.first_unknown_outcome
+                .as_ref()
+                .map_or(String::new(), |e| format!("; first unknown outcome: {}", e.trim())),
         )
     }
 }
@@ -386,19 +479,195 @@ fn setup(format: Format, home: &Path, root: &Path) -> (PathBuf, Plan) {
     (repo, plan)
 }
 
+/// Idle JGit sessions shared by the threads of a race: an operation takes
+/// one (starting one if none is idle) and gives it back, so a race starts
+/// as many JVMs as it runs JGit operations at once, and each only once.
+pub struct Sessions {
+    /// The HOME of the sessions, with JGit's user configuration.
+    home: PathBuf,
+    idle: Mutex<Vec<Session>>,
+    /// Writes and compactions that took JGit more than one attempt.
+    retried: AtomicUsize,
+}
+
+/// JGit's user configuration in the races. JGit (7.8) reads `tables.list`
+/// and only then records its stat as the state it read; by default it then
+/// trusts that stat to tell whether the list is still what it read. A list
+/// another process replaced between the read and the stat is thus taken
+/// for the old one, and a compaction that re-checks the list under
+/// `tables.list.lock` that way writes a list without the table the other
+/// process added: an acknowledged transaction of refstore's undone, the
+/// table left unlisted (seen here about once in 200 rounds of JGit
+/// compacting while refstore writes). Comparing the names instead
+/// (`never`) is exact under the lock.
+const JGIT_CONFIG: &str = "[core]\n\ttrustTablesListStat = never\n";
+
+impl Sessions {
+    fn new(home: &Path) -> Sessions {
+        let home = home.join("jgit-home");
+        std::fs::create_dir_all(&home).unwrap();
+        std::fs::write(home.join(".gitconfig"), JGIT_CONFIG).unwrap();
+        Sessions {
+            home,
+            idle: Mutex::new(Vec::new()),
+            retried: AtomicUsize::new(0),
+        }
+    }
+
+    fn with<T>(&self, operation: impl FnOnce(&mut Session) -> T) -> T {
+        let idle = self.idle.lock().unwrap().pop();
+        let mut session = idle.unwrap_or_else(|| Session::start(&self.home));
+        let result = operation(&mut session);
+        self.idle.lock().unwrap().push(session);
+        result
+    }
+
+    /// Counts a write or compaction that took `session` more than one
+    /// attempt.
+    fn note_attempts(&self, session: &Session) {
+        if session.attempts() > 1 {
+            self.retried.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    /// Starts `count` sessions at once and has each read, compact and
+    /// write a repository of the race's shape, so that neither the JVM's
+    /// start-up nor its loading of JGit's classes falls inside a round.
+    fn warm_up(&self, count: usize, format: Format) {
+        let scratch = tempfile::tempdir_in(&self.home).unwrap();
+        let (repo, plan) = setup(format, &self.home, scratch.path());
+        let sessions: Vec<Session> = std::thread::scope(|scope| {
+            let started: Vec<_> = (0..count)
+                .map(|_| scope.spawn(|| Session::start(&self.home)))
+                .collect();
+            started.into_iter().map(|s| s.join().unwrap()).collect()
+        });
+        for mut session in sessions {
+            session
+                .list(&repo)
+                .expect("JGit lists the scratch repository");
+            session.compact(&repo).expect("JGit compacts it");
+            self.idle.lock().unwrap().push(session);
+        }
+        let written = self.with(|session| session.apply(&repo, &plan.transaction()));
+        assert_eq!(written, jgit::BatchOutcome::Applied, "JGit writes it");
+    }
+}
+
 /// Runs the rounds of `race` within `budget`.
 pub fn run(race: &Race, budget: &Budget, home: &Path) -> Tally {
     let tally = Mutex::new(Tally::default());
+    let sessions = Arc::new(Sessions::new(home));
+    let jgit_readers = race.readers.contains(&Reader::JGit);
+    let jgit_roles = [race.packer, race.writer]
+        .iter()
+        .filter(|&&tool| tool == Tool::JGit)
+        .count();
+    // The outcome of each round is read by JGit too, on reftable.
+    let outcome = usize::from(race.format == Format::Reftable);
+    let needed = jgit_roles + outcome + if jgit_readers { READER_THREADS } else { 0 };
+    if needed > 0 {
+        sessions.warm_up(needed, race.format);
+    }
+    // Only the rounds' operations count.
+    sessions.retried.store(0, Ordering::SeqCst);
     let rounds = budget.run(|_, rng| {
         let dir = tempfile::tempdir_in(home).unwrap();
-        round(race, rng, home, dir.path(), &tally);
+        round(race, rng, home, dir.path(), &sessions, &tally);
     });
     let mut tally = tally.into_inner().unwrap();
     tally.rounds = rounds;
+    tally.jgit_retried = sessions.retried.load(Ordering::SeqCst);
     tally
 }
 
-fn round(race: &Race, rng: &mut Rng, home: &Path, root: &Path, tally: &Mutex<Tally>) {
+/// Packs (files) or compacts (reftable) the refs of `repo`; why not.
+fn pack(
+    tool: Tool,
+    format: Format,
+    home: &Path,
+    repo: &Path,
+    jgit: &Sessions,
+) -> Result<(), String> {
+    if tool == Tool::JGit {
+        let compacted = jgit.with(|session| {
+            let compacted = session.compact(repo);
+            jgit.note_attempts(session);
+            compacted
+        });
+        return match compacted {
+            Ok(true) => Ok(()),
+            Ok(false) => Err("JGit found tables.list.lock held or the stack changed \
+                              during every attempt for a second"
+                .to_owned()),
+            Err(e) => Err(e),
+        };
+    }
+    let args: &[&str] = match format {
+        Format::Files => &["pack-refs", "--all"],
+        Format::Reftable => &["pack-refs"],
+    };
+    let out = command(tool, home, repo, args);
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!("{} ({})", stderr(&out).trim(), out.status))
+    }
+}
+
+/// What a writer answered.
+enum Written {
+    Acknowledged,
+    /// Refused for a lock another process held: nothing written.
+    LockHeld(String),
+    /// Refused for another reason.
+    Refused(String),
+    /// The writer does not know whether it wrote.
+    Unknown(String),
+}
+
+/// Applies the round's transaction to `repo` as `tool` does.
+fn write(tool: Tool, home: &Path, repo: &Path, plan: &Plan, jgit: &Sessions) -> Written {
+    if tool == Tool::JGit {
+        let applied = jgit.with(|session| {
+            let applied = session.apply(repo, &plan.transaction());
+            jgit.note_attempts(session);
+            applied
+        });
+        return match applied {
+            jgit::BatchOutcome::Applied => Written::Acknowledged,
+            jgit::BatchOutcome::LockFailed => Written::LockHeld(
+                "JGit found tables.list.lock held or the stack changed \
+                 during every attempt for a second"
+                    .to_owned(),
+            ),
+            jgit::BatchOutcome::Rejected(why) => Written::Refused(why),
+            jgit::BatchOutcome::Error(why) => Written::Unknown(why),
+        };
+    }
+    let out = with_input(
+        tool,
+        home,
+        repo,
+        &["update-ref", "--stdin"],
+        &plan.transaction(),
+    );
+    let why = stderr(&out);
+    match () {
+        _ if out.status.success() => Written::Acknowledged,
+        _ if is_lock_held(&why) => Written::LockHeld(why),
+        _ => Written::Refused(why),
+    }
+}
+
+fn round(
+    race: &Race,
+    rng: &mut Rng,
+    home: &Path,
+    root: &Path,
+    jgit: &Arc<Sessions>,
+    tally: &Mutex<Tally>,
+) {
     let (repo, plan) = setup(race.format, home, root);
     let plan = Arc::new(plan);
     let stop = Arc::new(AtomicBool::new(false));
@@ -406,14 +675,14 @@ fn round(race: &Race, rng: &mut Rng, home: &Path, root: &Path, tally: &Mutex<Tal
     let readers: Vec<_> = (0..READER_THREADS)
         .map(|t| {
             let (race, home, repo) = (race.clone(), home.to_owned(), repo.clone());
-            let (plan, stop) = (plan.clone(), stop.clone());
+            let (plan, stop, jgit) = (plan.clone(), stop.clone(), jgit.clone());
             let mut turn = t;
             std::thread::spawn(move || {
                 let mut seen = ListingsSeen::default();
                 loop {
                     let reader = race.readers[turn % race.readers.len()];
                     turn += 1;
-                    seen.check(reader, reader.list(&home, &repo), &plan);
+                    seen.check(reader, reader.list(&home, &repo, &jgit), &plan);
                     if stop.load(Ordering::SeqCst) {
                         return seen;
                     }
@@ -424,31 +693,21 @@ fn round(race: &Race, rng: &mut Rng, home: &Path, root: &Path, tally: &Mutex<Tal
     let (packer_delay, writer_delay) = (rng.delay(15), rng.delay(15));
     let packer = {
         let (tool, format, home, repo) = (race.packer, race.format, home.to_owned(), repo.clone());
+        let jgit = jgit.clone();
         std::thread::spawn(move || {
             std::thread::sleep(packer_delay);
-            let args: &[&str] = match format {
-                Format::Files => &["pack-refs", "--all"],
-                Format::Reftable => &["pack-refs"],
-            };
-            command(tool, &home, &repo, args)
+            pack(tool, format, &home, &repo, &jgit)
         })
     };
     std::thread::sleep(writer_delay);
-    let written = with_input(
-        race.writer,
-        home,
-        &repo,
-        &["update-ref", "--stdin"],
-        &plan.transaction(),
-    );
+    let written = write(race.writer, home, &repo, &plan, jgit);
     let packed = packer.join().unwrap();
     stop.store(true, Ordering::SeqCst);
     let seen: Vec<ListingsSeen> = readers.into_iter().map(|r| r.join().unwrap()).collect();
 
     let mut tally = tally.lock().unwrap();
-    if !packed.status.success() {
+    if let Err(message) = packed {
         tally.packer_failures += 1;
-        let message = stderr(&packed);
         if race.packer == Tool::Refstore && !message.contains("File exists") {
             tally.packer_errors += 1;
             tally.note(format!("refstore's packer failed: {}", message.trim()));
@@ -470,12 +729,27 @@ fn round(race: &Race, rng: &mut Rng, home: &Path, root: &Path, tally: &Mutex<Tal
     if missing_round {
         tally.rounds_missing_refs += 1;
     }
-    // The outcome, read by git where it can (an independent reader).
+    // The outcome, read by an independent reader: git on files, JGit on
+    // reftable, where refstore must read the same.
     let reader = match race.format {
         Format::Files => Reader::ShowRef(Tool::Git),
-        Format::Reftable => Reader::ShowRef(Tool::Refstore),
+        Format::Reftable => Reader::JGit,
     };
-    let after = reader.list(home, &repo).expect("the refs are readable");
+    let after = reader
+        .list(home, &repo, jgit)
+        .expect("the refs are readable");
+    if race.format == Format::Reftable {
+        let ours = Reader::ShowRef(Tool::Refstore).list(home, &repo, jgit);
+        if ours.as_ref() != Ok(&after) {
+            tally.bad_values += 1;
+            tally.note(format!(
+                "afterwards refstore reads {} refs ({:?}), JGit {}",
+                ours.as_ref().map_or(0, BTreeMap::len),
+                ours.as_ref().err(),
+                after.len()
+            ));
+        }
+    }
     for name in Plan::throughout().filter(|n| !n.contains("moved")) {
         if after.get(&name) != Some(&plan.old) {
             tally.bad_values += 1;
@@ -485,21 +759,30 @@ fn round(race: &Race, rng: &mut Rng, home: &Path, root: &Path, tally: &Mutex<Tal
             ));
         }
     }
-    if !written.status.success() {
-        let why = stderr(&written);
-        tally.refused += 1;
-        if !is_lock_held(&why) {
+    match written {
+        Written::Acknowledged => tally.acknowledged += 1,
+        Written::LockHeld(why) => {
+            tally.refused += 1;
+            tally.first_refusal.get_or_insert(why);
+            return;
+        }
+        Written::Refused(why) => {
+            tally.refused += 1;
             tally.false_refusals += 1;
             tally.note(format!(
                 "{} refused the write: {}",
                 race.writer.name(),
                 why.trim()
             ));
+            tally.first_refusal.get_or_insert(why);
+            return;
         }
-        tally.first_refusal.get_or_insert(why);
-        return;
+        Written::Unknown(why) => {
+            tally.unknown_outcomes += 1;
+            tally.first_unknown_outcome.get_or_insert(why);
+            return;
+        }
     }
-    tally.acknowledged += 1;
     let undone: Vec<String> = (0..DELETED)
         .map(Plan::deleted)
         .filter(|n| after.contains_key(n))
@@ -530,10 +813,12 @@ fn round(race: &Race, rng: &mut Rng, home: &Path, root: &Path, tally: &Mutex<Tal
 }
 
 /// True if a writer was refused because another process held a lock
-/// (git's message, which refstore shares): the only reason here, since
-/// nobody else changes the refs the writer expects values of.
+/// (git's message, which refstore shares, and that of git's reftable
+/// backend): the only reason here, since nobody else changes the refs the
+/// writer expects values of.
 fn is_lock_held(error: &str) -> bool {
-    error.contains("Unable to create '") && error.contains(".lock'")
+    (error.contains("Unable to create '") && error.contains(".lock'"))
+        || error.contains("cannot lock references")
 }
 
 /// True if git failed a listing on a ref the writer deletes, which it

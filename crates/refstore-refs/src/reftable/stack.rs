@@ -301,8 +301,12 @@ impl Stack {
         names.push(name.clone());
         names.extend_from_slice(&self.names[range.end..]);
         // Tables unlisted while the lock is held are left by crashed
-        // writers: every writer (git's and JGit's too) gives a table its
-        // `.ref` name only under the lock, just before listing it.
+        // writers (git and JGit give a new table its `.ref` name only under
+        // the lock, just before listing it), or are the tables a compaction
+        // elsewhere has just replaced, which it still holds locked and
+        // removes itself (see `unlisted_tables`). JGit also writes a
+        // compaction's table under a `.ref` name before it relocks; removed,
+        // that compaction gives up as the stack changed under it anyway.
         let stale = self.unlisted_tables()?;
         self.publish(lock, &name, &bytes, &names, batch)?;
         for stale in stale {
@@ -319,16 +323,30 @@ impl Stack {
         Ok(true)
     }
 
-    /// The `.ref` files of the directory that `tables.list` does not name.
+    /// The `.ref` files of the directory that `tables.list` does not name
+    /// and no other process holds locked.
+    ///
+    /// A compaction (git's and JGit's) locks each table it replaces with
+    /// `<table>.lock`, lists its result, releases `tables.list.lock`, and
+    /// only then removes the replaced tables and their locks; JGit fails
+    /// the whole operation if one is already gone, and a JGit write whose
+    /// automatic compaction fails so is reported failed though it was
+    /// listed. Such a table is that process's to remove.
     fn unlisted_tables(&self) -> Result<Vec<std::ffi::OsString>, StackError> {
-        let entries = self.vfs.read_dir(&self.dir)?;
-        Ok(entries
+        let entries: Vec<String> = self
+            .vfs
+            .read_dir(&self.dir)?
             .into_iter()
-            .map(|e| e.name)
+            .map(|e| e.name.to_string_lossy().into_owned())
+            .collect();
+        Ok(entries
+            .iter()
             .filter(|name| {
-                let name = name.to_string_lossy();
-                name.ends_with(".ref") && !self.names.iter().any(|listed| *listed == name)
+                name.ends_with(".ref")
+                    && !self.names.iter().any(|listed| listed == *name)
+                    && !entries.iter().any(|e| *e == format!("{name}.lock"))
             })
+            .map(std::ffi::OsString::from)
             .collect())
     }
 
