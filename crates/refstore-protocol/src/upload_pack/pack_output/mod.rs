@@ -31,8 +31,8 @@ mod write;
 
 pub(crate) use write::PackSummary;
 
+use super::contents::PackContents;
 use super::graph::Graph;
-use super::walk::PackContents;
 use super::UploadPackError;
 use crate::pkt_line::sideband::{SidebandMode, SidebandWriter};
 use crate::pkt_line::PacketWriter;

@@ -3,10 +3,10 @@
 //! afresh), the delta chains copied, and which objects are worth keeping
 //! as delta bases. Only entry headers are read.
 
+use crate::upload_pack::contents::{PackContents, NO_PATH};
 use crate::upload_pack::delta_search::MAX_DEPTH;
 use crate::upload_pack::graph::{Graph, IdHasher};
 use crate::upload_pack::thin::ThinBases;
-use crate::upload_pack::walk::{PackContents, NO_PATH};
 use crate::upload_pack::UploadPackError;
 use gix_hash::oid;
 use refstore_odb::{PackedAt, StoredKind};

@@ -4,11 +4,11 @@
 
 use super::plan::{damaged, How, Plan};
 use crate::pkt_line::sideband::SidebandMode;
+use crate::upload_pack::contents::{PackContents, NO_PATH};
 use crate::upload_pack::delta_search::{Base, DeltaSearch, Found, MAX_SIZE};
 use crate::upload_pack::graph::Graph;
 use crate::upload_pack::pack_writer::{type_id, DeflateInto, PackWriter, OFS_DELTA};
 use crate::upload_pack::thin::ObjectReader;
-use crate::upload_pack::walk::{PackContents, NO_PATH};
 use crate::upload_pack::UploadPackError;
 use gix_hash::ObjectId;
 use refstore_odb::{PackedAt, StoredKind};
