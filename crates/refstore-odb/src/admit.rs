@@ -32,7 +32,7 @@ pub(crate) fn stop_with(stop: &Stop, error: OdbError) -> gix_error::Error {
 /// The error `stop` holds, else `error` described.
 pub(crate) fn stopped(stop: &Stop, error: &gix_error::Error) -> OdbError {
     let held = stop.borrow_mut().take();
-    held.unwrap_or_else(|| OdbError::Pack(crate::unpack::describe(error)))
+    held.unwrap_or_else(|| OdbError::Pack(crate::error::describe(error)))
 }
 
 /// Words every refusal of a delta of a large object holds, so that a

@@ -53,7 +53,7 @@ impl<R: BufRead> PackEntries<R> {
             _ => OdbError::Pack(format!("not a pack: {e}")),
         })?;
         let (version, count) = gix_pack::data::header::decode(&header)
-            .map_err(|e| OdbError::Pack(format!("not a pack: {}", crate::unpack::describe(&e))))?;
+            .map_err(|e| OdbError::Pack(format!("not a pack: {}", crate::error::describe(&e))))?;
         let mut hasher = gix_hash::hasher(format.gix_kind());
         hasher.update(&header);
         Ok(PackEntries {

@@ -77,3 +77,23 @@ impl OdbError {
         }
     }
 }
+
+/// gix-pack's error with its causes, or git's "early EOF" for input that
+/// ends too soon.
+pub(crate) fn describe(error: &gix_error::Error) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(error);
+    while let Some(e) = cause {
+        if let Some(io) = e.downcast_ref::<std::io::Error>() {
+            if io.kind() == std::io::ErrorKind::UnexpectedEof {
+                return "early EOF: the pack is truncated".into();
+            }
+        }
+        let text = e.to_string();
+        if parts.last() != Some(&text) {
+            parts.push(text);
+        }
+        cause = e.source();
+    }
+    parts.join(": ")
+}

@@ -16,8 +16,8 @@
 //! kinds come from the type bitmaps and their path-name hashes from the
 //! bitmap's cache, for the delta search of objects compressed afresh.
 
+use super::contents::{include_tags, path_hash, PackContents, NO_PATH, ROOT};
 use super::graph::{Graph, IdHasher};
-use super::walk::{include_tags, path_hash, PackContents, NO_PATH, ROOT};
 use super::UploadPackError;
 use gix_hash::ObjectId;
 use refstore_odb::ewah::Bitmap;

@@ -13,9 +13,10 @@
 //! order, commits newest first, as git walks them.
 
 use super::combined_blobs::CombinedBlobs;
+use super::contents::{self, IdSet, PackContents, NO_PATH, ROOT};
 use super::filter::{Filter, Place};
 use super::graph::Graph;
-use super::walk::{self, PackContents, NO_PATH, ROOT};
+use super::walk;
 use super::UploadPackError;
 use gix_hash::ObjectId;
 use gix_object::Kind;
@@ -56,7 +57,7 @@ pub(crate) fn pack_contents(
         }
     }
     let (commits, edges) = walk::walk_commits(graph, &want_commits, &have_commits)?;
-    let mut excluded = walk::IdSet::default();
+    let mut excluded = IdSet::default();
     for edge in &edges {
         let tree = graph
             .commit(edge)?
@@ -67,7 +68,7 @@ pub(crate) fn pack_contents(
 
     let mut contents = PackContents::default();
     let show_commits = filter.shows(Kind::Commit);
-    let wanted: walk::IdSet = want_commits.iter().copied().collect();
+    let wanted: IdSet = want_commits.iter().copied().collect();
     for commit in &commits {
         if show_commits || wanted.contains(commit) {
             contents.add(*commit, NO_PATH);
@@ -105,11 +106,11 @@ pub(crate) fn pack_contents(
                 trees.children(graph, Dir::root(id, sparse_parts), &mut contents)?;
             }
             _ => {
-                contents.add(id, walk::path_hash(ROOT, b""));
+                contents.add(id, contents::path_hash(ROOT, b""));
             }
         }
     }
-    walk::include_tags(graph, tags_to_include, &mut contents)?;
+    contents::include_tags(graph, tags_to_include, &mut contents)?;
     contents.boundary = edges.into_iter().collect();
     graph.forget_walk();
     Ok(contents)
@@ -146,7 +147,7 @@ impl Dir {
 /// and blob was met at (a later meeting nearer a root may send it).
 struct TreeWalk<'a> {
     filter: &'a Filter,
-    excluded: &'a walk::IdSet,
+    excluded: &'a IdSet,
     met: HashMap<ObjectId, u64, super::graph::IdHasher>,
     /// Depth matters (`tree:`); otherwise every object is met once.
     depths: bool,
@@ -314,7 +315,7 @@ fn named_entries(
             true => filename.to_vec(),
             false => Vec::new(),
         };
-        let hash = walk::path_hash(path_hash, filename);
+        let hash = contents::path_hash(path_hash, filename);
         entries.push((oid.to_owned(), is_tree, hash, name));
     })
 }

@@ -38,6 +38,7 @@
 mod advertisement;
 mod bitmap_walk;
 mod combined_blobs;
+mod contents;
 mod delta_search;
 mod error;
 pub(crate) mod filter;

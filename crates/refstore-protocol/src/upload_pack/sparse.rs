@@ -15,8 +15,8 @@
 //! client); those versions are the objects known to be on the client
 //! (unchanged entries are not recorded: there are thousands of them).
 
+use super::contents::{path_hash, IdSet, PackContents, ROOT};
 use super::graph::{Graph, IdHasher};
-use super::walk::{path_hash, IdSet, PackContents, ROOT};
 use super::UploadPackError;
 use gix_hash::ObjectId;
 use std::cmp::Ordering;

@@ -15,9 +15,9 @@
 //! reference delta; [`ThinBases::client_has`] says which objects are known
 //! to be there.
 
+use super::contents::{IdSet, PackContents, NO_PATH};
 use super::graph::{read_loose, Graph};
 use super::sparse::tree_order;
-use super::walk::{IdSet, PackContents, NO_PATH};
 use super::UploadPackError;
 use gix_hash::{oid, ObjectId};
 use gix_object::Find;

@@ -1,0 +1,109 @@
+//! Writing the pack for the chosen objects, streamed into side-band 1 with
+//! progress on band 2 in git's words.
+//!
+//! Stored pack entries are sent as they are stored wherever that is valid:
+//! a whole object always, a delta when its base is sent too (an offset
+//! delta gets the distance of the new layout; a reference delta becomes
+//! an offset delta). Their compressed bytes are copied without being
+//! inflated, after checking them against the CRC32 the pack's `.idx`
+//! records, as git's pack-objects does when it reuses; a damaged entry is
+//! sent from another copy (another pack, a loose object) compressed afresh,
+//! or the fetch fails with an error on band 3, never with a damaged pack.
+//! A base is always written before its deltas, whatever order the walk
+//! gave.
+//!
+//! Objects that are not stored in a pack (loose) and stored deltas whose
+//! base is not sent are inflated and compressed afresh; trees and blobs
+//! among them become deltas against an earlier version of their path where
+//! that is smaller ([`DeltaSearch`]).
+//!
+//! A pack is thin only when the client asked for it (`thin-pack`): then a
+//! stored delta whose base the client has is copied as a reference delta
+//! against it, and trees and blobs with a version on the client (see
+//! `thin.rs`), stored whole or compressed afresh, are also tried as deltas
+//! against that version. Otherwise every base is in the pack.
+//!
+//! [`plan`] decides how each object is sent, reading only entry headers;
+//! [`write`] writes the pack that plan describes.
+
+mod plan;
+mod write;
+
+pub(crate) use write::PackSummary;
+
+use super::contents::PackContents;
+use super::graph::Graph;
+use super::UploadPackError;
+use crate::pkt_line::sideband::{SidebandMode, SidebandWriter};
+use crate::pkt_line::PacketWriter;
+use std::io::Write;
+
+/// How the client wants the pack.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct PackRequest {
+    /// Progress messages are sent on band 2 (no `no-progress`).
+    pub progress: bool,
+    /// The pack may be thin (`thin-pack`): deltas against objects the
+    /// client has.
+    pub thin: bool,
+}
+
+/// Sends a pack of `contents` on side-band `mode` of `out`, with progress
+/// unless `request` turns it off, and ends the stream with its flush-pkt. A
+/// failure is also reported to the client on band 3.
+pub(crate) fn send_pack<W: Write>(
+    graph: &Graph,
+    mut contents: PackContents,
+    request: PackRequest,
+    mode: SidebandMode,
+    out: &mut PacketWriter<W>,
+) -> Result<PackSummary, UploadPackError> {
+    let mut band = SidebandWriter::new(out, mode);
+    let result = plan::plan(graph, &mut contents, request.thin).and_then(|plan| {
+        contents.forget_lookups();
+        if request.progress {
+            let n = contents.ids.len();
+            let mut message = format!(
+                "Enumerating objects: {n}, done.\nCounting objects: 100% ({n}/{n}), done.\n"
+            );
+            if plan.fresh_for_delta > 0 {
+                let f = plan.fresh_for_delta;
+                message.push_str(&format!("Compressing objects: 100% ({f}/{f}), done.\n"));
+            }
+            band.write_progress(message.as_bytes())?;
+        }
+        write::write(graph, &contents, plan, &mut band)
+    });
+    match result {
+        Ok(summary) => {
+            if request.progress {
+                let message = format!(
+                    "Total {} (delta {}), reused {} (delta {}), pack-reused 0\n",
+                    summary.objects, summary.deltas, summary.reused, summary.reused_deltas
+                );
+                band.write_progress(message.as_bytes())?;
+            }
+            band.finish()?;
+            Ok(summary)
+        }
+        Err(err) => {
+            // The client is reading a pack: only band 3 reaches it.
+            let message = format!("{}\n", err.client_message());
+            band.write_error(message.as_bytes())?;
+            Err(err)
+        }
+    }
+}
+
+/// Sends a pack of `contents` unframed, for a client that asked for no
+/// side-band: the pack is the last thing on the connection.
+pub(crate) fn send_raw_pack(
+    graph: &Graph,
+    mut contents: PackContents,
+    request: PackRequest,
+    out: &mut dyn Write,
+) -> Result<PackSummary, UploadPackError> {
+    let plan = plan::plan(graph, &mut contents, request.thin)?;
+    contents.forget_lookups();
+    write::write(graph, &contents, plan, out)
+}
