@@ -50,25 +50,25 @@ fn splitmix(mut z: u64) -> u64 {
 
 /// Creates a new file `<dir>/<prefix><suffix>`, exclusively.
 pub fn create(vfs: &dyn Vfs, dir: &Path, prefix: &str) -> Result<(PathBuf, Box<dyn VfsFile>)> {
-    let mut last = None;
-    for _ in 0..ATTEMPTS {
-        let path = dir.join(format!("{prefix}{}", unique_suffix()));
-        match vfs.create_exclusive(&path) {
-            Ok(file) => return Ok((path, file)),
-            Err(e) if e.is_already_exists() => last = Some(e),
-            Err(e) => return Err(e),
-        }
-    }
-    Err(last.expect("an attempt was made"))
+    under_new_name(dir, prefix, |path| vfs.create_exclusive(path))
 }
 
 /// Creates a new directory `<dir>/<prefix><suffix>`.
 pub fn create_dir(vfs: &dyn Vfs, dir: &Path, prefix: &str) -> Result<PathBuf> {
+    under_new_name(dir, prefix, |path| vfs.mkdir(path)).map(|(path, ())| path)
+}
+
+/// Runs `make` on new names until one does not exist yet.
+fn under_new_name<T>(
+    dir: &Path,
+    prefix: &str,
+    make: impl Fn(&Path) -> Result<T>,
+) -> Result<(PathBuf, T)> {
     let mut last = None;
     for _ in 0..ATTEMPTS {
         let path = dir.join(format!("{prefix}{}", unique_suffix()));
-        match vfs.mkdir(&path) {
-            Ok(()) => return Ok(path),
+        match make(&path) {
+            Ok(made) => return Ok((path, made)),
             Err(e) if e.is_already_exists() => last = Some(e),
             Err(e) => return Err(e),
         }

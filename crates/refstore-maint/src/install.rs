@@ -88,6 +88,21 @@ fn link(vfs: &Arc<dyn Vfs>, from: &Path, to: &Path) -> Result<(), MaintError> {
     }
 }
 
+/// The directory of `target`, made if missing, and a flush batch for
+/// writing into it with the flush method of `component`.
+fn batch_for(
+    repo: &Repo,
+    target: &Path,
+    component: Component,
+) -> Result<(PathBuf, FlushBatch), MaintError> {
+    let dir = target.parent().expect("a file in a directory").to_owned();
+    let method = repo.fsync().method_for(component);
+    let mut batch = FlushBatch::new(repo.vfs.clone(), method, dir.clone())
+        .with_mechanism(repo.fsync().batch_mechanism());
+    batch.create_dir_all(&dir)?;
+    Ok((dir, batch))
+}
+
 /// Writes `content` as the new version of `target` (a file readers open by
 /// name, like `multi-pack-index` or `commit-graph`) with git's lock
 /// protocol: `<target>.lock` created exclusively (so a git writing the same
@@ -100,11 +115,7 @@ pub fn replace_file(
     component: Component,
 ) -> Result<(), MaintError> {
     let vfs = &repo.vfs;
-    let dir = target.parent().expect("a file in a directory").to_owned();
-    let method = repo.fsync().method_for(component);
-    let mut batch = FlushBatch::new(vfs.clone(), method, dir.clone())
-        .with_mechanism(repo.fsync().batch_mechanism());
-    batch.create_dir_all(&dir)?;
+    let (_, mut batch) = batch_for(repo, target, component)?;
     // One attempt: housekeeping that finds the file being written gives
     // up on this task rather than wait.
     let mut lock = match LockFile::acquire(vfs, target, Duration::ZERO) {
@@ -140,11 +151,7 @@ pub fn add_file(
     component: Component,
 ) -> Result<(), MaintError> {
     let vfs = &repo.vfs;
-    let dir = target.parent().expect("a file in a directory").to_owned();
-    let method = repo.fsync().method_for(component);
-    let mut batch = FlushBatch::new(vfs.clone(), method, dir.clone())
-        .with_mechanism(repo.fsync().batch_mechanism());
-    batch.create_dir_all(&dir)?;
+    let (dir, mut batch) = batch_for(repo, target, component)?;
     let mut temps = TempFiles::new(vfs.clone());
     let temp = temps.write(&dir, prefix, content, &mut batch)?;
     batch.flush_files()?;
