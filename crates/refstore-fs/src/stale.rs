@@ -82,6 +82,32 @@ struct Policy {
     /// `<repository>/refstore-lock-holders/holders`.
     holders: PathBuf,
     min_age: Duration,
+    /// The sides of the holder file, shared by every policy for it.
+    sides: Arc<Sides>,
+}
+
+/// Each process's side of one holder file. The processes are few (one,
+/// but for the interleaving explorer's actors), so a list searched by
+/// process id: every lock taken looks its side up, and hashing an owned
+/// path key cost more than the rest of taking the lock.
+#[derive(Debug, Default)]
+struct Sides(Mutex<Vec<(u64, Arc<Mutex<Holders>>)>>);
+
+impl Sides {
+    fn of(&self, process: u64) -> Arc<Mutex<Holders>> {
+        let mut sides = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((_, side)) = sides.iter().find(|(p, _)| *p == process) {
+            return side.clone();
+        }
+        let side = Arc::new(Mutex::new(Holders::default()));
+        sides.push((process, side.clone()));
+        side
+    }
+
+    fn forget(&self, process: u64) {
+        let mut sides = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        sides.retain(|(p, _)| *p != process);
+    }
 }
 
 /// This process's side of one repository's holder file.
@@ -111,14 +137,14 @@ impl std::fmt::Debug for Holders {
 
 /// The repositories that opted in, and this process's side of each holder
 /// file. Process-wide, as record locks and process liveness are: keyed by
-/// [`Vfs::process`] and the holder file (the interleaving explorer runs
-/// several processes in one). A repository's [`Holders`] outlive a change
-/// of its policy: a second one would open a second descriptor of the
-/// holder file.
+/// the holder file, then by [`Vfs::process`] (the interleaving explorer
+/// runs several processes in one). A repository's [`Holders`] outlive a
+/// change of its policy: a second one would open a second descriptor of
+/// the holder file.
 #[derive(Default)]
 struct Registry {
     policies: Vec<Arc<Policy>>,
-    states: HashMap<(u64, PathBuf), Arc<Mutex<Holders>>>,
+    sides: HashMap<PathBuf, Arc<Sides>>,
 }
 
 fn lock_registry() -> MutexGuard<'static, Registry> {
@@ -140,11 +166,13 @@ fn lock_state(state: &Mutex<Holders>) -> MutexGuard<'_, Holders> {
 pub fn recover_stale_locks(repository: &Path, min_age: Duration) {
     let mut registry = lock_registry();
     let holders = repository.join(HOLDERS_DIR).join(HOLDERS_FILE);
+    let sides = registry.sides.entry(holders.clone()).or_default().clone();
     registry.policies.retain(|p| p.repository != repository);
     registry.policies.push(Arc::new(Policy {
         repository: repository.to_owned(),
         holders,
         min_age,
+        sides,
     }));
 }
 
@@ -153,16 +181,14 @@ pub fn recover_stale_locks(repository: &Path, min_age: Duration) {
 /// while the test process goes on (their descriptors close, which drops
 /// their record locks).
 pub fn process_ended(process: u64) {
-    lock_registry().states.retain(|(p, _), _| *p != process);
+    for sides in lock_registry().sides.values() {
+        sides.forget(process);
+    }
 }
 
 /// The side of `policy`'s holder file of the process `vfs` belongs to.
 fn state_for(vfs: &Arc<dyn Vfs>, policy: &Policy) -> Arc<Mutex<Holders>> {
-    lock_registry()
-        .states
-        .entry((vfs.process(), policy.holders.clone()))
-        .or_default()
-        .clone()
+    policy.sides.of(vfs.process())
 }
 
 fn policy_for(lock_path: &Path) -> Option<Arc<Policy>> {
