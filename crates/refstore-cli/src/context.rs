@@ -1,10 +1,11 @@
 //! What every command starts from: the global options applied, and for
 //! commands that need one, the repository opened with its configuration.
 
-use refstore_fs::config::{self, Config, Override, Settings};
-use refstore_fs::discover::{self, Location};
+use refstore_fs::config::{self, Config, Override};
+use refstore_fs::discover;
 use refstore_fs::real::RealFs;
 use refstore_fs::Vfs;
+use refstore_repo::Repository;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -39,24 +40,6 @@ pub struct Globals {
     git_dir: Option<PathBuf>,
     overrides: Vec<Override>,
     vfs: Arc<dyn Vfs>,
-}
-
-/// An opened repository.
-#[derive(Debug)]
-pub struct Repo {
-    /// Where the repository is.
-    pub location: Location,
-    /// Its configuration.
-    pub config: Config,
-    /// The configuration, interpreted.
-    pub settings: Settings,
-}
-
-impl Repo {
-    /// True for a repository without a work tree (`core.bare` decides when set).
-    pub fn is_bare(&self) -> bool {
-        self.settings.bare.unwrap_or(self.location.is_bare())
-    }
 }
 
 impl Globals {
@@ -120,29 +103,21 @@ impl Globals {
         Config::load(None, &self.overrides).map_err(Fatal::new)
     }
 
-    /// Finds and opens the repository: discovery, format check, settings.
-    pub fn open_repo(&self) -> Result<Repo, Fatal> {
+    /// Finds the repository as git does (`--git-dir`, `GIT_DIR`, then
+    /// upwards from the working directory) and opens it.
+    pub fn open_repo(&self) -> Result<Repository, Fatal> {
         let mut options = discover::Options::from_env();
         if let Some(dir) = &self.git_dir {
             options.git_dir = Some(dir.clone());
         }
         let location =
             discover::discover(self.vfs.as_ref(), &self.cwd, &options).map_err(Fatal::new)?;
-        let mut config =
-            Config::load(Some(&location.git_dir), &self.overrides).map_err(Fatal::new)?;
-        config.check_repository_format().map_err(Fatal::new)?;
-        let settings = config.settings().map_err(Fatal::new)?;
-        for warning in config.warnings() {
+        let repo = Repository::open_location(self.vfs.clone(), location, &self.overrides)
+            .map_err(Fatal::new)?;
+        for warning in repo.config.warnings() {
             eprintln!("warning: {warning}");
         }
-        if let Some(age) = settings.stale_lock_age {
-            refstore_fs::stale::recover_stale_locks(&location.common_dir, age);
-        }
-        Ok(Repo {
-            location,
-            config,
-            settings,
-        })
+        Ok(repo)
     }
 }
 

@@ -17,8 +17,10 @@
 //! A threshold of 0 turns the task off under `--auto`; a negative one
 //! runs it every time (git's rules for `maintenance.<task>.auto`).
 
+use crate::error::MaintError;
 use crate::inventory::Inventory;
-use crate::{MaintError, Repo, Task};
+use crate::repo::Repo;
+use crate::task::Task;
 
 /// True if `task` should run under `--auto`.
 pub fn should_run(repo: &Repo, task: Task) -> Result<bool, MaintError> {
@@ -31,7 +33,8 @@ pub fn should_run(repo: &Repo, task: Task) -> Result<bool, MaintError> {
         Task::LooseObjects => {
             let gc_auto = repo.maint.gc_auto;
             let over_gc = gc_auto > 0 && loose_in_17(repo)? > (gc_auto as usize).div_ceil(256);
-            (threshold > 0 && crate::loose::list(repo)?.len() >= threshold as usize) || over_gc
+            (threshold > 0 && crate::loose_files::list(repo)?.len() >= threshold as usize)
+                || over_gc
         }
         Task::IncrementalRepack => {
             let inventory = Inventory::read(repo)?;

@@ -24,7 +24,7 @@
 //! [`XOR_WINDOW`] entries before it whose chain of XORed entries is
 //! shorter than [`MAX_XOR_CHAIN`].
 
-use crate::MaintError;
+use crate::error::MaintError;
 use refstore_odb::ewah::{self, Bitmap};
 
 /// Every bitmap is closed under reachability.

@@ -18,7 +18,7 @@
 //! its objects); a tip that is not in it (a push stored loose) is passed
 //! over for its first ancestor that is.
 
-use crate::commit_graph::Commit;
+use crate::commit::Commit;
 use std::collections::{HashMap, HashSet};
 
 /// Ref tips given a bitmap of their own.

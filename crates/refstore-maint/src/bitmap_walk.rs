@@ -8,9 +8,10 @@
 //! read again: a set only ever holds complete trees.
 
 use crate::bitmap_file::Entry;
-use crate::commit_graph::Commit;
+use crate::commit::Commit;
+use crate::error::MaintError;
 use crate::midx::Midx;
-use crate::{MaintError, Repo};
+use crate::repo::Repo;
 use refstore_odb::ewah::Bitmap;
 use refstore_odb::{ObjectKind, Odb};
 use refstore_refs::ObjectId;

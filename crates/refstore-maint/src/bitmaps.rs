@@ -15,9 +15,10 @@
 
 use crate::bitmap_file::Entry;
 use crate::bitmap_walk::{NameHashes, Numbering, Walk};
-use crate::commit_graph::{parse_commit, Commit};
+use crate::commit::{parse_commit, Commit};
+use crate::error::MaintError;
 use crate::midx::Written;
-use crate::{MaintError, Repo};
+use crate::repo::Repo;
 use refstore_odb::ewah::Bitmap;
 use refstore_odb::{ObjectKind, Odb, PackedAt, Packs};
 use refstore_refs::value::Target;
@@ -44,7 +45,7 @@ pub fn build(
     let Some(refs) = &repo.refs else {
         return Ok(None);
     };
-    let odb = Odb::open(&repo.objects_dir(), repo.format)?;
+    let odb = repo.objects()?;
     let midx = &written.midx;
     let mut bit_of = vec![0u32; written.chosen.len()];
     for (bit, &position) in written.order.iter().enumerate() {
@@ -223,7 +224,7 @@ fn types(
     odb: &Odb,
     bit_of: &[u32],
 ) -> Result<[Bitmap; 4], MaintError> {
-    let packs = Packs::open_indexes(index_paths, repo.format)?;
+    let packs = Packs::open_indexes(index_paths, repo.object_format())?;
     // `Packs` numbers packs its own way: find each by its path.
     let number: Vec<u32> = index_paths
         .iter()

@@ -1,7 +1,7 @@
 //! The trailing checksum every git file format here ends with: the hash of
 //! all bytes before it.
 
-use crate::MaintError;
+use crate::error::MaintError;
 
 /// Appends the hash of `out` to it.
 pub fn append(out: &mut Vec<u8>, hash: gix_hash::Kind) -> Result<(), MaintError> {

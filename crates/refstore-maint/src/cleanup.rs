@@ -22,8 +22,9 @@
 //!   `commit-graph-chain.lock` older than the expiry (they are written in
 //!   well under that), with the temporary layers of a commit-graph chain.
 
+use crate::error::MaintError;
 use crate::process::{self, KeepHolder};
-use crate::{MaintError, Repo};
+use crate::repo::Repo;
 use refstore_fs::{FileKind, Vfs};
 use std::fmt;
 use std::path::Path;
@@ -67,7 +68,7 @@ pub fn run(repo: &Repo) -> Result<Cleaned, MaintError> {
     };
     let vfs = repo.vfs.as_ref();
     let objects = repo.objects_dir();
-    for entry in list(vfs, &objects)? {
+    for entry in list(vfs, objects)? {
         let name = entry.name.to_string_lossy();
         let path = objects.join(&entry.name);
         if name.starts_with("tmp_objdir-") && entry.kind == FileKind::Dir {
@@ -125,11 +126,11 @@ pub fn run(repo: &Repo) -> Result<Cleaned, MaintError> {
 /// while the lock can be taken, it was left by a process that died, and
 /// git's next rewrite of `packed-refs` would fail on it.
 fn clean_packed_new(repo: &Repo, cleaned: &mut Cleaned) -> Result<(), MaintError> {
-    let new = repo.common_dir.join("packed-refs.new");
+    let new = repo.common_dir().join("packed-refs.new");
     if !repo.vfs.exists(&new) {
         return Ok(());
     }
-    let packed = repo.common_dir.join("packed-refs");
+    let packed = repo.common_dir().join("packed-refs");
     let Ok(lock) = refstore_fs::lock::LockFile::acquire(&repo.vfs, packed, Duration::ZERO) else {
         return Ok(());
     };
@@ -208,13 +209,17 @@ fn clean_ref_locks(repo: &Repo, cleaned: &mut Cleaned) -> Result<(), MaintError>
     let Some(age) = repo.settings.stale_lock_age else {
         return Ok(());
     };
-    refstore_fs::stale::recover_stale_locks(&repo.common_dir, age);
+    refstore_fs::stale::recover_stale_locks(repo.common_dir(), age);
     let mut locks = Vec::new();
     for name in ["packed-refs.lock", "HEAD.lock"] {
-        locks.push(repo.common_dir.join(name));
+        locks.push(repo.common_dir().join(name));
     }
-    locks.push(repo.common_dir.join("reftable").join("tables.list.lock"));
-    find_locks(repo.vfs.as_ref(), &repo.common_dir.join("refs"), &mut locks)?;
+    locks.push(repo.common_dir().join("reftable").join("tables.list.lock"));
+    find_locks(
+        repo.vfs.as_ref(),
+        &repo.common_dir().join("refs"),
+        &mut locks,
+    )?;
     for lock in locks {
         if !repo.vfs.exists(&lock) {
             continue;

@@ -11,21 +11,13 @@
 //!
 //! Not written: changed-path Bloom filters.
 
+use crate::commit::{parse_commit, Commit};
 use crate::commit_graph_chain as chain;
-use crate::{MaintError, Repo};
+use crate::error::MaintError;
+use crate::repo::Repo;
 use refstore_odb::{ObjectKind, Odb, PackedAt, Packs};
 use refstore_refs::ObjectId;
 use std::collections::{HashMap, HashSet};
-
-/// What a walk needs of a commit.
-pub(crate) struct Commit {
-    /// Its root tree.
-    pub(crate) tree: Vec<u8>,
-    /// Its parents, in order.
-    pub(crate) parents: Vec<Vec<u8>>,
-    /// Its committer time.
-    pub(crate) time: u64,
-}
 
 /// Runs the task.
 pub fn run(repo: &Repo) -> Result<String, MaintError> {
@@ -104,7 +96,7 @@ pub fn run(repo: &Repo) -> Result<String, MaintError> {
 
 /// Every commit of the database whose whole ancestry is there too.
 fn complete_commits(repo: &Repo) -> Result<HashMap<Vec<u8>, Commit>, MaintError> {
-    let odb = Odb::open(&repo.objects_dir(), repo.format)?;
+    let odb = repo.objects()?;
     let ids = all_commit_ids(repo, &odb)?;
     let mut commits: HashMap<Vec<u8>, Commit> = HashMap::with_capacity(ids.len());
     for id in ids {
@@ -134,7 +126,7 @@ fn complete_commits(repo: &Repo) -> Result<HashMap<Vec<u8>, Commit>, MaintError>
 /// Ids of every commit in the packs and loose objects.
 fn all_commit_ids(repo: &Repo, odb: &Odb) -> Result<HashSet<Vec<u8>>, MaintError> {
     let mut ids = HashSet::new();
-    let packs = Packs::open(&repo.objects_dir(), repo.format)?;
+    let packs = Packs::open(repo.objects_dir(), repo.object_format())?;
     for pack in 0..packs.len() as u32 {
         for position in 0..packs.objects_in(pack) {
             let at = PackedAt { pack, position };
@@ -155,51 +147,15 @@ fn all_commit_ids(repo: &Repo, odb: &Odb) -> Result<HashSet<Vec<u8>>, MaintError
             }
         }
     }
-    for object in crate::loose::list(repo)? {
+    for object in crate::loose_files::list(repo)? {
         if ids.contains(&object.id) {
             continue;
         }
-        if let Some((ObjectKind::Commit, _)) = crate::loose::read_checked(repo, &object)? {
+        if let Some((ObjectKind::Commit, _)) = crate::loose_files::read_checked(repo, &object)? {
             ids.insert(object.id);
         }
     }
     Ok(ids)
-}
-
-/// Tree, parents and committer time of a commit.
-pub(crate) fn parse_commit(data: &[u8], repo: &Repo) -> Option<Commit> {
-    let hex = |s: &[u8]| {
-        ObjectId::from_hex_in(s, repo.format)
-            .ok()
-            .map(|id| id.as_bytes().to_vec())
-    };
-    let mut tree = None;
-    let mut parents = Vec::new();
-    let mut time = None;
-    for line in data.split(|&b| b == b'\n') {
-        if line.is_empty() {
-            break;
-        }
-        if let Some(rest) = line.strip_prefix(b"tree ") {
-            tree = hex(rest);
-        } else if let Some(rest) = line.strip_prefix(b"parent ") {
-            parents.push(hex(rest)?);
-        } else if let Some(rest) = line.strip_prefix(b"committer ") {
-            // `<name> <<email>> <seconds> <zone>`: the number after the
-            // last '>'.
-            let after = rest
-                .iter()
-                .rposition(|&b| b == b'>')
-                .map(|i| &rest[i + 1..])?;
-            let text = String::from_utf8_lossy(after);
-            time = Some(text.split_whitespace().next()?.parse::<u64>().unwrap_or(0));
-        }
-    }
-    Some(Commit {
-        tree: tree?,
-        parents,
-        time: time.unwrap_or(0),
-    })
 }
 
 /// Commits reachable from the refs that the commit-graph lacks, counted up
@@ -212,7 +168,7 @@ pub fn missing_commits(repo: &Repo, limit: usize) -> Result<usize, MaintError> {
     let listing = refs
         .list(b"")
         .map_err(|e| MaintError::Refs(e.to_string()))?;
-    let odb = Odb::open(&repo.objects_dir(), repo.format)?;
+    let odb = repo.objects()?;
     let mut seen: HashSet<Vec<u8>> = HashSet::new();
     let mut queue: Vec<ObjectId> = Vec::new();
     for r in &listing.refs {

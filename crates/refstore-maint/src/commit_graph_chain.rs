@@ -19,7 +19,8 @@
 //! older than `refstore.redundantPackExpire`, as packs are: a reader that
 //! read the old chain may still open them.
 
-use crate::{MaintError, Repo};
+use crate::error::MaintError;
+use crate::repo::Repo;
 use refstore_fs::config::Component;
 use std::collections::HashSet;
 use std::path::PathBuf;

@@ -23,8 +23,8 @@
 //!
 //! The file ends with the checksum of everything before it.
 
-use crate::commit_graph::Commit;
-use crate::MaintError;
+use crate::commit::Commit;
+use crate::error::MaintError;
 use std::collections::HashMap;
 
 const PARENT_NONE: u32 = 0x7000_0000;

@@ -7,7 +7,7 @@
 //! offsets that follow, for packs beyond 2 GiB), the pack's checksum and
 //! a checksum of everything before it.
 
-use crate::MaintError;
+use crate::error::MaintError;
 
 const MAGIC: [u8; 8] = [0xff, b't', b'O', b'c', 0, 0, 0, 2];
 

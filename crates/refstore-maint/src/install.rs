@@ -5,8 +5,9 @@
 //! to readers. So no reader, and no crash, ever shows an index whose pack
 //! is not complete and durable (with `core.fsync` covering packs).
 
+use crate::error::MaintError;
 use crate::pack_out::FinishedPack;
-use crate::{MaintError, Repo};
+use crate::repo::Repo;
 use refstore_fs::config::Component;
 use refstore_fs::flush::FlushBatch;
 use refstore_fs::lock::{LockError, LockFile};
@@ -57,7 +58,7 @@ pub fn install(repo: &Repo, pack: FinishedPack) -> Result<Installed, MaintError>
         // The very same pack is already there.
         return Ok(installed);
     }
-    let format = repo.format;
+    let format = repo.object_format();
     let pack_checksum = refstore_refs::ObjectId::from_raw(&checksum)
         .ok_or_else(|| MaintError::Format("bad pack checksum length".into()))?;
     let rev = refstore_odb::reverse_index(&index, format, &pack_checksum)?;

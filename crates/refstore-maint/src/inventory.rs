@@ -2,8 +2,9 @@
 //! its `.pack`), their object counts and `.keep` files, and the current
 //! `multi-pack-index`.
 
+use crate::error::MaintError;
 use crate::midx::Midx;
-use crate::{MaintError, Repo};
+use crate::repo::Repo;
 use std::collections::HashSet;
 use std::path::PathBuf;
 

@@ -38,10 +38,12 @@ mod bitmaps;
 mod checksum;
 mod chunk_file;
 pub mod cleanup;
+mod commit;
 mod commit_graph;
 mod commit_graph_chain;
 mod commit_graph_file;
 mod delta_plan;
+mod error;
 pub mod expire;
 pub mod geometric;
 pub mod idx;
@@ -49,6 +51,7 @@ mod install;
 mod inventory;
 mod lock;
 mod loose;
+mod loose_files;
 pub mod midx;
 mod midx_write;
 mod pack_out;
@@ -56,83 +59,15 @@ pub mod process;
 mod prune;
 mod refs_task;
 mod repack;
+mod repo;
 mod settings;
+mod task;
 
+pub use error::MaintError;
 pub use lock::MaintenanceLock;
+pub use repo::Repo;
 pub use settings::MaintSettings;
-
-use refstore_fs::config::Settings;
-use refstore_fs::Vfs;
-use refstore_refs::backend::Backend;
-use refstore_refs::ObjectFormat;
-use std::path::PathBuf;
-use std::sync::Arc;
-
-/// Why housekeeping failed. Nothing stored is lost by a failure: new files
-/// are visible only once complete, old ones removed only once redundant.
-#[derive(Debug, thiserror::Error)]
-pub enum MaintError {
-    /// A filesystem operation failed.
-    #[error("{0}")]
-    Io(#[from] refstore_fs::Error),
-    /// Reading objects failed.
-    #[error("{0}")]
-    Odb(#[from] refstore_odb::OdbError),
-    /// A file is not in the format expected.
-    #[error("{0}")]
-    Format(String),
-    /// The configuration is invalid.
-    #[error("{0}")]
-    Config(String),
-    /// Refs could not be packed.
-    #[error("{0}")]
-    Refs(String),
-    /// Another process is doing this work right now.
-    #[error("{0}")]
-    Busy(String),
-}
-
-/// One housekeeping task.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Task {
-    /// Remove what crashed processes left.
-    Cleanup,
-    /// Pack refs, or compact reftables.
-    PackRefs,
-    /// Pack loose objects.
-    LooseObjects,
-    /// Geometric repack and multi-pack-index.
-    IncrementalRepack,
-    /// Write the commit-graph.
-    CommitGraph,
-}
-
-impl Task {
-    /// Every task, in the order a run performs them.
-    pub const ALL: [Task; 5] = [
-        Task::Cleanup,
-        Task::PackRefs,
-        Task::LooseObjects,
-        Task::IncrementalRepack,
-        Task::CommitGraph,
-    ];
-
-    /// The task's name (`--task=<name>`, `maintenance.<name>.*`).
-    pub fn name(self) -> &'static str {
-        match self {
-            Task::Cleanup => "cleanup",
-            Task::PackRefs => "pack-refs",
-            Task::LooseObjects => "loose-objects",
-            Task::IncrementalRepack => "incremental-repack",
-            Task::CommitGraph => "commit-graph",
-        }
-    }
-
-    /// The task called `name`.
-    pub fn from_name(name: &str) -> Option<Task> {
-        Task::ALL.into_iter().find(|t| t.name() == name)
-    }
-}
+pub use task::Task;
 
 /// What to run.
 #[derive(Debug, Clone, Default)]
@@ -142,76 +77,6 @@ pub struct Options {
     /// The tasks; empty means every task `maintenance.<task>.enabled`
     /// does not turn off.
     pub tasks: Vec<Task>,
-}
-
-/// A repository to maintain.
-#[derive(Debug, Clone)]
-pub struct Repo {
-    /// The filesystem.
-    pub vfs: Arc<dyn Vfs>,
-    /// The git directory.
-    pub git_dir: PathBuf,
-    /// The common directory (objects, refs).
-    pub common_dir: PathBuf,
-    /// Object format.
-    pub format: ObjectFormat,
-    /// Repository settings (flushing, timeouts, stale lock age).
-    pub settings: Settings,
-    /// Housekeeping settings.
-    pub maint: MaintSettings,
-    /// The ref store, for `pack-refs` and the tips bitmaps are written
-    /// for (both skipped without one).
-    pub refs: Option<Arc<dyn Backend>>,
-    /// True if it has no work tree (`core.bare`, or where it was found).
-    pub bare: bool,
-}
-
-impl Repo {
-    /// `<common>/objects`.
-    pub fn objects_dir(&self) -> PathBuf {
-        self.common_dir.join("objects")
-    }
-
-    /// `<common>/objects/pack`.
-    pub fn pack_dir(&self) -> PathBuf {
-        self.common_dir.join("objects").join("pack")
-    }
-
-    /// The gix hash kind of the object format.
-    pub fn hash(&self) -> gix_hash::Kind {
-        self.format.gix_kind()
-    }
-
-    /// A repository from its parts, the housekeeping settings read from
-    /// `config`.
-    pub fn new(
-        vfs: Arc<dyn Vfs>,
-        location: &refstore_fs::discover::Location,
-        config: &refstore_fs::config::Config,
-        settings: Settings,
-        refs: Option<Arc<dyn Backend>>,
-    ) -> Result<Repo, MaintError> {
-        let format = ObjectFormat::from_name(settings.object_format).ok_or_else(|| {
-            MaintError::Config(format!(
-                "unknown object format '{}'",
-                settings.object_format
-            ))
-        })?;
-        Ok(Repo {
-            vfs,
-            git_dir: location.git_dir.clone(),
-            common_dir: location.common_dir.clone(),
-            format,
-            maint: MaintSettings::from_config(config)?,
-            bare: settings.bare.unwrap_or(location.is_bare()),
-            settings,
-            refs,
-        })
-    }
-
-    fn fsync(&self) -> &refstore_fs::config::FsyncSettings {
-        &self.settings.fsync
-    }
 }
 
 /// What one task did.

@@ -17,8 +17,9 @@
 //! killed at any moment thus leaves either no lock or one naming it, never
 //! an empty one that would look like git's and block every later run.
 
+use crate::error::MaintError;
 use crate::process;
-use crate::{MaintError, Repo};
+use crate::repo::Repo;
 use refstore_fs::Vfs;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -100,8 +101,8 @@ fn abandoned_by_refstore(vfs: &dyn Vfs, path: &Path, host: &str) -> bool {
 /// Writes `gc.pid` as `git gc` does, unless a live gc holds it.
 fn take_gc_pid(repo: &Repo, host: &str) -> Result<Option<(PathBuf, Vec<u8>)>, MaintError> {
     let vfs = &repo.vfs;
-    let path = repo.common_dir.join("gc.pid");
-    let lock_path = repo.common_dir.join("gc.pid.lock");
+    let path = repo.common_dir().join("gc.pid");
+    let lock_path = repo.common_dir().join("gc.pid.lock");
     let content = format!("{} {host}", std::process::id()).into_bytes();
     let mut attempts = 0;
     loop {
@@ -154,7 +155,7 @@ fn take_gc_pid(repo: &Repo, host: &str) -> Result<Option<(PathBuf, Vec<u8>)>, Ma
 /// without its content.
 fn create_with(repo: &Repo, path: &Path, content: &[u8]) -> Result<bool, MaintError> {
     let vfs = repo.vfs.as_ref();
-    let (temp, mut file) = refstore_fs::temp::create(vfs, &repo.objects_dir(), "tmp_lock_")?;
+    let (temp, mut file) = refstore_fs::temp::create(vfs, repo.objects_dir(), "tmp_lock_")?;
     let linked = file.write_all(content).and_then(|_| {
         drop(file);
         vfs.link(&temp, path)

@@ -20,8 +20,8 @@
 //! the preferred pack's bytes verbatim for the first bits of a bitmap, and
 //! that is only right when those bits are exactly that pack.
 
+use crate::error::MaintError;
 use crate::idx::IndexEntries;
-use crate::MaintError;
 
 const OIDF: u32 = u32::from_be_bytes(*b"OIDF");
 const OIDL: u32 = u32::from_be_bytes(*b"OIDL");

@@ -18,9 +18,10 @@
 //! one of those, and at most an unnamed bitmap for `cleanup` or the next
 //! run to remove.
 
+use crate::error::MaintError;
 use crate::idx::IndexEntries;
 use crate::midx::{Midx, MidxPack};
-use crate::{MaintError, Repo};
+use crate::repo::Repo;
 use refstore_fs::config::Component;
 use std::path::PathBuf;
 
@@ -63,7 +64,7 @@ pub fn write(repo: &Repo, covered: &[(String, PathBuf)]) -> Result<Outcome, Main
     let written = crate::midx::write(&packs, repo.hash())?;
     let mut summary = format!("multi-pack-index over {} packs", covered.len());
     let mut bitmap = None;
-    if repo.maint.writes_bitmaps(repo.bare) {
+    if repo.maint.writes_bitmaps(repo.is_bare()) {
         let paths: Vec<PathBuf> = preference.iter().map(|&n| covered[n].1.clone()).collect();
         match crate::bitmaps::build(repo, &written, &paths) {
             Ok(Some(built)) => {
@@ -106,7 +107,7 @@ fn install(repo: &Repo, midx: &[u8], bitmap: Option<(String, Vec<u8>)>) -> Resul
 /// True if `midx`, the current index, lacks the bitmap it should have:
 /// it was written without a pseudo-pack order, or its bitmap is missing.
 pub fn lacks_bitmap(repo: &Repo, midx: &Midx) -> bool {
-    repo.maint.writes_bitmaps(repo.bare)
+    repo.maint.writes_bitmaps(repo.is_bare())
         && (!midx.has_order || !repo.vfs.exists(&repo.pack_dir().join(midx.bitmap_name())))
 }
 
@@ -144,14 +145,14 @@ mod tests {
 
     fn repo(sim: &SimFs, config: &str) -> Repo {
         let vfs: Arc<dyn Vfs> = Arc::new(sim.clone());
-        let mut config = refstore_fs::config::Config::from_local_bytes(config.as_bytes()).unwrap();
+        let config = refstore_fs::config::Config::from_local_bytes(config.as_bytes()).unwrap();
         let location = refstore_fs::discover::Location {
             git_dir: "/repo".into(),
             common_dir: "/repo".into(),
             work_tree: None,
         };
-        let settings = config.settings().unwrap();
-        Repo::new(vfs, &location, &config, settings, None).unwrap()
+        let repository = refstore_repo::Repository::from_config(vfs, location, config).unwrap();
+        Repo::without_refs(repository).unwrap()
     }
 
     /// Installs a new index and bitmap over old ones, crashing after every

@@ -11,8 +11,8 @@
 //! (The upload-pack writer encodes headers the same way; it streams to a
 //! client and keeps no index, so the two are separate.)
 
+use crate::error::MaintError;
 use crate::idx::Written;
-use crate::MaintError;
 use refstore_fs::{Vfs, VfsFile};
 use refstore_odb::ObjectKind;
 use std::io::Write;

@@ -28,9 +28,10 @@
 //! there are not walked), nor in a reftable repository (its reflogs are
 //! not read here).
 
-use crate::loose::LooseObject;
-use crate::{MaintError, Repo};
-use refstore_odb::{ObjectKind, Odb};
+use crate::error::MaintError;
+use crate::loose_files::LooseObject;
+use crate::repo::Repo;
+use refstore_odb::ObjectKind;
 use refstore_refs::{ObjectId, RefName};
 use std::collections::HashSet;
 use std::path::Path;
@@ -77,7 +78,7 @@ pub fn prune(
             roots.push(id);
         }
     }
-    reflog_ids(repo, &repo.git_dir.join("logs"), &mut roots)?;
+    reflog_ids(repo, &repo.git_dir().join("logs"), &mut roots)?;
     for (object, &old) in loose.iter().zip(&old) {
         if !old {
             if let Some(id) = ObjectId::from_raw(&object.id) {
@@ -147,8 +148,8 @@ fn can_see_all_roots(repo: &Repo) -> bool {
     let vfs = repo.vfs.as_ref();
     let is_files = repo.refs.as_ref().is_some_and(|r| r.as_files().is_some());
     is_files
-        && !vfs.exists(&repo.git_dir.join("index"))
-        && !vfs.exists(&repo.common_dir.join("worktrees"))
+        && !vfs.exists(&repo.git_dir().join("index"))
+        && !vfs.exists(&repo.common_dir().join("worktrees"))
 }
 
 /// Old and new ids of every reflog line below `dir`.
@@ -171,7 +172,7 @@ fn reflog_ids(repo: &Repo, dir: &Path, out: &mut Vec<ObjectId>) -> Result<(), Ma
                 for line in content.split(|&b| b == b'\n') {
                     let mut words = line.split(|&b| b == b' ');
                     for word in [words.next(), words.next()].into_iter().flatten() {
-                        if let Ok(id) = ObjectId::from_hex_in(word, repo.format) {
+                        if let Ok(id) = ObjectId::from_hex_in(word, repo.object_format()) {
                             out.push(id);
                         }
                     }
@@ -185,7 +186,7 @@ fn reflog_ids(repo: &Repo, dir: &Path, out: &mut Vec<ObjectId>) -> Result<(), Ma
 
 /// Every object reachable from `roots` (missing ones are skipped).
 fn walk(repo: &Repo, roots: Vec<ObjectId>) -> Result<HashSet<Vec<u8>>, MaintError> {
-    let odb = Odb::open(&repo.objects_dir(), repo.format)?;
+    let odb = repo.objects()?;
     let hash_len = repo.hash().len_in_bytes();
     let mut seen: HashSet<Vec<u8>> = HashSet::new();
     let mut queue = roots;
@@ -208,7 +209,7 @@ fn walk(repo: &Repo, roots: Vec<ObjectId>) -> Result<HashSet<Vec<u8>>, MaintErro
                         .or_else(|| line.strip_prefix(b"parent "))
                         .or_else(|| line.strip_prefix(b"object "));
                     if let Some(id) =
-                        named.and_then(|hex| ObjectId::from_hex_in(hex, repo.format).ok())
+                        named.and_then(|hex| ObjectId::from_hex_in(hex, repo.object_format()).ok())
                     {
                         queue.push(id);
                     }

@@ -4,9 +4,9 @@
 //! task runs it) in the files format, the table stack compacted in the
 //! reftable format.
 
-use crate::{MaintError, Repo};
+use crate::error::MaintError;
+use crate::repo::Repo;
 use refstore_fs::config::Component;
-use refstore_odb::Odb;
 use refstore_refs::files::pack::PackOptions;
 
 /// Runs the task.
@@ -16,7 +16,7 @@ pub fn run(repo: &Repo) -> Result<String, MaintError> {
     };
     let flush = repo.settings.fsync.method_for(Component::Reference);
     if let Some(files) = refs.as_files() {
-        let objects = Odb::open(&repo.objects_dir(), repo.format)?;
+        let objects = repo.objects()?;
         let options = PackOptions {
             all: true,
             prune: true,

@@ -26,10 +26,11 @@
 //! every object of it is in the current `multi-pack-index`, its `.idx`
 //! first so that readers stop seeing it before its data goes.
 
+use crate::error::MaintError;
 use crate::idx::IndexEntries;
 use crate::inventory::{Inventory, PackInfo};
 use crate::pack_out::PackOut;
-use crate::{MaintError, Repo};
+use crate::repo::Repo;
 use refstore_fs::config::Component;
 use refstore_odb::{DeltaBaseCache, Odb, PackedAt, Packs, StoredKind};
 use std::collections::{HashMap, HashSet};
@@ -158,7 +159,7 @@ fn roll_up(repo: &Repo, rolled: &[&PackInfo]) -> Result<crate::install::Installe
         .iter()
         .map(|p| Inventory::index_path(repo, p))
         .collect();
-    let packs = Packs::open_indexes(&paths, repo.format)?;
+    let packs = Packs::open_indexes(&paths, repo.object_format())?;
     let mut indexes = Vec::with_capacity(paths.len());
     for path in &paths {
         let index = repo.vfs.read_mapped(path)?;
@@ -213,7 +214,7 @@ fn copy_all(
                     None => {
                         let odb = match &mut odb {
                             Some(odb) => odb,
-                            None => odb.insert(Odb::open(&repo.objects_dir(), repo.format)?),
+                            None => odb.insert(repo.objects()?),
                         };
                         let oid = refstore_refs::ObjectId::from_raw(id)
                             .ok_or_else(|| MaintError::Format("bad object id".into()))?;

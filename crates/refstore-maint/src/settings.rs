@@ -1,8 +1,9 @@
 //! Housekeeping configuration: git's keys where git has one (`gc.*`,
 //! `maintenance.<task>.*`), `refstore.*` for what only refstore does.
 
+use crate::error::MaintError;
 use crate::expire::{self, Expiry};
-use crate::{MaintError, Task};
+use crate::task::Task;
 use refstore_fs::config::Config;
 use std::collections::HashMap;
 use std::time::Duration;

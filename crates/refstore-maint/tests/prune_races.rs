@@ -113,15 +113,8 @@ fn objects_a_push_freshened_while_the_refs_were_read_are_kept() {
             }
         }))
     };
-    let opened = refstore_protocol::Repository::open(vfs.clone(), &git_dir, &[]).unwrap();
-    let repo = Repo::new(
-        vfs,
-        &opened.location,
-        &opened.config,
-        opened.settings.clone(),
-        Some(opened.refs.clone()),
-    )
-    .unwrap();
+    let opened = refstore_repo::Repository::open(vfs, &git_dir, &[]).unwrap();
+    let repo = Repo::new(opened).unwrap();
     armed.store(true, Ordering::SeqCst);
     let options = Options {
         auto: false,

@@ -94,7 +94,7 @@ pub use kind::ObjectKind;
 pub use large::{big_file_threshold, IngestLimits, LargeObject, DEFAULT_BIG_FILE_THRESHOLD};
 pub use loose::{loose_object_path, LooseWriter};
 pub use loose_header::{loose_kind, parse_loose_header};
-pub use odb::Odb;
+pub use odb::{open_store, Odb};
 pub use pack::{store_pack, PackOptions, StoredPack};
 pub use packed::{PackedAt, Packs, StoredEntry, StoredKind};
 pub use quarantine::{Migrated, Quarantine, QUARANTINE_PREFIX};

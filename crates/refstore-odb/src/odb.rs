@@ -33,33 +33,53 @@ impl std::fmt::Debug for Odb {
     }
 }
 
+/// Opens gix's store on the object database at `objects_dir` holding
+/// objects of `format`: the one place refstore opens one. Opening lists the
+/// packs of the database and its alternates once (to size gix's table of
+/// indexes); their contents are read on first use.
+pub fn open_store(objects_dir: &Path, format: ObjectFormat) -> Result<gix_odb::Store, OdbError> {
+    let open_error = |source| OdbError::Open {
+        path: objects_dir.to_owned(),
+        source,
+    };
+    if !objects_dir.is_dir() {
+        return Err(open_error(std::io::Error::new(
+            std::io::ErrorKind::NotFound,
+            "not a directory",
+        )));
+    }
+    gix_odb::Store::at_opts(
+        objects_dir.to_owned(),
+        format.gix_kind(),
+        &mut std::iter::empty(),
+        gix_odb::store::init::Options::default(),
+    )
+    .map_err(open_error)
+}
+
 impl Odb {
     /// Opens the object database at `objects_dir` (usually `<git-dir>/objects`)
     /// holding objects of `format`. Packs and alternates are loaded lazily,
     /// on first use.
     pub fn open(objects_dir: &Path, format: ObjectFormat) -> Result<Odb, OdbError> {
-        let open_error = |source| OdbError::Open {
-            path: objects_dir.to_owned(),
-            source,
-        };
-        if !objects_dir.is_dir() {
-            return Err(open_error(std::io::Error::new(
-                std::io::ErrorKind::NotFound,
-                "not a directory",
-            )));
-        }
-        let store = gix_odb::Store::at_opts(
-            objects_dir.to_owned(),
-            format.gix_kind(),
-            &mut std::iter::empty(),
-            gix_odb::store::init::Options::default(),
-        )
-        .map_err(open_error)?;
-        Ok(Odb {
-            handle: Arc::new(store).to_cache_arc(),
+        let store = open_store(objects_dir, format)?;
+        Ok(Odb::on_store(Arc::new(store), objects_dir, format))
+    }
+
+    /// A handle on a store already open (see [`open_store`]): handles on
+    /// one store share its loaded indexes and mapped packs.
+    pub fn on_store(store: Arc<gix_odb::Store>, objects_dir: &Path, format: ObjectFormat) -> Odb {
+        Odb {
+            handle: store.to_cache_arc(),
             format,
             objects_dir: objects_dir.to_owned(),
-        })
+        }
+    }
+
+    /// The store this handle reads through, for another handle with other
+    /// settings (a fetch's walk keeps packs mapped and caches delta bases).
+    pub fn store(&self) -> Arc<gix_odb::Store> {
+        self.handle.store()
     }
 
     /// The object format of this database.

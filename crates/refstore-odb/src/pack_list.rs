@@ -13,6 +13,7 @@
 //! there) is left out, as git leaves out a pack it cannot open.
 
 use crate::OdbError;
+use refstore_hash::ObjectFormat;
 use std::path::{Path, PathBuf};
 
 /// How often a listing is read again after something in it vanished.
@@ -21,18 +22,15 @@ use std::path::{Path, PathBuf};
 const RELISTS: usize = 8;
 
 /// The `.idx` paths of every pack of the database at `objects_dir`.
-pub fn list(objects_dir: &Path, hash: gix_hash::Kind) -> Result<Vec<PathBuf>, OdbError> {
+///
+/// A store of its own, not a shared one: a shared store lists its packs
+/// once and would answer again with what it listed then.
+pub fn list(objects_dir: &Path, format: ObjectFormat) -> Result<Vec<PathBuf>, OdbError> {
     let open_error = |message: String| OdbError::Open {
         path: objects_dir.to_owned(),
         source: std::io::Error::other(message),
     };
-    let store = gix_odb::Store::at_opts(
-        objects_dir.to_owned(),
-        hash,
-        &mut std::iter::empty(),
-        gix_odb::store::init::Options::default(),
-    )
-    .map_err(|e| open_error(e.to_string()))?;
+    let store = crate::odb::open_store(objects_dir, format)?;
     let records = store.structure().map_err(|e| open_error(e.to_string()))?;
     let mut index_paths = Vec::new();
     for record in records {
@@ -54,12 +52,12 @@ pub fn list(objects_dir: &Path, hash: gix_hash::Kind) -> Result<Vec<PathBuf>, Od
 /// again while a failure comes with something listed having vanished.
 pub fn open_fresh<T>(
     objects_dir: &Path,
-    hash: gix_hash::Kind,
+    format: ObjectFormat,
     mut open: impl FnMut(&[PathBuf]) -> Result<T, OdbError>,
 ) -> Result<T, OdbError> {
     let mut relists = 0;
     loop {
-        let listed = match list(objects_dir, hash) {
+        let listed = match list(objects_dir, format) {
             Ok(listed) => listed,
             // The multi-pack-index was listed, then removed before it
             // was read.

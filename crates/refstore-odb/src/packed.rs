@@ -140,7 +140,7 @@ impl Packs {
     /// alternates. Packs a concurrent repack deletes while they are being
     /// opened are looked for again ([`crate::pack_list`]).
     pub fn open(objects_dir: &Path, format: ObjectFormat) -> Result<Packs, OdbError> {
-        crate::pack_list::open_fresh(objects_dir, format.gix_kind(), |paths| {
+        crate::pack_list::open_fresh(objects_dir, format, |paths| {
             Self::open_indexes(paths, format)
         })
     }

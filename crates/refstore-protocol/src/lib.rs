@@ -5,17 +5,12 @@
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod limits;
-pub mod objects_stored;
-pub mod objects_wanted;
+mod objects_wanted;
 pub mod pkt_line;
 pub mod receive_pack;
 pub mod repository;
-pub mod tag_peeler;
 pub mod upload_pack;
 pub mod version;
 
-pub use objects_stored::ObjectsStored;
-pub use objects_wanted::ObjectsWanted;
-pub use repository::Repository;
-pub use tag_peeler::TagPeeler;
+pub use repository::{ObjectsStored, ObjectsWanted, Repository};
 pub use version::ProtocolVersion;

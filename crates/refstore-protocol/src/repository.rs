@@ -1,83 +1,91 @@
-//! A repository opened for serving: its configuration, its ref store in
-//! whichever format it uses, and its object database.
+//! A repository opened for serving: the shared handle
+//! ([`refstore_repo::Repository`]) with its ref store and object database
+//! opened up front, and the steps a deployment adds around a push's
+//! objects and a fetch's wants.
 //!
-//! Both services and every transport open repositories the same way, so a
-//! path a client names resolves as git resolves it for `git upload-pack
-//! <dir>`: `<dir>/.git`, then `<dir>`, then `<dir>.git`.
+//! - [`ObjectsStored`] stands between a push's objects and its refs: once
+//!   receive-pack has moved the pushed packs into the repository durably,
+//!   and before it writes a single ref, it may require more of them (a
+//!   cluster: that other nodes hold the packs too). Its refusal refuses
+//!   every ref of the push with its reason; the objects stay,
+//!   unreferenced, as after any refusal that follows their migration.
+//! - [`ObjectsWanted`] comes before a fetch is answered: when the client
+//!   wants objects the repository lacks, it may bring them in first (a
+//!   cluster node fetching, from its peers, the packs it missed while it
+//!   was down). upload-pack then judges the wants as always: what is
+//!   still missing is refused as git refuses it.
 
-use crate::TagPeeler;
-use refstore_fs::config::{Config, Override, Settings};
-use refstore_fs::discover::{self, Location};
+use refstore_fs::config::Override;
+use refstore_fs::discover::Location;
 use refstore_fs::Vfs;
 use refstore_odb::Odb;
-use refstore_refs::backend::{self, Backend};
-use refstore_refs::ObjectFormat;
-use std::path::{Path, PathBuf};
+use refstore_refs::backend::Backend;
+use refstore_refs::{ObjectFormat, ObjectId};
+use std::path::Path;
 use std::sync::Arc;
 
-/// Why a repository could not be opened.
-#[derive(Debug, thiserror::Error)]
-pub enum OpenError {
-    /// No repository at the path (nor at the usual variants of it).
-    #[error("'{}' does not appear to be a git repository", .0.display())]
-    NotARepository(PathBuf),
-    /// The configuration is unreadable or names an unknown format.
-    #[error("{0}")]
-    Config(String),
-    /// The ref store cannot be opened.
-    #[error("{0}")]
-    Refs(#[from] backend::OpenError),
-    /// The object database cannot be opened.
-    #[error("{0}")]
-    Objects(#[from] refstore_odb::OdbError),
-}
+pub use refstore_repo::OpenError;
 
-/// An opened repository.
+/// An opened repository; its configuration, location and filesystem are
+/// those of the handle it derefs to.
 pub struct Repository {
-    /// Where it is.
-    pub location: Location,
-    /// Its configuration (repository, global and `-c` overrides).
-    pub config: Config,
-    /// The configuration, interpreted.
-    pub settings: Settings,
-    /// The filesystem everything is stored through.
-    pub vfs: Arc<dyn Vfs>,
-    /// Its refs.
+    /// The repository as opened.
+    pub opened: refstore_repo::Repository,
+    /// Its refs (a cluster's store replaces the repository's own).
     pub refs: Arc<dyn Backend>,
-    /// Its objects.
+    /// Its objects: a handle on the opened repository's shared store.
     pub objects: Odb,
     /// What must hold a push's packs before its refs change (`None`:
     /// this repository alone).
-    pub objects_stored: Option<Arc<dyn crate::ObjectsStored>>,
+    pub objects_stored: Option<Arc<dyn ObjectsStored>>,
     /// What brings in objects a fetch wants and the repository lacks
     /// (`None`: they are refused).
-    pub objects_wanted: Option<Arc<dyn crate::ObjectsWanted>>,
+    pub objects_wanted: Option<Arc<dyn ObjectsWanted>>,
+}
+
+/// Decides whether the packs a push added are stored well enough for its
+/// refs to change.
+pub trait ObjectsStored: Send + Sync {
+    /// Called with the repository and the names (`pack-<hex>`) of the
+    /// packs the push added, once they are in the repository durably and
+    /// before the ref transaction. `Err` holds the reason every ref is
+    /// refused with, as the user sees it.
+    fn objects_stored(&self, repo: &Repository, packs: &[String]) -> Result<(), String>;
+}
+
+/// Brings in objects a fetch wants and the repository lacks.
+pub trait ObjectsWanted: Send + Sync {
+    /// Called with the wanted ids the repository lacks, before upload-pack
+    /// reads any object for the fetch. Objects stored into the
+    /// repository's objects directory by then are served.
+    fn objects_missing(&self, repo: &Repository, missing: &[ObjectId]);
 }
 
 impl std::fmt::Debug for Repository {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Repository")
-            .field("git_dir", &self.location.git_dir)
+            .field("git_dir", &self.opened.location.git_dir)
             .finish_non_exhaustive()
     }
 }
 
+impl std::ops::Deref for Repository {
+    type Target = refstore_repo::Repository;
+
+    fn deref(&self) -> &refstore_repo::Repository {
+        &self.opened
+    }
+}
+
 impl Repository {
-    /// Opens the repository at `path` (a work tree or a git directory).
+    /// Opens the repository at `path` (a work tree or a git directory),
+    /// as git finds the repository a client names.
     pub fn open(
         vfs: Arc<dyn Vfs>,
         path: &Path,
         overrides: &[Override],
     ) -> Result<Repository, OpenError> {
-        let git_dir = find_git_dir(vfs.as_ref(), path)
-            .ok_or_else(|| OpenError::NotARepository(path.to_owned()))?;
-        let options = discover::Options {
-            git_dir: Some(git_dir),
-            ..discover::Options::default()
-        };
-        let location = discover::discover(vfs.as_ref(), path, &options)
-            .map_err(|_| OpenError::NotARepository(path.to_owned()))?;
-        Self::open_location(vfs, location, overrides)
+        Self::serve(refstore_repo::Repository::open(vfs, path, overrides)?)
     }
 
     /// Opens the repository found by discovery.
@@ -86,45 +94,18 @@ impl Repository {
         location: Location,
         overrides: &[Override],
     ) -> Result<Repository, OpenError> {
-        let config_error = |e: refstore_fs::config::ConfigError| OpenError::Config(e.to_string());
-        let mut config = Config::load(Some(&location.git_dir), overrides).map_err(config_error)?;
-        config.check_repository_format().map_err(config_error)?;
-        let settings = config.settings().map_err(config_error)?;
-        if let Some(age) = settings.stale_lock_age {
-            refstore_fs::stale::recover_stale_locks(&location.common_dir, age);
-        }
-        let object_format = ObjectFormat::from_name(settings.object_format).ok_or_else(|| {
-            OpenError::Config(format!(
-                "unknown object format '{}'",
-                settings.object_format
-            ))
-        })?;
-        // The reftable.* settings apply to pushes into reftable stores.
-        let reftable = refstore_refs::reftable::ReftableOptions::from_settings(
-            &settings.reftable,
-            object_format,
-        );
-        let refs = backend::open_with(
-            vfs.clone(),
-            &backend::Location {
-                git_dir: location.git_dir.clone(),
-                common_dir: location.common_dir.clone(),
-                object_format,
-                storage: settings.ref_storage,
-            },
-            reftable,
-            settings.fsync.batch_mechanism(),
-        )?;
-        let objects_dir = location.common_dir.join("objects");
-        let objects = Odb::open(&objects_dir, object_format)?;
-        // Pushed tags are recorded with their peeled values where the
-        // store keeps them, so advertisements need no object reads.
-        refs.set_peeler(Arc::new(TagPeeler::new(objects_dir, object_format)));
+        Self::serve(refstore_repo::Repository::open_location(
+            vfs, location, overrides,
+        )?)
+    }
+
+    /// An opened repository made ready to serve: a request needs its refs
+    /// and objects, so a repository lacking either is refused up front.
+    pub fn serve(opened: refstore_repo::Repository) -> Result<Repository, OpenError> {
+        let refs = opened.refs()?;
+        let objects = opened.objects()?;
         Ok(Repository {
-            location,
-            config,
-            settings,
-            vfs,
+            opened,
             refs,
             objects,
             objects_stored: None,
@@ -136,19 +117,4 @@ impl Repository {
     pub fn object_format(&self) -> ObjectFormat {
         self.refs.object_format()
     }
-}
-
-/// The git directory a client's path names, tried in git's order.
-fn find_git_dir(vfs: &dyn Vfs, path: &Path) -> Option<PathBuf> {
-    let mut with_git_suffix = path.as_os_str().to_owned();
-    with_git_suffix.push(".git");
-    let with_git_suffix = PathBuf::from(with_git_suffix);
-    [
-        path.join(".git"),
-        path.to_owned(),
-        with_git_suffix.join(".git"),
-        with_git_suffix,
-    ]
-    .into_iter()
-    .find(|candidate| discover::is_git_directory(vfs, candidate))
 }

@@ -15,7 +15,7 @@
 
 use refstore_fs::config::Override;
 use refstore_fs::Vfs;
-use refstore_protocol::Repository;
+use refstore_repo::Repository;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{channel, Receiver, Sender};
@@ -112,16 +112,7 @@ fn work(inner: &Inner, receiver: &Mutex<Receiver<PathBuf>>) {
 fn run_once(inner: &Inner, git_dir: &Path) {
     let result = Repository::open(inner.vfs.clone(), git_dir, &inner.overrides)
         .map_err(|e| e.to_string())
-        .and_then(|repo| {
-            refstore_maint::Repo::new(
-                repo.vfs.clone(),
-                &repo.location,
-                &repo.config,
-                repo.settings.clone(),
-                Some(repo.refs.clone()),
-            )
-            .map_err(|e| e.to_string())
-        })
+        .and_then(|repo| refstore_maint::Repo::new(repo).map_err(|e| e.to_string()))
         .and_then(|repo| {
             let options = refstore_maint::Options {
                 auto: true,

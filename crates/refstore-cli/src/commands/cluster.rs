@@ -6,7 +6,6 @@ use crate::context::{Fatal, Globals};
 use refstore_cluster::{Cluster, ClusterConfig};
 use refstore_fs::Vfs;
 use refstore_protocol::repository::Repository;
-use refstore_protocol::TagPeeler;
 use refstore_refs::backend::Backend;
 use refstore_server::ref_source::RefSource;
 use std::path::{Path, PathBuf};
@@ -70,7 +69,7 @@ fn import(args: ImportArgs, globals: &Globals) -> Result<u8, Fatal> {
     };
     let cluster = Cluster::connect(config).map_err(Fatal::new)?;
     let target = cluster.refs(&name, repo.object_format());
-    target.set_peeler(peeler(&repo));
+    target.set_peeler(repo.peeler());
     let copied = refstore_cluster::import::import(&target, repo.refs.as_ref(), &name, args.force)
         .map_err(Fatal::new)?;
     eprintln!("imported {copied} refs of '{name}' into the cluster");
@@ -99,14 +98,6 @@ pub fn repository_name(root: &Path, dir: &Path) -> Option<String> {
     (!name.is_empty()).then(|| name.to_owned())
 }
 
-/// Recording peeled values of tags as they are written.
-fn peeler(repo: &Repository) -> Arc<TagPeeler> {
-    Arc::new(TagPeeler::new(
-        repo.location.common_dir.join("objects"),
-        repo.object_format(),
-    ))
-}
-
 /// The refs of served repositories, from the cluster's etcd, under the
 /// names the server gives them (their resolved path below the root).
 #[derive(Debug)]
@@ -124,7 +115,7 @@ impl ClusterRefs {
 impl RefSource for ClusterRefs {
     fn refs(&self, repo: &Repository, name: &str) -> Arc<dyn Backend> {
         let refs = self.cluster.refs(name, repo.object_format());
-        refs.set_peeler(peeler(repo));
+        refs.set_peeler(repo.peeler());
         refs
     }
 }

@@ -11,7 +11,7 @@ use std::cmp::Ordering;
 use std::collections::HashSet;
 use std::io::Write;
 
-use super::update_ref::{parse_value, ref_store};
+use super::update_ref::parse_value;
 
 /// Arguments of `for-each-ref`.
 #[derive(Debug, clap::Args)]
@@ -56,7 +56,7 @@ fn usage_error(message: &str) -> Result<u8, Fatal> {
 /// Runs `for-each-ref`.
 pub fn run(args: Args, globals: &Globals) -> Result<u8, Fatal> {
     let repo = globals.open_repo()?;
-    let store = ref_store(&repo, globals)?;
+    let store = repo.refs().map_err(Fatal::new)?;
     let backend = &*store;
     let format_text = args
         .format

@@ -6,11 +6,12 @@
 //! apply (git's `--no-filters`, which is accepted). Commits, trees and tags
 //! are checked for well-formedness unless `--literally` is given.
 
-use crate::context::{io_reason, Fatal, Globals, Repo};
+use crate::context::{io_reason, Fatal, Globals};
 use refstore_fs::config::Component;
 use refstore_fs::discover;
 use refstore_odb::{check_format, object_id, LooseWriter, ObjectKind};
 use refstore_refs::{ObjectFormat, ObjectId};
+use refstore_repo::Repository;
 use std::io::{BufRead, Read, Write};
 use std::path::{Path, PathBuf};
 
@@ -146,21 +147,16 @@ fn format_for_hashing(globals: &Globals) -> Result<ObjectFormat, Fatal> {
     if discover::discover(globals.vfs().as_ref(), globals.cwd(), &options).is_err() {
         return Ok(ObjectFormat::Sha1);
     }
-    Ok(object_format(&globals.open_repo()?))
-}
-
-/// The repository's object format.
-pub(super) fn object_format(repo: &Repo) -> ObjectFormat {
-    ObjectFormat::from_name(repo.settings.object_format).expect("validated by config")
+    Ok(globals.open_repo()?.object_format())
 }
 
 /// A writer of loose objects into the repository, flushing as `core.fsync`
 /// and `core.fsyncMethod` say for loose objects.
-pub(super) fn loose_writer(repo: &Repo, globals: &Globals) -> LooseWriter {
+pub(super) fn loose_writer(repo: &Repository, globals: &Globals) -> LooseWriter {
     LooseWriter::new(
         globals.vfs().clone(),
-        repo.location.common_dir.join("objects"),
-        object_format(repo),
+        repo.objects_dir().to_owned(),
+        repo.object_format(),
         repo.settings.fsync.method_for(Component::LooseObject),
     )
     .with_batch_mechanism(repo.settings.fsync.batch_mechanism())

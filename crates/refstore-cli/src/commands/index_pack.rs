@@ -9,10 +9,9 @@
 //! Only packs on standard input are stored; indexing a pack file in place
 //! (`git index-pack <pack-file>`) is not supported.
 
-use super::hash_object::object_format;
 use crate::context::{Fatal, Globals};
 use refstore_fs::config::Component;
-use refstore_odb::{big_file_threshold, store_pack, IngestLimits, Odb, PackOptions};
+use refstore_odb::{big_file_threshold, store_pack, IngestLimits, PackOptions};
 
 /// Arguments of `index-pack`.
 #[derive(Debug, clap::Args)]
@@ -45,10 +44,10 @@ pub fn run(args: Args, globals: &Globals) -> Result<u8, Fatal> {
         ));
     }
     let repo = globals.open_repo()?;
-    let format = object_format(&repo);
-    let objects = repo.location.common_dir.join("objects");
+    let format = repo.object_format();
+    let objects = repo.objects_dir();
     let odb = match args.fix_thin {
-        true => Some(Odb::open(&objects, format).map_err(Fatal::new)?),
+        true => Some(repo.objects().map_err(Fatal::new)?),
         false => None,
     };
     let keep = args.keep.as_ref().map(|msg| match msg.is_empty() {
@@ -79,7 +78,7 @@ pub fn run(args: Args, globals: &Globals) -> Result<u8, Fatal> {
     };
     let stored = store_pack(
         globals.vfs().clone(),
-        &objects,
+        objects,
         std::io::stdin().lock(),
         &options,
     )

@@ -4,7 +4,7 @@
 
 use crate::context::{Fatal, Globals};
 use refstore_maint::{Options, Repo, Task};
-use refstore_protocol::Repository;
+use refstore_repo::Repository;
 use std::path::PathBuf;
 
 /// Arguments of `maintenance`.
@@ -47,35 +47,16 @@ pub fn run(args: Args, globals: &Globals) -> Result<u8, Fatal> {
             .ok_or_else(|| Fatal::new(format!("'{name}' is not a valid task")))?;
         tasks.push(task);
     }
-    let repo = match &args.repo {
-        Some(path) => {
-            let opened = Repository::open(
-                globals.vfs().clone(),
-                &globals.cwd().join(path),
-                globals.config_overrides(),
-            )
-            .map_err(Fatal::new)?;
-            Repo::new(
-                opened.vfs.clone(),
-                &opened.location,
-                &opened.config,
-                opened.settings.clone(),
-                Some(opened.refs.clone()),
-            )
-        }
-        None => {
-            let repo = globals.open_repo()?;
-            let refs = super::update_ref::ref_store(&repo, globals)?;
-            Repo::new(
-                globals.vfs().clone(),
-                &repo.location,
-                &repo.config,
-                repo.settings.clone(),
-                Some(refs),
-            )
-        }
-    }
-    .map_err(Fatal::new)?;
+    let opened = match &args.repo {
+        Some(path) => Repository::open(
+            globals.vfs().clone(),
+            &globals.cwd().join(path),
+            globals.config_overrides(),
+        )
+        .map_err(Fatal::new)?,
+        None => globals.open_repo()?,
+    };
+    let repo = Repo::new(opened).map_err(Fatal::new)?;
     let options = Options {
         auto: args.auto,
         tasks,

@@ -1,7 +1,6 @@
 //! `refstore pack-refs`: move loose refs into `packed-refs`; in a reftable
 //! repository, compact the stack into one table.
 
-use super::update_ref::ref_store;
 use crate::context::{Fatal, Globals};
 use refstore_fs::config::Component;
 use refstore_refs::files::pack::PackOptions;
@@ -20,7 +19,7 @@ pub struct Args {
 /// Runs `pack-refs`.
 pub fn run(args: Args, globals: &Globals) -> Result<u8, Fatal> {
     let repo = globals.open_repo()?;
-    let store = ref_store(&repo, globals)?;
+    let store = repo.refs().map_err(Fatal::new)?;
     let flush = repo.settings.fsync.method_for(Component::Reference);
     let Some(backend) = store.as_files() else {
         let reftable = store.as_reftable().expect("a store is files or reftable");

@@ -1,6 +1,5 @@
 //! `refstore refs`: operations on the ref store as a whole.
 
-use super::update_ref::ref_store;
 use crate::context::{Fatal, Globals};
 use crate::progress::ProgressBar;
 use refstore_fs::config::{Component, RefStorage};
@@ -71,7 +70,7 @@ fn migrate(args: MigrateArgs, globals: &Globals) -> Result<u8, Fatal> {
             "migrating repositories with worktrees is not supported",
         ));
     }
-    let store = ref_store(&repo, globals)?;
+    let store = repo.refs().map_err(Fatal::new)?;
     let flush = repo.settings.fsync.method_for(Component::Reference);
     let git_dir = &repo.location.git_dir;
     let bar = ProgressBar::new("migrating refs");
@@ -107,7 +106,7 @@ fn migrate(args: MigrateArgs, globals: &Globals) -> Result<u8, Fatal> {
 /// error (or, with `--strict`, a warning).
 fn verify(args: VerifyArgs, globals: &Globals) -> Result<u8, Fatal> {
     let repo = globals.open_repo()?;
-    let store = ref_store(&repo, globals)?;
+    let store = repo.refs().map_err(Fatal::new)?;
     if args.verbose {
         eprintln!("Checking references consistency");
     }

@@ -1,6 +1,5 @@
 //! `refstore show-ref`: list refs, or check that refs exist.
 
-use super::update_ref::ref_store;
 use crate::context::{Fatal, Globals};
 use refstore_refs::backend::Backend;
 use refstore_refs::value::Target;
@@ -44,7 +43,7 @@ pub struct Args {
 /// Runs `show-ref`: exit 0 if something matched, 1 if nothing did.
 pub fn run(args: Args, globals: &Globals) -> Result<u8, Fatal> {
     let repo = globals.open_repo()?;
-    let store = ref_store(&repo, globals)?;
+    let store = repo.refs().map_err(Fatal::new)?;
     let backend = &*store;
     if args.exists {
         if args.verify {

@@ -1,6 +1,6 @@
 //! `refstore symbolic-ref`: read, set or delete a symbolic ref.
 
-use super::update_ref::{commit_options, ref_store};
+use super::update_ref::commit_options;
 use crate::context::{Fatal, Globals};
 use refstore_refs::backend::Backend;
 use refstore_refs::name::{check, CheckOptions};
@@ -33,7 +33,7 @@ pub struct Args {
 /// Runs `symbolic-ref`.
 pub fn run(args: Args, globals: &Globals) -> Result<u8, Fatal> {
     let repo = globals.open_repo()?;
-    let store = ref_store(&repo, globals)?;
+    let store = repo.refs().map_err(Fatal::new)?;
     let backend = &*store;
     let name = RefName::new(&args.name);
     let current = match &name {
@@ -128,7 +128,7 @@ pub fn run(args: Args, globals: &Globals) -> Result<u8, Fatal> {
 fn commit(
     backend: &dyn Backend,
     tx: &Transaction,
-    repo: &crate::context::Repo,
+    repo: &refstore_repo::Repository,
 ) -> Result<u8, Fatal> {
     let options = commit_options(repo)?;
     match backend.commit(tx, &options) {

@@ -10,9 +10,9 @@
 //! at a time, never held whole, as git streams them; deltas of such objects
 //! are refused.
 
-use super::hash_object::{loose_writer, object_format};
+use super::hash_object::loose_writer;
 use crate::context::{Fatal, Globals};
-use refstore_odb::{big_file_threshold, resolve_pack, IngestLimits, ObjectData, Odb};
+use refstore_odb::{big_file_threshold, resolve_pack, IngestLimits, ObjectData};
 use std::io::IsTerminal;
 
 /// Arguments of `unpack-objects`.
@@ -29,8 +29,8 @@ pub struct Args {
 /// Runs `unpack-objects`.
 pub fn run(args: Args, globals: &Globals) -> Result<u8, Fatal> {
     let repo = globals.open_repo()?;
-    let format = object_format(&repo);
-    let odb = Odb::open(&repo.location.common_dir.join("objects"), format).map_err(Fatal::new)?;
+    let format = repo.object_format();
+    let odb = repo.objects().map_err(Fatal::new)?;
     let mut writer = loose_writer(&repo, globals);
     let limits = IngestLimits {
         big_file_threshold: big_file_threshold(&repo.config).map_err(Fatal::new)?,

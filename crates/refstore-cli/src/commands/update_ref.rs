@@ -3,20 +3,18 @@
 mod new_values;
 mod stdin;
 
-use crate::context::{Fatal, Globals, Repo};
+use crate::context::{Fatal, Globals};
 use new_values::{CheckError, NewValueCheck};
 use refstore_fs::config::Component;
-use refstore_protocol::TagPeeler;
-use refstore_refs::backend::{self, Backend, Location, PreparedTransaction};
+use refstore_refs::backend::{Backend, PreparedTransaction};
 use refstore_refs::files::transaction::CommitOptions;
-use refstore_refs::reftable::ReftableOptions;
 use refstore_refs::transaction::{Change, Expected, Transaction, Update};
 use refstore_refs::value::Target;
 use refstore_refs::CommitError;
-use refstore_refs::{ObjectFormat, ObjectId, RefName};
+use refstore_refs::{ObjectId, RefName};
+use refstore_repo::Repository;
 use std::borrow::Cow;
 use std::io::Write;
-use std::sync::Arc;
 
 /// Arguments of `update-ref`.
 #[derive(Debug, clap::Args)]
@@ -73,26 +71,7 @@ pub(crate) fn parse_value(backend: &dyn Backend, arg: &str) -> Option<ObjectId> 
         .find_map(|name| backend.resolve(&name).ok().flatten().and_then(|r| r.id))
 }
 
-/// The ref store of an opened repository, in the format its configuration
-/// names (`extensions.refStorage`), with its `reftable.*` settings.
-pub(crate) fn ref_store(repo: &Repo, globals: &Globals) -> Result<Arc<dyn Backend>, Fatal> {
-    let format = ObjectFormat::from_name(repo.settings.object_format).expect("validated by config");
-    let location = Location {
-        git_dir: repo.location.git_dir.clone(),
-        common_dir: repo.location.common_dir.clone(),
-        object_format: format,
-        storage: repo.settings.ref_storage,
-    };
-    let reftable = ReftableOptions::from_settings(&repo.settings.reftable, format);
-    let mechanism = repo.settings.fsync.batch_mechanism();
-    let store = backend::open_with(globals.vfs().clone(), &location, reftable, mechanism)
-        .map_err(Fatal::new)?;
-    let objects = repo.location.common_dir.join("objects");
-    store.set_peeler(Arc::new(TagPeeler::new(objects, format)));
-    Ok(store)
-}
-
-pub(crate) fn commit_options(repo: &Repo) -> Result<CommitOptions, Fatal> {
+pub(crate) fn commit_options(repo: &Repository) -> Result<CommitOptions, Fatal> {
     let committer = repo.config.committer().map_err(Fatal::new)?;
     Ok(CommitOptions {
         flush: repo.settings.fsync.method_for(Component::Reference),
@@ -101,10 +80,6 @@ pub(crate) fn commit_options(repo: &Repo) -> Result<CommitOptions, Fatal> {
         log_updates: repo.settings.log_ref_updates(repo.is_bare()),
         signature: committer.signature(),
     })
-}
-
-fn new_value_check(repo: &Repo, backend: &dyn Backend) -> NewValueCheck {
-    NewValueCheck::new(&repo.location.common_dir.join("objects"), backend)
 }
 
 fn usage() -> Result<u8, Fatal> {
@@ -122,7 +97,7 @@ fn usage() -> Result<u8, Fatal> {
 /// Runs `update-ref`.
 pub fn run(args: Args, globals: &Globals) -> Result<u8, Fatal> {
     let repo = globals.open_repo()?;
-    let store = ref_store(&repo, globals)?;
+    let store = repo.refs().map_err(Fatal::new)?;
     let backend = &*store;
     let options = commit_options(&repo)?;
     let mut tx = Transaction {
@@ -135,7 +110,7 @@ pub fn run(args: Args, globals: &Globals) -> Result<u8, Fatal> {
         if !args.args.is_empty() || args.delete {
             return usage();
         }
-        let check = new_value_check(&repo, backend);
+        let check = NewValueCheck::new(&repo);
         return run_stdin(&args, backend, &options, tx, check);
     }
     if args.nul || args.batch_updates {
@@ -178,7 +153,7 @@ pub fn run(args: Args, globals: &Globals) -> Result<u8, Fatal> {
         expected,
         no_deref: args.no_deref,
     });
-    let mut check = new_value_check(&repo, backend);
+    let mut check = NewValueCheck::new(&repo);
     check.check(backend, &mut tx).map_err(|e| match e {
         CheckError::Refused(r) => Fatal::new(format!("update_ref failed for ref '{name}': {r}")),
         CheckError::Read(e) => Fatal::new(e),
@@ -227,7 +202,7 @@ fn run_stdin(
     backend: &dyn Backend,
     options: &CommitOptions,
     template: Transaction,
-    mut check: NewValueCheck,
+    mut check: NewValueCheck<'_>,
 ) -> Result<u8, Fatal> {
     let fresh = || Transaction {
         updates: Vec::new(),

@@ -60,7 +60,16 @@ fn pkt(payload: &[u8]) -> Vec<u8> {
 pub fn perform(act: &Act, vfs: Arc<dyn Vfs>, git_dir: &Path) -> Answer {
     // Every act opens the repository afresh, as a process of its own
     // does: no object database cache outlives it.
-    let repo = match Repository::open(vfs.clone(), git_dir, &[]) {
+    let opened = match refstore_repo::Repository::open(vfs, git_dir, &[]) {
+        Ok(opened) => opened,
+        Err(e) => return Answer::Failed(format!("cannot open the repository: {e}")),
+    };
+    // Housekeeping opens what it reads itself; the services need the
+    // refs and objects up front.
+    if let Act::Maintain(tasks) = act {
+        return maintain(opened, tasks);
+    }
+    let repo = match Repository::serve(opened) {
         Ok(repo) => repo,
         Err(e) => return Answer::Failed(format!("cannot open the repository: {e}")),
     };
@@ -72,7 +81,7 @@ pub fn perform(act: &Act, vfs: Arc<dyn Vfs>, git_dir: &Path) -> Answer {
             pack,
         } => push(&repo, name, old, new, pack),
         Act::Fetch => fetch(&repo),
-        Act::Maintain(tasks) => maintain(vfs, &repo, tasks),
+        Act::Maintain(_) => unreachable!("housekeeping returned above"),
     }
 }
 
@@ -153,14 +162,8 @@ fn fetch(repo: &Repository) -> Answer {
     }
 }
 
-fn maintain(vfs: Arc<dyn Vfs>, repo: &Repository, tasks: &[Task]) -> Answer {
-    let maint = match Repo::new(
-        vfs,
-        &repo.location,
-        &repo.config,
-        repo.settings.clone(),
-        Some(repo.refs.clone()),
-    ) {
+fn maintain(opened: refstore_repo::Repository, tasks: &[Task]) -> Answer {
+    let maint = match Repo::new(opened) {
         Ok(maint) => maint,
         Err(e) => return Answer::Failed(format!("maintenance: {e}")),
     };

@@ -4,7 +4,7 @@
 
 use std::io;
 
-use super::{MAX_DATA_LEN, MAX_PACKET_LEN};
+use super::lengths::{MAX_DATA_LEN, MAX_PACKET_LEN};
 
 /// A pkt-line failure. After any error other than [`Error::Remote`] the
 /// stream's position is unknown and it should not be read or written further.

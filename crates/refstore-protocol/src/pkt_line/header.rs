@@ -1,9 +1,7 @@
 //! The four-hex-digit length header: encoding, and strict decoding.
 
-use super::{Dialect, Error, MAX_PACKET_LEN};
-
-/// Size of the length header that starts every packet.
-pub(crate) const HEADER_LEN: usize = 4;
+use super::lengths::{HEADER_LEN, MAX_PACKET_LEN};
+use super::{Dialect, Error};
 
 /// What a header announces.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

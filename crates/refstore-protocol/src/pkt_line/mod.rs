@@ -58,22 +58,17 @@
 
 mod error;
 mod header;
+mod lengths;
 mod packet;
 mod reader;
 pub mod sideband;
 mod writer;
 
 pub use error::Error;
+pub use lengths::{MAX_DATA_LEN, MAX_PACKET_LEN};
 pub use packet::{Dialect, Packet};
 pub use reader::PacketReader;
 pub use writer::PacketWriter;
-
-/// The largest packet, its four-byte length header included (git's
-/// `LARGE_PACKET_MAX`).
-pub const MAX_PACKET_LEN: usize = 65520;
-
-/// The largest payload of one packet: [`MAX_PACKET_LEN`] less the header.
-pub const MAX_DATA_LEN: usize = MAX_PACKET_LEN - header::HEADER_LEN;
 
 /// How many bytes [`PacketWriter`] hands to its inner writer at most in one
 /// buffered write. A whole packet always fits, since it is smaller.

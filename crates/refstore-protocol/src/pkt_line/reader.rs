@@ -2,7 +2,8 @@
 
 use std::io::{self, Read};
 
-use super::header::{self, Header, HEADER_LEN};
+use super::header::{self, Header};
+use super::lengths::HEADER_LEN;
 use super::{Dialect, Error, Packet, MAX_DATA_LEN};
 
 /// Reads packets one at a time from `R` into a single reused buffer.

@@ -3,7 +3,8 @@
 use std::fmt;
 use std::io::{self, IoSlice, Write};
 
-use super::header::{self, HEADER_LEN};
+use super::header;
+use super::lengths::HEADER_LEN;
 use super::{Error, MAX_DATA_LEN, WRITE_BUFFER_LIMIT};
 
 /// A packet's last part at least this large is not copied into the buffer

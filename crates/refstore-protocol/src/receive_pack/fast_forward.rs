@@ -2,7 +2,7 @@
 //! old one. Asked only when `receive.denyNonFastForwards` is set.
 
 use refstore_odb::{ObjectKind, Odb};
-use refstore_refs::{ObjectFormat, ObjectId};
+use refstore_refs::ObjectId;
 use std::collections::{HashSet, VecDeque};
 
 /// What the history says about an update from `old` to `new`.
@@ -48,13 +48,6 @@ fn parents(odb: &Odb, id: &ObjectId) -> Option<Vec<ObjectId>> {
     let (ObjectKind::Commit, data) = odb.read(id).ok()?? else {
         return None;
     };
-    let kind = match odb.format() {
-        ObjectFormat::Sha1 => gix_hash::Kind::Sha1,
-        ObjectFormat::Sha256 => gix_hash::Kind::Sha256,
-    };
-    let commit = gix_object::CommitRef::from_bytes(&data, kind).ok()?;
-    commit
-        .parents()
-        .map(|p| ObjectId::from_raw(p.as_bytes()))
-        .collect()
+    let commit = gix_object::CommitRef::from_bytes(&data, odb.format().gix_kind()).ok()?;
+    Some(commit.parents().map(|p| ObjectId::from_gix(&p)).collect())
 }

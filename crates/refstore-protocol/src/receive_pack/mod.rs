@@ -48,6 +48,7 @@
 
 mod advertisement;
 pub(crate) mod commands;
+mod context;
 mod error;
 mod fast_forward;
 mod fsck_config;
@@ -299,7 +300,7 @@ impl<W: Write> Push<'_, '_, W> {
     /// Applies the commands not refused yet, recording each outcome.
     fn apply(&mut self) -> Result<(), ReceivePackError> {
         update::apply(
-            &mut update::Context {
+            &mut context::Context {
                 repo: self.repo,
                 hooks: &self.hooks,
                 relay: &mut self.relay,

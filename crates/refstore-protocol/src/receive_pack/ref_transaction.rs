@@ -12,8 +12,8 @@
 //! [`Backend::prepare`]: refstore_refs::backend::Backend::prepare
 
 use super::commands::Command;
+use super::context::Context;
 use super::hooks::{self, line};
-use super::update::Context;
 use super::ReceivePackError;
 use refstore_refs::files::transaction::CommitOptions;
 use refstore_refs::transaction::{Outcome, Rejected, Transaction};

@@ -14,10 +14,10 @@
 //! (`failed to update ref`) and the others are committed.
 
 use super::commands::Command;
+use super::context::Context;
 use super::fast_forward::{relation, Relation};
-use super::hooks::{self, Hooks};
+use super::hooks;
 use super::ref_transaction;
-use super::relay::Relay;
 use super::ReceivePackError;
 use crate::Repository;
 use refstore_fs::config::Component;
@@ -187,14 +187,6 @@ fn commit_options(repo: &Repository, bare: bool) -> Result<CommitOptions, Receiv
         log_updates: repo.settings.log_ref_updates(bare),
         signature: committer.signature(),
     })
-}
-
-/// What applying the commands needs besides them.
-pub(crate) struct Context<'a, 'r, W: Write> {
-    pub repo: &'a Repository,
-    pub hooks: &'a Hooks,
-    pub relay: &'a mut Relay<'r, W>,
-    pub messages: &'a mut Vec<String>,
 }
 
 /// Applies `commands` whose `results` are still `None` (not refused by an

@@ -12,7 +12,7 @@
 use super::filter::{Filter, Place};
 use super::graph::IdHasher;
 use super::UploadPackError;
-use gix_hash::ObjectId;
+use refstore_refs::ObjectId;
 use std::collections::HashMap;
 
 /// What the parts of a combined filter remember of the blobs they met.
@@ -64,7 +64,7 @@ impl CombinedBlobs {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::upload_pack::sparse_oid::SparsePatterns;
+    use crate::upload_pack::sparse_patterns::SparsePatterns;
     use std::sync::Arc;
 
     fn parts() -> Vec<Filter> {
@@ -83,7 +83,7 @@ mod tests {
 
     #[test]
     fn a_blob_first_met_where_a_part_leaves_it_out_is_not_sent() {
-        let blob = ObjectId::null(gix_hash::Kind::Sha1);
+        let blob = refstore_refs::ObjectFormat::Sha1.null_id();
         let parts = parts();
         let mut memory = CombinedBlobs::new(parts.len());
         let size = &mut || Ok(5);

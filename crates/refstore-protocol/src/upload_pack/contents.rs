@@ -5,7 +5,7 @@
 
 use super::graph::{Graph, IdHasher};
 use super::UploadPackError;
-use gix_hash::ObjectId;
+use refstore_refs::ObjectId;
 use std::collections::{hash_map, HashMap, HashSet};
 
 /// The path of commits and tags, which have none.

@@ -15,8 +15,8 @@
 //! Entries copied from a stored pack keep their form and are no candidates:
 //! that would mean inflating them.
 
-use gix_hash::ObjectId;
 use refstore_odb::delta::DeltaIndex;
+use refstore_refs::ObjectId;
 use std::collections::{HashMap, VecDeque};
 use std::rc::Rc;
 

@@ -18,7 +18,7 @@
 //!
 //! The walk that applies a filter is `filtered_walk.rs`.
 
-use super::sparse_oid::SparsePatterns;
+use super::sparse_patterns::SparsePatterns;
 use super::UploadPackError;
 use gix_object::Kind;
 use refstore_fs::config::Config;

@@ -18,8 +18,8 @@ use super::filter::{Filter, Place};
 use super::graph::Graph;
 use super::walk;
 use super::UploadPackError;
-use gix_hash::ObjectId;
 use gix_object::Kind;
+use refstore_refs::ObjectId;
 use std::collections::{HashMap, HashSet};
 
 /// Like [`walk::pack_contents`], leaving out what `filter` omits; the
@@ -310,20 +310,20 @@ fn named_entries(
     names: bool,
     entries: &mut Vec<(ObjectId, bool, u64, Vec<u8>)>,
 ) -> Result<(), UploadPackError> {
-    graph.each_tree_entry(id, |oid, is_tree, filename| {
+    graph.each_tree_entry(id, |entry, is_tree, filename| {
         let name = match names {
             true => filename.to_vec(),
             false => Vec::new(),
         };
         let hash = contents::path_hash(path_hash, filename);
-        entries.push((oid.to_owned(), is_tree, hash, name));
+        entries.push((entry, is_tree, hash, name));
     })
 }
 
 /// The size of blob `id`: from its entry header when stored whole, from
 /// the start of its delta when stored as one, else by reading it.
 fn blob_size(graph: &mut Graph, id: &ObjectId) -> Result<u64, UploadPackError> {
-    if let Some(at) = graph.packs().locate(id) {
+    if let Some(at) = graph.packs().locate(id.as_gix()) {
         let entry = graph
             .packs()
             .entry(at)

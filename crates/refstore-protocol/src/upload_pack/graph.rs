@@ -2,7 +2,7 @@
 //! remembered (a negotiation visits the same commits round after round),
 //! trees and tags read on demand.
 //!
-//! It holds its own gix-odb handle on the repository's object directory,
+//! It holds its own gix-odb handle on the repository's object store,
 //! which the pack writer clones to read objects it compresses afresh, and
 //! the repository's packs as stored ([`refstore_odb::Packs`]), whose
 //! entries the pack writer copies.
@@ -14,8 +14,8 @@
 //! are then read and objects walked.
 
 use super::UploadPackError;
-use gix_hash::ObjectId;
 use gix_object::Find;
+use refstore_refs::ObjectId;
 use std::collections::HashMap;
 use std::rc::Rc;
 
@@ -39,6 +39,7 @@ pub(crate) struct Graph {
     /// The packs as stored, for copying their entries.
     packs: std::sync::Arc<refstore_odb::Packs>,
     objects_dir: std::path::PathBuf,
+    format: refstore_refs::ObjectFormat,
     hash: gix_hash::Kind,
     commits: HashMap<ObjectId, Rc<Commit>, IdHasher>,
     /// Inflated delta bases of packed objects read so far.
@@ -56,28 +57,17 @@ pub(crate) struct Graph {
 }
 
 impl Graph {
-    /// Opens the object database at `objects_dir`, whose packs as stored
-    /// are `packs`.
+    /// The repository's objects, `objects`, seen through a handle of the
+    /// graph's own on their shared store; `packs` are its packs as stored.
     pub fn open(
         vfs: std::sync::Arc<dyn refstore_fs::Vfs>,
-        objects_dir: &std::path::Path,
-        format: refstore_refs::ObjectFormat,
+        objects: &refstore_odb::Odb,
         packs: std::sync::Arc<refstore_odb::Packs>,
     ) -> Result<Graph, UploadPackError> {
+        let objects_dir = objects.objects_dir();
+        let format = objects.format();
         let hash = format.gix_kind();
-        let store = gix_odb::Store::at_opts(
-            objects_dir.to_owned(),
-            hash,
-            &mut std::iter::empty(),
-            gix_odb::store::init::Options::default(),
-        )
-        .map_err(|e| {
-            UploadPackError::objects(
-                &format!("cannot open the object database {}", objects_dir.display()),
-                e,
-            )
-        })?;
-        let mut handle = std::sync::Arc::new(store).to_cache_arc();
+        let mut handle = objects.store().to_cache_arc();
         // The pack writer copies entries by their pack location: packs must
         // stay mapped while it runs, even if a repack removes them.
         handle.prevent_pack_unload();
@@ -94,6 +84,7 @@ impl Graph {
             vfs,
             packs,
             objects_dir: objects_dir.to_owned(),
+            format,
             hash,
             commits: HashMap::default(),
             cache: refstore_odb::DeltaBaseCache::new(1 << 16, 64 << 20),
@@ -137,14 +128,14 @@ impl Graph {
     /// The commit `id` as the commit-graph records it, if it does.
     fn commit_from_graph(&mut self, id: &ObjectId) -> Option<Commit> {
         let graph = self.commit_graph.as_ref()?;
-        let position = graph.lookup(id)?;
+        let position = graph.lookup(id.as_gix())?;
         match graph.commit(position) {
             Ok(commit) => Some(Commit {
-                tree: commit.tree,
+                tree: ObjectId::from_gix(&commit.tree),
                 parents: commit
                     .parents
                     .iter()
-                    .map(|&parent| graph.id(parent).to_owned())
+                    .map(|&parent| ObjectId::from_gix(graph.id(parent)))
                     .collect(),
                 time: commit.time,
             }),
@@ -168,6 +159,11 @@ impl Graph {
     /// The object format's gix name.
     pub fn hash_kind(&self) -> gix_hash::Kind {
         self.hash
+    }
+
+    /// The object format of its ids.
+    pub fn object_format(&self) -> refstore_refs::ObjectFormat {
+        self.format
     }
 
     /// A handle on the object database.
@@ -195,7 +191,7 @@ impl Graph {
         if self.commits.contains_key(id) {
             return Ok(Some(gix_object::Kind::Commit));
         }
-        if let Some(at) = self.packs.locate(id) {
+        if let Some(at) = self.packs.locate(id.as_gix()) {
             let kind = self
                 .packs
                 .kind(at)
@@ -223,7 +219,7 @@ impl Graph {
         &mut self,
         id: &ObjectId,
     ) -> Result<Option<(gix_object::Kind, &[u8])>, UploadPackError> {
-        if let Some(at) = self.packs.locate(id) {
+        if let Some(at) = self.packs.locate(id.as_gix()) {
             let read = self
                 .packs
                 .read_held(at, &mut self.cache, &mut self.buf)
@@ -241,7 +237,7 @@ impl Graph {
         }
         let found = self
             .handle
-            .try_find(id, &mut self.buf)
+            .try_find(id.as_gix(), &mut self.buf)
             .map_err(|e| UploadPackError::objects(&format!("cannot read object {id}"), e))?;
         Ok(found.map(|data| (data.kind, data.data)))
     }
@@ -267,11 +263,13 @@ impl Graph {
         let corrupt = |e| UploadPackError::objects(&format!("corrupt commit {id}"), e);
         let tree = gix_object::CommitRefIter::from_bytes(data, hash)
             .tree_id()
+            .map(|tree| ObjectId::from_gix(&tree))
             .map_err(corrupt)?;
         let parents = match grafted {
             true => Vec::new(),
             false => gix_object::CommitRefIter::from_bytes(data, hash)
                 .parent_ids()
+                .map(|parent| ObjectId::from_gix(&parent))
                 .collect(),
         };
         let time = gix_object::CommitRefIter::from_bytes(data, hash)
@@ -296,7 +294,7 @@ impl Graph {
         };
         gix_object::TagRefIter::from_bytes(data, hash)
             .target_id()
-            .map(Some)
+            .map(|target| Some(ObjectId::from_gix(&target)))
             .map_err(|e| UploadPackError::objects(&format!("corrupt tag {id}"), e))
     }
 
@@ -358,8 +356,8 @@ impl Graph {
         entries: &mut Vec<(ObjectId, bool, u64)>,
     ) -> Result<(), UploadPackError> {
         entries.clear();
-        self.each_tree_entry(id, |oid, is_tree, name| {
-            entries.push((oid.to_owned(), is_tree, name_hash(name)))
+        self.each_tree_entry(id, |entry, is_tree, name| {
+            entries.push((entry, is_tree, name_hash(name)))
         })
     }
 
@@ -369,7 +367,7 @@ impl Graph {
     pub fn each_tree_entry(
         &mut self,
         id: &ObjectId,
-        mut each: impl FnMut(&gix_hash::oid, bool, &[u8]),
+        mut each: impl FnMut(ObjectId, bool, &[u8]),
     ) -> Result<(), UploadPackError> {
         let hash = self.hash;
         let Some((gix_object::Kind::Tree, data)) = self.read(id)? else {
@@ -381,7 +379,11 @@ impl Graph {
             let entry =
                 entry.map_err(|e| UploadPackError::objects(&format!("corrupt tree {id}"), e))?;
             if !entry.mode.is_commit() {
-                each(entry.oid, entry.mode.is_tree(), entry.filename);
+                each(
+                    ObjectId::from_gix(entry.oid),
+                    entry.mode.is_tree(),
+                    entry.filename,
+                );
             }
         }
         Ok(())
@@ -399,7 +401,7 @@ pub(crate) fn read_loose(
     buf: &mut Vec<u8>,
 ) -> Result<Option<gix_object::Kind>, UploadPackError> {
     gix_odb::loose::Store::at(objects_dir, hash)
-        .try_find(id, buf)
+        .try_find(id.as_gix(), buf)
         .map(|found| found.map(|data| data.kind))
         .map_err(|e| UploadPackError::objects(&format!("cannot read object {id}"), e))
 }

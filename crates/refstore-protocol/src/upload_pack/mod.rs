@@ -49,9 +49,11 @@ mod pack_output;
 mod pack_writer;
 mod refs;
 pub(crate) mod request;
+mod session;
 mod shallow;
 mod sparse;
 mod sparse_oid;
+mod sparse_patterns;
 mod thin;
 mod tree_scan;
 pub(crate) mod v0;
@@ -61,23 +63,12 @@ mod walk;
 mod wants;
 
 pub use error::UploadPackError;
+pub use session::Options;
 
 use crate::pkt_line::{Dialect, PacketReader, PacketWriter};
 use crate::{ProtocolVersion, Repository};
+use session::Session;
 use std::io::{BufReader, Read, Write};
-use std::sync::Arc;
-
-/// How a transport runs upload-pack.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Options {
-    /// Answer one request and return, as over HTTP: no advertisement first
-    /// (git's `--stateless-rpc`).
-    pub stateless_rpc: bool,
-    /// Only write the advertisement (git's `--advertise-refs`).
-    pub advertise_refs: bool,
-    /// The protocol version the client asked for.
-    pub version: ProtocolVersion,
-}
 
 /// Serves one fetch (or one request of it, with `stateless_rpc`) of `repo`,
 /// reading the client's packets from `input` and writing the answer to
@@ -99,14 +90,8 @@ pub fn upload_pack(
         .max_fetch_request;
     let input: Box<dyn Read + '_> = Box::new(crate::limits::Limited::new(input, limit));
     let output: Box<dyn Write + '_> = Box::new(output);
-    let mut session = Session {
-        repo,
-        options: *options,
-        input: PacketReader::new(BufReader::new(input), dialect).fail_on_err_packets(false),
-        output: Some(PacketWriter::new(output)),
-        pack_started: false,
-        packs: None,
-    };
+    let input = PacketReader::new(BufReader::new(input), dialect).fail_on_err_packets(false);
+    let mut session = Session::new(repo, *options, input, PacketWriter::new(output));
     let result = match options.version {
         ProtocolVersion::V2 => v2::serve(&mut session),
         ProtocolVersion::V0 | ProtocolVersion::V1 => v0::serve(&mut session),
@@ -116,78 +101,4 @@ pub fn upload_pack(
         session.drain_after(err);
     }
     result
-}
-
-/// One connection's state, shared by the protocol versions.
-pub(crate) struct Session<'a> {
-    repo: &'a Repository,
-    options: Options,
-    input: PacketReader<BufReader<Box<dyn Read + 'a>>>,
-    /// Taken when a raw pack (no side-band) ends the connection.
-    output: Option<PacketWriter<Box<dyn Write + 'a>>>,
-    /// Once pack data flows, errors go on band 3, not in `ERR` packets.
-    pack_started: bool,
-    /// The repository's packs as stored, opened on first use and shared by
-    /// the commands of the connection: each opening maps and checks every
-    /// pack index.
-    packs: Option<Arc<refstore_odb::Packs>>,
-}
-
-impl<'a> Session<'a> {
-    /// The packet writer.
-    fn out(&mut self) -> &mut PacketWriter<Box<dyn Write + 'a>> {
-        self.output
-            .as_mut()
-            .expect("the output is taken only by the last write of a session")
-    }
-
-    /// The repository's packs, as stored.
-    fn packs(&mut self) -> Result<Arc<refstore_odb::Packs>, UploadPackError> {
-        if let Some(packs) = &self.packs {
-            return Ok(packs.clone());
-        }
-        let packs =
-            refstore_odb::Packs::open(self.repo.objects.objects_dir(), self.repo.object_format())
-                .map_err(|e| UploadPackError::objects("cannot open the packs", e))?;
-        Ok(self.packs.insert(Arc::new(packs)).clone())
-    }
-
-    /// Drops the packs opened so far, so that the next [`packs`](Self::packs)
-    /// sees packs stored since.
-    fn forget_packs(&mut self) {
-        self.packs = None;
-    }
-
-    /// Tells the client why its request failed, when it can still hear it.
-    fn report(&mut self, err: &UploadPackError) {
-        let tell_client = matches!(
-            err,
-            UploadPackError::Request(_) | UploadPackError::Refs(_) | UploadPackError::Objects(_)
-        ) || matches!(err, UploadPackError::Packet(e) if !matches!(e, crate::pkt_line::Error::Io(_)));
-        if !tell_client || self.pack_started {
-            return;
-        }
-        if let Some(out) = self.output.as_mut() {
-            // The connection may be gone; the error is returned either way.
-            let _ = out.write_text(&format!("ERR {}", err.client_message()));
-            let _ = out.flush_buffered();
-        }
-    }
-
-    /// After refusing a request, reads what the client still sends of it
-    /// (a v0 client sends `done` right after its wants) before hanging up:
-    /// a client whose write fails on a closed pipe dies before it reads
-    /// the `ERR` packet that says why. The client hangs up once it has
-    /// read that packet; a bounded number of packets is read at most.
-    fn drain_after(&mut self, err: &UploadPackError) {
-        if !matches!(err, UploadPackError::Request(_)) || self.pack_started {
-            return;
-        }
-        for _ in 0..1024 {
-            match self.input.read() {
-                Ok(Some(_)) => {}
-                Ok(None) | Err(_) => break,
-            }
-        }
-    }
 }

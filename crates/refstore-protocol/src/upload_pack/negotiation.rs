@@ -6,7 +6,7 @@
 
 use super::graph::Graph;
 use super::UploadPackError;
-use gix_hash::ObjectId;
+use refstore_refs::ObjectId;
 use std::collections::{HashSet, VecDeque};
 
 /// The state of one fetch's negotiation.

@@ -8,6 +8,7 @@
 //! an offset delta then gives the distance back to its base in git's
 //! big-endian base-128 form where each continuation adds one.
 
+use refstore_refs::ObjectId;
 use std::io::Write;
 
 /// Pack entry types.
@@ -75,7 +76,7 @@ impl<'w> PackWriter<'w> {
 
     /// Writes the header of a reference delta of `size` inflated bytes
     /// against `base`.
-    pub fn ref_delta_header(&mut self, size: u64, base: &gix_hash::oid) -> std::io::Result<()> {
+    pub fn ref_delta_header(&mut self, size: u64, base: &ObjectId) -> std::io::Result<()> {
         self.entry_header(REF_DELTA, size, None)?;
         self.write(base.as_bytes())
     }

@@ -25,8 +25,7 @@ use super::refs::{Head, RefSnapshot};
 use super::request::parse_id;
 use super::UploadPackError;
 use crate::pkt_line::PacketWriter;
-use gix_hash::ObjectId;
-use refstore_refs::ObjectFormat;
+use refstore_refs::{ObjectFormat, ObjectId};
 use std::collections::{BinaryHeap, HashMap, HashSet, VecDeque};
 use std::io::Write;
 
@@ -66,7 +65,7 @@ impl ShallowRequest {
             if !tail.is_empty() {
                 return Err(invalid("shallow line"));
             }
-            self.client_shallows.push(id.to_gix());
+            self.client_shallows.push(id);
         } else if let Some(rest) = line.strip_prefix(b"deepen ") {
             let depth = std::str::from_utf8(rest)
                 .ok()
@@ -298,7 +297,7 @@ fn resolve_not(
         }
         let shown = String::from_utf8_lossy(name);
         let id = match found.as_slice() {
-            [id] => id.to_gix(),
+            [id] => *id,
             [] => {
                 return Err(UploadPackError::request(format!(
                     "upload-pack: deepen-not is not a ref: {shown}"

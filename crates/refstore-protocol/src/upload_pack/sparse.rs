@@ -18,7 +18,7 @@
 use super::contents::{path_hash, IdSet, PackContents, ROOT};
 use super::graph::{Graph, IdHasher};
 use super::UploadPackError;
-use gix_hash::ObjectId;
+use refstore_refs::ObjectId;
 use std::cmp::Ordering;
 use std::collections::HashMap;
 use std::rc::Rc;
@@ -214,7 +214,8 @@ impl Entry {
     }
 
     fn id(&self, data: &[u8]) -> ObjectId {
-        ObjectId::from_bytes_or_panic(&data[self.name.1 + 1..self.end])
+        ObjectId::from_raw(&data[self.name.1 + 1..self.end])
+            .expect("ids are read at the object format's length")
     }
 }
 

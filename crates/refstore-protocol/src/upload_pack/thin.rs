@@ -19,8 +19,8 @@ use super::contents::{IdSet, PackContents, NO_PATH};
 use super::graph::{read_loose, Graph};
 use super::sparse::tree_order;
 use super::UploadPackError;
-use gix_hash::{oid, ObjectId};
 use gix_object::Find;
+use refstore_refs::ObjectId;
 use std::cmp::Ordering;
 use std::collections::HashMap;
 use std::rc::Rc;
@@ -133,7 +133,7 @@ impl ThinBases {
     }
 
     /// True if `id` is known to be on the client.
-    pub fn client_has(&self, id: &oid) -> bool {
+    pub fn client_has(&self, id: &ObjectId) -> bool {
         self.client_has.contains(id)
     }
 }
@@ -173,7 +173,7 @@ impl<'g> ObjectReader<'g> {
         let failed = |e: &dyn std::fmt::Display| {
             UploadPackError::objects(&format!("cannot read object {id}"), e)
         };
-        if let Some(at) = self.packs.locate(id) {
+        if let Some(at) = self.packs.locate(id.as_gix()) {
             let read = self
                 .packs
                 .read_held(at, &mut self.cache, &mut self.buf)
@@ -191,7 +191,7 @@ impl<'g> ObjectReader<'g> {
         }
         let found = self
             .handle
-            .try_find(id, &mut self.buf)
+            .try_find(id.as_gix(), &mut self.buf)
             .map_err(|e| failed(&e))?;
         Ok(found.map(|data| (data.kind, data.data)))
     }
@@ -203,7 +203,7 @@ impl<'g> ObjectReader<'g> {
             Some((gix_object::Kind::Commit, data)) => {
                 gix_object::CommitRefIter::from_bytes(data, hash)
                     .tree_id()
-                    .map(Some)
+                    .map(|tree| Some(ObjectId::from_gix(&tree)))
                     .map_err(|e| UploadPackError::objects(&format!("corrupt commit {id}"), e))
             }
             Some(_) => Ok(None),
@@ -245,7 +245,11 @@ fn same_path_pairs(
                 Ordering::Less => next_base = next()?,
                 Ordering::Equal => {
                     if b.oid != entry.oid && !entry.mode.is_commit() && !b.mode.is_commit() {
-                        out.push((entry.oid.to_owned(), b.oid.to_owned(), is_tree));
+                        out.push((
+                            ObjectId::from_gix(entry.oid),
+                            ObjectId::from_gix(b.oid),
+                            is_tree,
+                        ));
                     }
                     next_base = next()?;
                     break;

@@ -5,19 +5,28 @@
 //!
 //! A tree is a sequence of `<octal mode> <name>\0<id>` records.
 
-use gix_hash::oid;
+use refstore_refs::ObjectId;
 
 /// One entry of a tree, borrowed from the tree's data.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct TreeEntry<'a> {
     /// The whole record: mode, name and id.
     pub record: &'a [u8],
-    pub id: &'a oid,
+    /// The id's bytes, as stored: an entry whose object was seen before
+    /// is recognized without making an id of them.
+    pub raw_id: &'a [u8],
     pub name: &'a [u8],
     /// A subtree.
     pub is_tree: bool,
     /// A submodule's commit: an object of another repository.
     pub is_commit: bool,
+}
+
+impl TreeEntry<'_> {
+    /// The entry's object id.
+    pub fn id(&self) -> ObjectId {
+        ObjectId::from_raw(self.raw_id).expect("ids are read at the object format's length")
+    }
 }
 
 /// The file-type bits of a mode and the values git gives trees and
@@ -66,7 +75,7 @@ pub(crate) fn scan_tree<'a>(
         let record_len = space + 1 + id_start + id_len;
         visit(TreeEntry {
             record: &rest[..record_len],
-            id: oid::from_bytes_unchecked(id),
+            raw_id: id,
             name,
             is_tree: mode & TYPE_MASK == TREE,
             is_commit: mode & TYPE_MASK == COMMIT,
@@ -129,7 +138,7 @@ mod tests {
     fn entries(data: &[u8]) -> Result<Vec<Read>, &'static str> {
         let mut out = Vec::new();
         scan_tree(data, gix_hash::Kind::Sha1, |e| {
-            out.push((e.id.to_string(), e.name.to_vec(), e.is_tree, e.is_commit))
+            out.push((e.id().to_string(), e.name.to_vec(), e.is_tree, e.is_commit))
         })?;
         Ok(out)
     }

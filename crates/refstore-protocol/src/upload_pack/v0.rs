@@ -17,8 +17,7 @@ use super::wants::{Protocol, WantPolicy};
 use super::{advertisement, sparse_oid, walk, wants, Session, UploadPackError};
 use crate::pkt_line::{Packet, PacketReader};
 use crate::ProtocolVersion;
-use gix_hash::ObjectId;
-use refstore_refs::ObjectFormat;
+use refstore_refs::{ObjectFormat, ObjectId};
 use std::io::{Read, Write};
 
 /// Serves a v0/v1 connection (or one stateless request).
@@ -60,7 +59,7 @@ pub(super) fn serve(session: &mut Session<'_>) -> Result<(), UploadPackError> {
         session.forget_packs();
     }
     let packs = session.packs()?;
-    let mut graph = Graph::open(repo.vfs.clone(), repo.objects.objects_dir(), format, packs)?;
+    let mut graph = Graph::open(repo.vfs.clone(), &repo.objects, packs)?;
     let stateless = session.options.stateless_rpc;
     wants::check(
         &mut graph,
@@ -136,8 +135,8 @@ pub(super) fn annotated_tags(snapshot: &RefSnapshot, graph: &mut Graph) -> Vec<O
     let mut tags = Vec::new();
     for r in &snapshot.refs {
         if let (Some(peeled), true) = (&r.peeled, r.name.as_bytes().starts_with(b"refs/tags/")) {
-            let tag = r.id.to_gix();
-            graph.know_peeled(tag, peeled.to_gix());
+            let tag = r.id;
+            graph.know_peeled(tag, *peeled);
             tags.push(tag);
         }
     }
@@ -179,7 +178,7 @@ pub(crate) fn read_wants<R: Read>(
                 }
                 client.apply_v0(word, format)?;
             }
-            wants.push(id.to_gix());
+            wants.push(id);
         } else if let Some(spec) = line.strip_prefix(b"filter ") {
             if !(filters.allow_filter && client.filter) {
                 return Err(UploadPackError::request(
@@ -311,7 +310,7 @@ pub(crate) fn parse_negotiation_line(
 ) -> Result<NegotiationLine, UploadPackError> {
     if let Some(rest) = line.strip_prefix(b"have ") {
         let (id, _) = parse_id(line, rest, format)?;
-        Ok(NegotiationLine::Have(id.to_gix()))
+        Ok(NegotiationLine::Have(id))
     } else if line == b"done" {
         Ok(NegotiationLine::Done)
     } else {

@@ -18,7 +18,7 @@ use super::graph::{Graph, IdHasher};
 use super::tree_scan::scan_tree;
 use super::versions::{LastVersions, Unchanged};
 use super::UploadPackError;
-use gix_hash::ObjectId;
+use refstore_refs::ObjectId;
 use std::collections::{BinaryHeap, HashMap};
 
 /// A commit's state during the walk.
@@ -215,8 +215,8 @@ pub(crate) fn exclude_tree(
     excluded.insert(tree);
     while let Some(tree) = stack.pop() {
         graph.scan_tree(&tree, |entry| {
-            if !entry.is_commit && excluded.insert(entry.id.to_owned()) && entry.is_tree {
-                stack.push(entry.id.to_owned());
+            if !entry.is_commit && excluded.insert(entry.id()) && entry.is_tree {
+                stack.push(entry.id());
             }
         })?;
     }
@@ -247,11 +247,10 @@ fn add_tree(
         let data = graph.tree_data(&tree)?;
         let mut unchanged = Unchanged::new(previous.as_deref().unwrap_or_default(), hash);
         scan_tree(data, hash, |entry| {
-            if entry.is_commit || unchanged.contains(entry.record, entry.name, entry.id.as_bytes())
-            {
+            if entry.is_commit || unchanged.contains(entry.record, entry.name, entry.raw_id) {
                 return;
             }
-            let id = entry.id.to_owned();
+            let id = entry.id();
             if check_excluded && excluded.contains(&id) {
                 return;
             }

@@ -15,8 +15,8 @@
 use super::graph::{Graph, IdHasher};
 use super::refs::RefSnapshot;
 use super::UploadPackError;
-use gix_hash::ObjectId;
 use refstore_fs::config::Config;
+use refstore_refs::ObjectId;
 use std::collections::{HashSet, VecDeque};
 
 /// The `uploadpack.allow*SHA1InWant` settings.
@@ -80,9 +80,9 @@ pub(crate) fn check(
     let mut tips: HashSet<ObjectId, IdHasher> = HashSet::default();
     if protocol != Protocol::V2 && !policy.any {
         for offered in snapshot.offered() {
-            tips.insert(offered.id.to_gix());
+            tips.insert(offered.id);
             if let Some(peeled) = &offered.peeled {
-                tips.insert(peeled.to_gix());
+                tips.insert(*peeled);
             }
         }
     }

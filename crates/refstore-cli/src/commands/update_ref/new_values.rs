@@ -12,31 +12,28 @@ use refstore_odb::{loose_kind, ObjectKind, Odb};
 use refstore_refs::backend::Backend;
 use refstore_refs::transaction::{Change, Rejected, Rejection, Transaction, Update};
 use refstore_refs::value::Target;
-use refstore_refs::{ObjectFormat, ObjectId, RefName};
+use refstore_refs::{ObjectId, RefName};
+use refstore_repo::Repository;
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
 
 /// Symbolic refs followed at most, as in git.
 const MAX_SYMREF_DEPTH: usize = 5;
 
 /// Looks up the kinds of new values, each distinct object once: from its
-/// loose file when it has one, else from the object database, opened on
-/// first need (most new values are loose objects just written, and a
-/// one-ref update should not pay for opening the packs).
-pub(crate) struct NewValueCheck {
-    objects_dir: PathBuf,
-    format: ObjectFormat,
+/// loose file when it has one, else from the repository's object database,
+/// opened on first need (most new values are loose objects just written,
+/// and a one-ref update should not pay for opening the packs).
+pub(crate) struct NewValueCheck<'r> {
+    repo: &'r Repository,
     odb: Option<Odb>,
     kinds: HashMap<ObjectId, Option<ObjectKind>>,
 }
 
-impl NewValueCheck {
-    /// A check against the object database at `objects_dir`, which is
-    /// opened only if a new value is not a loose object.
-    pub(crate) fn new(objects_dir: &Path, backend: &dyn Backend) -> Self {
+impl<'r> NewValueCheck<'r> {
+    /// A check against the objects of `repo`.
+    pub(crate) fn new(repo: &'r Repository) -> Self {
         NewValueCheck {
-            objects_dir: objects_dir.to_owned(),
-            format: backend.object_format(),
+            repo,
             odb: None,
             kinds: HashMap::new(),
         }
@@ -44,16 +41,14 @@ impl NewValueCheck {
 
     /// The kind of `id`, `None` if the repository does not have it.
     fn kind(&mut self, id: &ObjectId) -> Result<Option<ObjectKind>, String> {
-        if id.format() == self.format {
-            if let Some(kind) = loose_kind(&self.objects_dir, id) {
+        if id.format() == self.repo.object_format() {
+            if let Some(kind) = loose_kind(self.repo.objects_dir(), id) {
                 return Ok(Some(kind));
             }
         }
         let odb = match &mut self.odb {
             Some(odb) => odb,
-            empty => {
-                empty.insert(Odb::open(&self.objects_dir, self.format).map_err(|e| e.to_string())?)
-            }
+            empty => empty.insert(self.repo.objects().map_err(|e| e.to_string())?),
         };
         odb.kind(id).map_err(|e| e.to_string())
     }

@@ -8,8 +8,8 @@ use crate::upload_pack::delta_search::MAX_DEPTH;
 use crate::upload_pack::graph::{Graph, IdHasher};
 use crate::upload_pack::thin::ThinBases;
 use crate::upload_pack::UploadPackError;
-use gix_hash::oid;
 use refstore_odb::{PackedAt, StoredKind};
+use refstore_refs::ObjectId;
 
 /// A slot not (yet) known: no object.
 const NONE: u32 = u32::MAX;
@@ -79,7 +79,7 @@ pub(super) fn plan(
     let mut located = Vec::with_capacity(ids.len());
     for (slot, id) in ids.iter().enumerate() {
         let known = contents.located.get(slot).copied().flatten();
-        let at = known.or_else(|| packs.locate(id));
+        let at = known.or_else(|| packs.locate(id.as_gix()));
         if let Some(at) = at {
             let table = &mut slot_at[at.pack as usize];
             if table.is_empty() {
@@ -91,7 +91,7 @@ pub(super) fn plan(
     }
     // Reference deltas and bases stored in another pack than the one
     // chosen for them are found by id.
-    let slot_of_id = |id: &oid| -> Option<u32> { contents.slots.get(id).copied() };
+    let slot_of_id = |id: &ObjectId| -> Option<u32> { contents.slots.get(id).copied() };
     let mut stored = Vec::with_capacity(ids.len());
     let mut fresh_for_delta = 0;
     let mut searched = vec![false; ids.len()];
@@ -123,16 +123,19 @@ pub(super) fn plan(
             }
             StoredKind::OfsDelta { base_offset } => match packs.at_offset(at.pack, base_offset) {
                 Some(base) => {
-                    let id = packs.id(base);
+                    let id = ObjectId::from_gix(packs.id(base));
                     let slot = match slot_at[base.pack as usize][base.position as usize] {
-                        NONE => slot_of_id(id),
+                        NONE => slot_of_id(&id),
                         slot => Some(slot),
                     };
-                    (slot, Some(id.to_owned()))
+                    (slot, Some(id))
                 }
                 None => (None, None),
             },
-            StoredKind::RefDelta { base } => (slot_of_id(&base), Some(base)),
+            StoredKind::RefDelta { base } => {
+                let base = ObjectId::from_gix(&base);
+                (slot_of_id(&base), Some(base))
+            }
         };
         let how = match (base, base_id) {
             (Some(base), _) if base as usize != slot => How::Delta(base),

@@ -10,8 +10,8 @@ use crate::upload_pack::graph::Graph;
 use crate::upload_pack::pack_writer::{type_id, DeflateInto, PackWriter, OFS_DELTA};
 use crate::upload_pack::thin::ObjectReader;
 use crate::upload_pack::UploadPackError;
-use gix_hash::ObjectId;
 use refstore_odb::{PackedAt, StoredKind};
+use refstore_refs::ObjectId;
 use std::io::Write;
 
 /// What was sent.
@@ -176,10 +176,10 @@ impl Writer<'_, '_> {
                     }
                     (kind, How::ClientDelta) => {
                         let base = match kind {
-                            StoredKind::RefDelta { base } => base,
+                            StoredKind::RefDelta { base } => ObjectId::from_gix(&base),
                             StoredKind::OfsDelta { base_offset } => packs
                                 .at_offset(at.pack, base_offset)
-                                .map(|base| packs.id(base).to_owned())
+                                .map(|base| ObjectId::from_gix(packs.id(base)))
                                 .ok_or_else(|| {
                                     UploadPackError::Objects(format!(
                                         "the delta base of {id} is not where its entry says"
@@ -347,7 +347,7 @@ impl Writer<'_, '_> {
     /// object of this repository.
     fn stream_large_loose(&mut self, id: &ObjectId) -> Result<bool, UploadPackError> {
         use std::io::{BufRead, Read};
-        let hex = id.to_hex().to_string();
+        let hex = id.to_hex();
         let path = self.graph.objects_dir().join(&hex[..2]).join(&hex[2..]);
         let Ok(mapped) = self.graph.vfs().read_mapped(&path) else {
             return Ok(false);
@@ -395,10 +395,11 @@ impl Writer<'_, '_> {
         let packs = self.graph.packs();
         let hash = self.graph.hash_kind();
         let matches = |kind: gix_object::Kind, data: &[u8]| {
-            gix_object::compute_hash(hash, kind, data).is_ok_and(|computed| computed == *id)
+            gix_object::compute_hash(hash, kind, data)
+                .is_ok_and(|computed| ObjectId::from_gix(&computed) == *id)
         };
         let mut data = Vec::new();
-        for at in packs.locate_all(id).filter(|&at| at != damaged_at) {
+        for at in packs.locate_all(id.as_gix()).filter(|&at| at != damaged_at) {
             if let Ok(kind) = packs.decode(at, &mut data) {
                 let kind = kind.to_gix();
                 if matches(kind, &data) {
@@ -407,7 +408,7 @@ impl Writer<'_, '_> {
             }
         }
         let loose = gix_odb::loose::Store::at(self.graph.objects_dir(), hash);
-        if let Ok(Some(object)) = loose.try_find(id, &mut data) {
+        if let Ok(Some(object)) = loose.try_find(id.as_gix(), &mut data) {
             let kind = object.kind;
             if matches(kind, &data) {
                 return Ok((kind, data));

@@ -13,14 +13,14 @@ use super::super::shallow::{self, ShallowRequest};
 use super::super::sparse_oid;
 use super::super::wants::{Protocol, WantPolicy};
 use super::super::{v0, walk, wants, Session, UploadPackError};
-use super::unexpected;
+use super::command::unexpected;
 use crate::pkt_line::sideband::SidebandMode;
-use refstore_refs::ObjectFormat;
+use refstore_refs::{ObjectFormat, ObjectId};
 
 /// The arguments of a `fetch` request.
 pub(crate) struct FetchArguments {
-    pub wanted: Vec<gix_hash::ObjectId>,
-    pub haves: Vec<gix_hash::ObjectId>,
+    pub wanted: Vec<ObjectId>,
+    pub haves: Vec<ObjectId>,
     pub done: bool,
     pub client: ClientOptions,
     pub shallow: ShallowRequest,
@@ -45,9 +45,9 @@ pub(crate) fn parse_arguments(
     for argument in arguments {
         let argument = argument.as_slice();
         if let Some(rest) = argument.strip_prefix(b"want ") {
-            wanted.push(parse_id(argument, rest, format)?.0.to_gix());
+            wanted.push(parse_id(argument, rest, format)?.0);
         } else if let Some(rest) = argument.strip_prefix(b"have ") {
-            haves.push(parse_id(argument, rest, format)?.0.to_gix());
+            haves.push(parse_id(argument, rest, format)?.0);
         } else if argument == b"done" {
             done = true;
         } else if matches!(
@@ -105,7 +105,7 @@ pub(super) fn serve(
 
     let packs = session.packs()?;
     let snapshot = RefSnapshot::read(repo.refs.as_ref(), &repo.objects, Some(&packs))?;
-    let mut graph = Graph::open(repo.vfs.clone(), repo.objects.objects_dir(), format, packs)?;
+    let mut graph = Graph::open(repo.vfs.clone(), &repo.objects, packs)?;
     let policy = WantPolicy::read(&repo.config)?;
     wants::check(&mut graph, &snapshot, &wanted, policy, Protocol::V2)?;
     // The blobs of `sparse:oid=` filters are read before any answer, so

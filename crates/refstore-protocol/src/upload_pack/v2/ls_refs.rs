@@ -4,7 +4,7 @@
 
 use super::super::refs::{Head, OfferedView, Offering};
 use super::super::{Session, UploadPackError};
-use super::unexpected;
+use super::command::unexpected;
 use crate::pkt_line::PacketWriter;
 use std::io::Write;
 

@@ -2,18 +2,17 @@
 //! record the peeled values of annotated tags (reftable keeps them beside
 //! each ref, as git's and JGit's writers do).
 
+use crate::objects::SharedObjects;
 use refstore_odb::{ObjectKind, Odb};
-use refstore_refs::{ObjectFormat, ObjectId, PeelObjects};
-use std::path::PathBuf;
-use std::sync::{Mutex, OnceLock};
+use refstore_refs::{ObjectId, PeelObjects};
+use std::sync::{Arc, Mutex, OnceLock};
 
-/// Peels tags through an object database opened on first use: most
-/// commands that open a ref store never write a ref, and they should not
-/// pay for opening the objects.
+/// Peels tags through the repository's shared object database, opened on
+/// first use: most commands that open a ref store never write a ref, and
+/// they should not pay for opening the objects.
 #[derive(Debug)]
 pub struct TagPeeler {
-    objects_dir: PathBuf,
-    format: ObjectFormat,
+    objects: Arc<SharedObjects>,
     /// `None` once opening failed: nothing can be peeled then, and a ref
     /// is written without a peeled value, which readers handle by asking
     /// the object database themselves.
@@ -29,11 +28,10 @@ struct Peeling {
 }
 
 impl TagPeeler {
-    /// A peeler for the objects in `objects_dir`.
-    pub fn new(objects_dir: PathBuf, format: ObjectFormat) -> Self {
+    /// A peeler for the repository's objects.
+    pub(crate) fn new(objects: Arc<SharedObjects>) -> Self {
         TagPeeler {
-            objects_dir,
-            format,
+            objects,
             odb: OnceLock::new(),
         }
     }
@@ -44,7 +42,7 @@ impl PeelObjects for TagPeeler {
         let peeling = self
             .odb
             .get_or_init(|| {
-                let odb = Odb::open(&self.objects_dir, self.format).ok()?;
+                let odb = self.objects.odb().ok()?;
                 Some(Mutex::new(Peeling { odb, last: None }))
             })
             .as_ref()?;
