@@ -72,13 +72,16 @@ pub struct Found {
     pub missing: Vec<(&'static str, String)>,
 }
 
+/// Finds (or builds) one client, or says why it cannot.
+type Finder = fn() -> Result<Client, String>;
+
 /// Finds (and builds where need be) every client.
 pub fn find_all() -> Found {
     let mut found = Found {
         clients: vec![git()],
         missing: Vec::new(),
     };
-    let attempts: [(&'static str, fn() -> Result<Client, String>); 4] = [
+    let attempts: [(&'static str, Finder); 4] = [
         ("jgit", jgit),
         ("dulwich", || python("dulwich")),
         ("pygit2", || python("pygit2")),

@@ -25,6 +25,9 @@ pub enum Failure {
 
 type Checked = Result<(), Failure>;
 
+/// Ref names to ids.
+type Refs = BTreeMap<String, String>;
+
 fn failed<T>(why: impl Into<String>) -> Result<T, Failure> {
     Err(Failure::Failed(why.into()))
 }
@@ -702,10 +705,7 @@ fn push_options(ctx: &Ctx) -> Checked {
 
 /// The refs a client listed, and what the server holds: HEAD, every ref,
 /// and every annotated tag peeled.
-fn listed(
-    ctx: &Ctx,
-    protocol: Option<u8>,
-) -> Result<(BTreeMap<String, String>, BTreeMap<String, String>), Failure> {
+fn listed(ctx: &Ctx, protocol: Option<u8>) -> Result<(Refs, Refs), Failure> {
     let repo = ctx.serve(Seed::Sha1)?;
     let mut args = vec!["ls-remote".to_owned(), ctx.url(&repo)?];
     if let Some(v) = protocol {
