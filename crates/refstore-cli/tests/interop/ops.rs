@@ -704,8 +704,8 @@ fn push_options(ctx: &Ctx) -> Checked {
 }
 
 /// The refs a client listed, and what the server holds: HEAD, every ref,
-/// and every annotated tag peeled.
-fn listed(ctx: &Ctx, protocol: Option<u8>) -> Result<(Refs, Refs), Failure> {
+/// and every annotated tag peeled; and the repository's name.
+fn listed(ctx: &Ctx, protocol: Option<u8>) -> Result<(Refs, Refs, String), Failure> {
     let repo = ctx.serve(Seed::Sha1)?;
     let mut args = vec!["ls-remote".to_owned(), ctx.url(&repo)?];
     if let Some(v) = protocol {
@@ -713,22 +713,38 @@ fn listed(ctx: &Ctx, protocol: Option<u8>) -> Result<(Refs, Refs), Failure> {
     }
     let ran = ctx.must(Who::Alice, &args)?;
     let shown = ctx.git_ok(&repo.path, &["show-ref", "--head", "-d"]);
-    Ok((parse_refs(&ran.out), parse_refs(&shown)))
+    Ok((parse_refs(&ran.out), parse_refs(&shown), repo.name))
 }
 
 fn ls_remote(ctx: &Ctx, protocol: u8) -> Checked {
-    let (got, want) = listed(ctx, Some(protocol))?;
-    let unpeeled = |m: &BTreeMap<String, String>| -> BTreeMap<String, String> {
+    let (got, want, name) = listed(ctx, Some(protocol))?;
+    let unpeeled = |m: &Refs| -> Refs {
         m.iter()
             .filter(|(k, _)| !k.ends_with("^{}"))
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect()
     };
-    if unpeeled(&got) == unpeeled(&want) {
-        Ok(())
-    } else {
-        failed(format!("listed {got:?}, the server has {want:?}"))
+    if unpeeled(&got) != unpeeled(&want) {
+        return failed(format!("listed {got:?}, the server has {want:?}"));
     }
+    // Over HTTP the protocol shows: v0 lists refs in the answer to GET
+    // info/refs, v2 asks for them in a POST (ls-refs). refstore's access
+    // log tells which came.
+    if !ctx.control && ctx.transport != Transport::Ssh {
+        let post = format!("/{name}/git-upload-pack");
+        let posted = ctx.servers.logged_request(
+            ctx.transport,
+            &post,
+            std::time::Duration::from_secs(if protocol == 2 { 5 } else { 1 }),
+        );
+        if posted != (protocol == 2) {
+            return failed(format!(
+                "asked for protocol v{protocol}, but the client {} POST {post}",
+                if posted { "sent" } else { "never sent" }
+            ));
+        }
+    }
+    Ok(())
 }
 
 fn ls_remote_v0(ctx: &Ctx) -> Checked {
@@ -741,8 +757,8 @@ fn ls_remote_v2(ctx: &Ctx) -> Checked {
 
 /// ls-remote (the client's own protocol) shows the annotated tag peeled.
 fn tags_peeled(ctx: &Ctx) -> Checked {
-    let (got, want) = listed(ctx, None)?;
-    let peeled = |m: &BTreeMap<String, String>| -> Vec<(String, String)> {
+    let (got, want, _) = listed(ctx, None)?;
+    let peeled = |m: &Refs| -> Vec<(String, String)> {
         m.iter()
             .filter(|(k, _)| k.ends_with("^{}"))
             .map(|(k, v)| (k.clone(), v.clone()))

@@ -9,6 +9,7 @@ use super::{cgi::CgiServer, sshd::Sshd};
 use crate::served::Served;
 use crate::ssh_served::{keygen, SshServed};
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Transport {
@@ -211,6 +212,18 @@ impl Servers {
             ca: (transport == Transport::Https && !control).then(|| self.cert.clone()),
             keys: self.keys.clone(),
         })
+    }
+
+    /// Whether refstore's HTTP or HTTPS server logged a request whose
+    /// URL holds `url` (waiting up to `limit`: the access line follows the
+    /// answer).
+    pub fn logged_request(&self, transport: Transport, url: &str, limit: Duration) -> bool {
+        let text = format!("url={url}");
+        match transport {
+            Transport::Http => self.plain.logged_within(&text, limit),
+            Transport::Https => self.tls.logged_within(&text, limit),
+            Transport::Ssh => panic!("SSH requests have no URL"),
+        }
     }
 
     pub fn has_ssh_control(&self) -> bool {
