@@ -107,6 +107,9 @@ fn third_party_clients_against_refstore_over_http_https_and_ssh() {
         println!("no sshd: SSH failures have no control and count as FAIL");
     }
     println!("{}", matrix::render(OPS, &names, &cells));
+    for (name, why) in &found.missing {
+        println!("!!! SKIPPED client {name} (REFSTORE_TEST_ALLOW_NO_CLIENTS=1): {why}");
+    }
     let failures = cells.iter().filter(|(_, _, _, c)| c.is_failure()).count();
     let passes = cells
         .iter()
