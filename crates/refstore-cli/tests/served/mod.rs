@@ -86,6 +86,20 @@ impl Served {
         }
     }
 
+    /// Whether the log shows `text` within `limit`.
+    pub fn logged_within(&self, text: &str, limit: std::time::Duration) -> bool {
+        let started = std::time::Instant::now();
+        loop {
+            if self.written.lock().unwrap().contains(text) {
+                return true;
+            }
+            if started.elapsed() >= limit {
+                return false;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+
     /// Waits until the log holds `text` (or the server exits).
     pub fn wait_for_log(&mut self, text: &str) {
         while !self.written.lock().unwrap().contains(text) {

@@ -108,13 +108,23 @@ impl SshServed {
     /// Waits until the log shows `text` (the server acts in the
     /// background); fails after a minute.
     pub fn wait_for_log(&self, text: &str) {
-        for _ in 0..1200 {
+        if !self.logged_within(text, Duration::from_secs(60)) {
+            panic!("'{text}' never logged: {}", self.log.lock().unwrap());
+        }
+    }
+
+    /// Whether the log shows `text` within `limit`.
+    pub fn logged_within(&self, text: &str, limit: Duration) -> bool {
+        let started = std::time::Instant::now();
+        loop {
             if self.log.lock().unwrap().contains(text) {
-                return;
+                return true;
+            }
+            if started.elapsed() >= limit {
+                return false;
             }
             std::thread::sleep(Duration::from_millis(50));
         }
-        panic!("'{text}' never logged: {}", self.log.lock().unwrap());
     }
 
     pub fn addr(&self) -> String {
