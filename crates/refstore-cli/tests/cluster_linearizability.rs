@@ -184,7 +184,9 @@ fn refs_are_linearizable_under_node_kills_pauses_and_etcd_member_kills() {
             })
             .collect();
 
-        // Faults, one at a time, while the clients run.
+        // Faults, one at a time, while the clients run. The sleeps are the
+        // faults' spacing and durations (how long a node stays down or
+        // stopped), which is what the clients are tested against.
         let (cluster, done, faults) = (&cluster, &done, &mut faults);
         let injector = s.spawn(move || {
             let mut n = 0usize;

@@ -210,6 +210,8 @@ fn pushes_housekeeping_and_clones_at_once_lose_no_object() {
             format!("main:refs/heads/r{round}"),
             format!("+{revived}:refs/heads/revived"),
         ];
+        // A random jitter, so that pushes land at any moment of the race
+        // under test (not a wait for anything).
         std::thread::sleep(rng.delay(30));
         let o = push(&home, &work, &srv, &refspecs);
         let mut seen = seen.lock().unwrap();

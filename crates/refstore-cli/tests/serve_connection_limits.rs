@@ -140,7 +140,7 @@ fn an_https_client_over_the_limit_is_answered_through_tls() {
     let head = "POST /proj.git/git-upload-pack HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-git-upload-pack-request\r\nContent-Length: 1000\r\n\r\n0032want ";
     busy.write_all(head.as_bytes()).unwrap();
     busy.flush().unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(300));
+    wait_until_read(&busy.sock);
 
     let url = format!("https://{}/proj.git", server.addr);
     let o = isolate(&mut Command::new("git"), home)

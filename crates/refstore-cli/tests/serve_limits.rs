@@ -15,6 +15,7 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 use support::*;
 
@@ -47,7 +48,8 @@ fn basic(user_password: &str) -> String {
     )
 }
 
-/// Sends `bytes` one at a time, `gap` apart, until the server closes.
+/// Sends `bytes` one at a time, `gap` apart, until the server closes:
+/// the slow client under test (its gaps are its slowness, not a wait).
 fn trickle(mut stream: TcpStream, bytes: Vec<u8>, gap: Duration) {
     for byte in bytes {
         if stream.write_all(&[byte]).is_err() {
@@ -55,6 +57,14 @@ fn trickle(mut stream: TcpStream, bytes: Vec<u8>, gap: Duration) {
         }
         std::thread::sleep(gap);
     }
+}
+
+/// Sends the first byte of `bytes` at once, then trickles the rest from a
+/// thread of its own: the server has something to read from the start.
+fn start_trickle(stream: &mut TcpStream, bytes: &[u8], gap: Duration) -> JoinHandle<()> {
+    stream.write_all(&bytes[..1]).unwrap();
+    let (writer, rest) = (stream.try_clone().unwrap(), bytes[1..].to_vec());
+    std::thread::spawn(move || trickle(writer, rest, gap))
 }
 
 #[test]
@@ -80,25 +90,23 @@ fn slow_clients_are_dropped_without_starving_real_ones() {
             .unwrap();
         match kind % 3 {
             0 => {} // connects and says nothing
-            1 => {
-                let writer = stream.try_clone().unwrap();
-                let get = get.clone();
-                tricklers.push(std::thread::spawn(move || {
-                    trickle(writer, get, Duration::from_millis(100))
-                }));
-            }
+            1 => tricklers.push(start_trickle(&mut stream, &get, Duration::from_millis(100))),
             _ => {
                 // The whole head, then a body a byte at a time.
                 stream.write_all(&post).unwrap();
-                let writer = stream.try_clone().unwrap();
-                tricklers.push(std::thread::spawn(move || {
-                    trickle(writer, vec![b'0'; 100_000], Duration::from_millis(100))
-                }));
+                tricklers.push(start_trickle(
+                    &mut stream,
+                    &[b'0'; 100_000],
+                    Duration::from_millis(100),
+                ));
             }
         }
         slow.push((kind % 3, stream));
     }
-    std::thread::sleep(Duration::from_millis(300));
+    // Every slow client holds what it can before the real one asks.
+    for (_, stream) in &slow {
+        wait_until_read(stream);
+    }
 
     // A real client is served at once, long before the slow ones are gone.
     let asked = Instant::now();
@@ -164,16 +172,15 @@ fn connections_beyond_the_limit_get_503_and_slow_clients_do_not_delay_shutdown()
     // would make room for the next: see serve_connection_limits.rs).
     let mut stalled = TcpStream::connect(&server.addr).unwrap();
     stalled.write_all(b"GET /proj.git/info/re").unwrap();
-    let trickler = TcpStream::connect(&server.addr).unwrap();
-    let writer = trickler.try_clone().unwrap();
-    let trickling = std::thread::spawn(move || {
-        trickle(
-            writer,
-            b"GET /proj.git/info/refs?service=git-upload-pack HTTP/1.1\r\n".to_vec(),
-            Duration::from_millis(100),
-        )
-    });
-    std::thread::sleep(Duration::from_millis(300));
+    let mut trickler = TcpStream::connect(&server.addr).unwrap();
+    let trickling = start_trickle(
+        &mut trickler,
+        b"GET /proj.git/info/refs?service=git-upload-pack HTTP/1.1\r\n",
+        Duration::from_millis(100),
+    );
+    // Both have begun a request the server has read: neither is idle.
+    wait_until_read(&stalled);
+    wait_until_read(&trickler);
     let (status, answer) = server.raw("GET /proj.git/info/refs?service=git-upload-pack");
     assert_eq!(status, 503, "{answer}");
 
@@ -667,6 +674,7 @@ fn slow_connections_from_one_address_leave_room_for_others() {
                     let _ = writer.write_all(&[byte]);
                 }
                 sent += 1;
+                // The attackers' slowness, which is what is tested.
                 std::thread::sleep(Duration::from_millis(100));
             }
         })

@@ -89,7 +89,13 @@ fn guessing_is_throttled_per_address_without_locking_the_user_out() {
             })
         })
         .collect();
-    std::thread::sleep(Duration::from_secs(3));
+    // Until the guessers have used up the free failures and are being
+    // refused (the deadline bounds a hang only).
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while checked.load(Ordering::Relaxed) < 5 || refused.load(Ordering::Relaxed) == 0 {
+        assert!(Instant::now() < deadline, "no guess was ever refused");
+        std::thread::sleep(Duration::from_millis(20));
+    }
     // Meanwhile alice, from her address, still logs in (her address is
     // not in the queue of her name's failures: see the throttle's unit
     // tests for the turn it gets).

@@ -66,6 +66,7 @@ impl Sampler {
             std::thread::spawn(move || {
                 while !stop.load(Ordering::Relaxed) {
                     peak.fetch_max(status_field(pid, "RssAnon:"), Ordering::Relaxed);
+                    // The sampling period of the measurement.
                     std::thread::sleep(std::time::Duration::from_millis(2));
                 }
             })

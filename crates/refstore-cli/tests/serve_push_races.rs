@@ -58,6 +58,20 @@ fn push(home: &Path, work: &Path, url: &str, refspecs: &[String]) -> Result<(), 
     }
 }
 
+/// Loose ref files below `dir`.
+fn loose_refs(dir: &Path) -> usize {
+    std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|entry| match entry.file_type() {
+            Ok(kind) if kind.is_dir() => loose_refs(&entry.path()),
+            Ok(_) => 1,
+            Err(_) => 0,
+        })
+        .sum()
+}
+
 /// What is wrong with `refs` after `rounds` rounds: deleted branches
 /// present, kept ones missing or not at their round's commit.
 fn wrong(refs: &BTreeMap<String, String>, commits: &[String], rounds: usize) -> (usize, usize) {
@@ -128,7 +142,8 @@ fn pushed_deletions_and_creations_hold_against_background_maintenance() {
             .map(|i| format!("{commit}:{}", gone(round, i)))
             .collect();
         push(home, &work, &url, &created).unwrap();
-        // The delay spreads where in the maintenance this push lands.
+        // The delay spreads where in the maintenance this push lands (a
+        // random jitter of the race under test, not a wait).
         std::thread::sleep(rng.delay(20));
         let replaced: Vec<String> = (0..BRANCHES)
             .map(|i| format!(":{}", gone(round, i)))
@@ -155,15 +170,23 @@ fn pushed_deletions_and_creations_hold_against_background_maintenance() {
     stop.store(true, Ordering::SeqCst);
     let (other_pushes, other_refused) = other_client.join().unwrap();
 
-    // Let the last maintenance finish (the deadline bounds a hang only).
+    // Let the maintenance after the last push finish: every push left
+    // loose refs, which only its pack-refs removes. Then take git's
+    // maintenance lock, as `git maintenance` would, so that no run is
+    // under way or starts while the server stops (the deadline bounds a
+    // hang only).
+    let lock = served.join("objects/maintenance.lock");
     let deadline = Instant::now() + Duration::from_secs(120);
-    std::thread::sleep(Duration::from_millis(200));
-    while served.join("objects/maintenance.lock").exists() {
+    loop {
+        if loose_refs(&served.join("refs")) == 0 && std::fs::File::create_new(&lock).is_ok() {
+            break;
+        }
         assert!(Instant::now() < deadline, "maintenance never finished");
         std::thread::sleep(Duration::from_millis(50));
     }
     let (code, log) = server.stop();
     assert_eq!(code, Some(0));
+    std::fs::remove_file(&lock).unwrap();
     let packings = log
         .lines()
         .filter(|l| l.contains("maintenance:") && l.contains("pack-refs"))

@@ -372,6 +372,7 @@ fn many_clients_and_local_writers_lose_nothing() {
                         assert!(is_lock_busy(&stderr(&o)), "update-ref: {}", stderr(&o));
                         tally.lock_busy.fetch_add(1, Ordering::Relaxed);
                     }
+                    // The local writer's pace, part of the load.
                     std::thread::sleep(Duration::from_millis(20));
                 }
             });

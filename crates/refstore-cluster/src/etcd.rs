@@ -17,6 +17,7 @@
 
 use crate::config::ClusterConfig;
 use etcd_client::{Client, ConnectOptions};
+use refstore_refs::ReadError;
 use std::future::Future;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -264,4 +265,9 @@ fn describe(e: &etcd_client::Error) -> String {
         }
         e => e.to_string(),
     }
+}
+
+/// A failed etcd call as a read error.
+pub(crate) fn unavailable(e: EtcdError) -> ReadError {
+    ReadError::Unavailable(e.to_string())
 }

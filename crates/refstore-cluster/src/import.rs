@@ -9,8 +9,8 @@
 //! transaction; the first one checks that etcd holds no ref of the
 //! repository, so two imports cannot interleave.
 
-use crate::backend::{unavailable, EtcdBackend};
-use crate::etcd::{Consistency, EtcdError};
+use crate::cluster::EtcdBackend;
+use crate::etcd::{unavailable, Consistency, EtcdError};
 use crate::keys::Value;
 use etcd_client::{Compare, CompareOp, DeleteOptions, Txn, TxnOp};
 use refstore_refs::value::{Peeled, Target};

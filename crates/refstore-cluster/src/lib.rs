@@ -7,6 +7,8 @@
 //! - [`etcd`]: the connection to etcd's members, with failover and bounded
 //!   waits.
 //! - [`keys`]: the key layout and how values are stored.
+//! - [`cluster`]: a node's link to the cluster, and the handle on a
+//!   repository's refs in etcd.
 //! - [`backend`]: the ref store ([`refstore_refs::Backend`]) of a
 //!   repository in etcd.
 //! - [`transaction`]: ref transactions as etcd transactions.
@@ -17,11 +19,12 @@
 
 pub mod backend;
 pub mod cache;
+pub mod cluster;
 pub mod config;
 pub mod etcd;
 pub mod import;
 pub mod keys;
 mod transaction;
 
-pub use backend::{Cluster, EtcdBackend};
+pub use cluster::{Cluster, EtcdBackend};
 pub use config::ClusterConfig;

@@ -20,8 +20,8 @@
 //! condition. The log record's key is unique to each attempt, so finding
 //! it tells that the transaction was applied and its outcome is reported.
 
-use crate::backend::{unavailable, EtcdBackend};
-use crate::etcd::{Consistency, EtcdError};
+use crate::cluster::EtcdBackend;
+use crate::etcd::{unavailable, Consistency, EtcdError};
 use crate::keys::Value;
 use etcd_client::{Compare, CompareOp, GetOptions, Txn, TxnOp, TxnOpResponse};
 use refstore_refs::availability::{self, ExistingRefs};

@@ -226,16 +226,6 @@ pub fn commit_all(locks: Vec<LockFile>, batch: &mut FlushBatch) -> vfs::Result<(
     batch.flush_dirs()
 }
 
-/// Spreads retries of competing writers apart: 75% to 125% of `d`.
-pub(crate) fn spread(d: Duration) -> Duration {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|t| t.subsec_nanos())
-        .unwrap_or(0);
-    let factor = 0.75 + f64::from(nanos % 1000) / 2000.0;
-    d.mul_f64(factor)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -458,10 +458,23 @@ mod tests {
             f.fdatasync().unwrap();
         }
         assert_eq!(fs.read(&p).unwrap(), b"a\nb\n");
+        // Dated an hour back, so that touching it must move the time
+        // forward whatever the clock's and the filesystem's resolution.
+        let an_hour_ago = SystemTime::now() - Duration::from_secs(3600);
+        std::fs::File::options()
+            .write(true)
+            .open(&p)
+            .unwrap()
+            .set_modified(an_hour_ago)
+            .unwrap();
         let before = fs.stat(&p).unwrap().modified;
-        std::thread::sleep(Duration::from_millis(20));
+        assert!(before <= an_hour_ago + Duration::from_secs(1), "{before:?}");
         fs.touch(&p).unwrap();
-        assert!(fs.stat(&p).unwrap().modified > before);
+        let touched = fs.stat(&p).unwrap().modified;
+        assert!(
+            touched > before + Duration::from_secs(3000),
+            "{before:?} -> {touched:?}"
+        );
         assert!(fs
             .touch(&tmp.path().join("missing"))
             .unwrap_err()

@@ -346,7 +346,7 @@ pub trait Vfs: Send + Sync + fmt::Debug {
     /// drift apart; a filesystem under the interleaving explorer
     /// ([`crate::sim::explore`]) lets the other actors run instead.
     fn pause(&self, d: Duration) {
-        std::thread::sleep(crate::lock::spread(d));
+        std::thread::sleep(spread(d));
     }
 
     /// The clock that retries measure their deadlines on: real time, or the
@@ -362,4 +362,14 @@ pub trait Vfs: Send + Sync + fmt::Debug {
     fn process(&self) -> u64 {
         u64::from(std::process::id())
     }
+}
+
+/// Spreads retries of competing writers apart: 75% to 125% of `d`.
+fn spread(d: Duration) -> Duration {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|t| t.subsec_nanos())
+        .unwrap_or(0);
+    let factor = 0.75 + f64::from(nanos % 1000) / 2000.0;
+    d.mul_f64(factor)
 }

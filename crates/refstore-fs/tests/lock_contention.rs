@@ -28,6 +28,7 @@ fn lock_holder_process() {
     let mut lock = LockFile::acquire(&vfs(), path, Duration::ZERO).unwrap();
     lock.write_all(b"held\n").unwrap();
     println!("LOCKED");
+    // Holding the lock for the time asked is the contention under test.
     std::thread::sleep(Duration::from_millis(millis.parse().unwrap()));
     lock.rollback().unwrap();
 }

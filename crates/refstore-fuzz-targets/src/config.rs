@@ -4,7 +4,7 @@
 //! format version and extensions, ...), and `-c` / `GIT_CONFIG_PARAMETERS`
 //! overrides.
 
-use crate::check_message;
+use crate::checks::check_message;
 use refstore_fs::config::{parse_cli, parse_parameters, Config, FsyncSettings};
 
 /// A config file and the overrides spelled by the same bytes: bad values

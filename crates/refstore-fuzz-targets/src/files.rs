@@ -1,7 +1,7 @@
 //! Targets for the files format: `packed-refs`, loose ref files and
 //! reflog lines.
 
-use crate::{check_message, FORMATS};
+use crate::checks::{check_message, FORMATS};
 use refstore_refs::files::loose;
 use refstore_refs::files::packed::{self, PackedRefs, Scan};
 use refstore_refs::reftable::migrate::parse_line;

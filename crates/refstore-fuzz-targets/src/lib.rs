@@ -11,6 +11,7 @@
 //! report.
 #![deny(missing_docs, unsafe_code)]
 
+mod checks;
 pub mod config;
 pub mod files;
 pub mod protocol;
@@ -36,18 +37,3 @@ pub const TARGETS: &[Target] = &[
     ("update_ref_stdin_z", update_ref::update_ref_stdin_z),
     ("config", config::config),
 ];
-
-/// Both object formats: inputs are tried in each, since a server or a
-/// store of either kind reads them.
-pub(crate) const FORMATS: [refstore_refs::ObjectFormat; 2] = [
-    refstore_refs::ObjectFormat::Sha1,
-    refstore_refs::ObjectFormat::Sha256,
-];
-
-/// Fails the target if a parser's error message says nothing.
-pub(crate) fn check_message(message: &str) {
-    assert!(
-        !message.trim().is_empty(),
-        "a parser failed without saying why"
-    );
-}

@@ -1,7 +1,7 @@
 //! Targets for the wire protocol: pkt-line framing and the requests of
 //! upload-pack (v0 and v2) and receive-pack.
 
-use crate::{check_message, FORMATS};
+use crate::checks::{check_message, FORMATS};
 use refstore_protocol::fuzzing::{self, ReceiveRequest, V0Request, V2Command};
 use refstore_protocol::pkt_line::{Dialect, Error, Packet, PacketReader, PacketWriter};
 

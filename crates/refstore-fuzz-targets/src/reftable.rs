@@ -1,7 +1,7 @@
 //! Targets for the reftable format: whole tables as found on disk, their
 //! blocks behind a repaired footer, and `tables.list`.
 
-use crate::check_message;
+use crate::checks::check_message;
 use refstore_refs::reftable::{
     tables_list, LogRecord, Merged, RefRecord, Table, Version, WriteOptions, Writer,
 };

@@ -5,7 +5,7 @@
 #[path = "../../refstore-cli/src/commands/update_ref/stdin.rs"]
 mod stdin;
 
-use crate::check_message;
+use crate::checks::check_message;
 use refstore_refs::{ObjectFormat, ObjectId};
 
 /// Commands a parser returns before the target stops it: each takes at

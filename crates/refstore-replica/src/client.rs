@@ -6,6 +6,7 @@
 //! `POST .../pack` with a complete pack as the body, answered with its
 //! name once the peer holds it durably.
 
+use crate::packs::ENDPOINT_PREFIX;
 use crate::secret;
 use std::time::Duration;
 
@@ -110,7 +111,7 @@ fn read(mut answer: ureq::http::Response<ureq::Body>) -> Result<Vec<u8>, String>
 /// repository's path percent-encoded where it must be.
 fn url(base: &str, repo: &str, tail: &str) -> String {
     let mut url = base.trim_end_matches('/').to_owned();
-    url.push_str(crate::ENDPOINT_PREFIX);
+    url.push_str(ENDPOINT_PREFIX);
     for byte in repo.bytes() {
         if byte.is_ascii_alphanumeric() || b"-._~/".contains(&byte) {
             url.push(byte as char);

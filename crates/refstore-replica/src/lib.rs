@@ -28,15 +28,11 @@ pub mod repair;
 pub mod secret;
 mod steps;
 
+pub use packs::ENDPOINT_PREFIX;
 pub use peers::Peers;
 pub use steps::ForRepository;
 
 use client::Client;
-use std::sync::Arc;
-
-/// The paths of the replication endpoint start with this, below a node's
-/// address.
-pub const ENDPOINT_PREFIX: &str = "/_refstore/replicate/";
 
 /// A node's replication: its peers and a client to reach them.
 #[derive(Debug)]
@@ -55,14 +51,5 @@ impl Replica {
     /// Its configuration.
     pub fn peers(&self) -> &Peers {
         &self.peers
-    }
-
-    /// The quorum and catch-up steps for the repository a client named
-    /// `name` (its path below the served root, the same on every node).
-    pub fn for_repository(self: &Arc<Self>, name: &str) -> Arc<ForRepository> {
-        Arc::new(ForRepository {
-            replica: self.clone(),
-            name: name.to_owned(),
-        })
     }
 }

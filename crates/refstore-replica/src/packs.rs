@@ -13,6 +13,10 @@ use refstore_odb::{big_file_threshold, store_pack, IngestLimits, PackOptions};
 use refstore_protocol::Repository;
 use std::path::PathBuf;
 
+/// The paths of the replication endpoint start with this, below a node's
+/// address.
+pub const ENDPOINT_PREFIX: &str = "/_refstore/replicate/";
+
 /// True for `pack-` followed by the hex of an object id in the
 /// repository's format.
 pub fn is_pack_name(repo: &Repository, name: &str) -> bool {

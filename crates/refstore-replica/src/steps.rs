@@ -7,14 +7,25 @@ use refstore_protocol::{ObjectsStored, ObjectsWanted, Repository};
 use refstore_refs::ObjectId;
 use std::sync::Arc;
 
+impl Replica {
+    /// The quorum and catch-up steps for the repository a client named
+    /// `name` (its path below the served root, the same on every node).
+    pub fn for_repository(self: &Arc<Self>, name: &str) -> Arc<ForRepository> {
+        Arc::new(ForRepository {
+            replica: self.clone(),
+            name: name.to_owned(),
+        })
+    }
+}
+
 /// The steps of one repository of a replicating node: receive-pack's
 /// quorum, and upload-pack's catch-up when a fetch wants objects this
 /// node missed.
 #[derive(Debug)]
 pub struct ForRepository {
-    pub(crate) replica: Arc<Replica>,
+    replica: Arc<Replica>,
     /// The repository's path below the served root.
-    pub(crate) name: String,
+    name: String,
 }
 
 impl ObjectsStored for ForRepository {

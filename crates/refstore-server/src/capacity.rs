@@ -3,8 +3,8 @@
 //! the background maintenance after pushes, so that HTTP and SSH together
 //! run no more services, and no more maintenance, than asked for.
 
-use crate::http::ServeOptions;
 use crate::maintenance::Maintenance;
+use crate::options::ServeOptions;
 use crate::permits::Permits;
 use refstore_fs::Vfs;
 use std::sync::Arc;

@@ -12,6 +12,7 @@ pub mod http;
 pub mod maintenance;
 pub mod metrics;
 pub mod metrics_endpoint;
+pub mod options;
 pub mod per_address;
 mod permits;
 pub mod ref_source;
@@ -22,4 +23,5 @@ pub mod throttle;
 
 pub use auth::Credentials;
 pub use capacity::Capacity;
-pub use http::{ServeOptions, Server};
+pub use http::Server;
+pub use options::ServeOptions;

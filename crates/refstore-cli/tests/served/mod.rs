@@ -3,11 +3,12 @@
 
 use crate::support::isolate;
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
+use std::net::{SocketAddr, TcpStream};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 /// A running `refstore serve`, stopped with SIGTERM by [`Served::stop`]
 /// (killed when dropped). Its log is collected as it is written, so a
@@ -87,8 +88,8 @@ impl Served {
     }
 
     /// Whether the log shows `text` within `limit`.
-    pub fn logged_within(&self, text: &str, limit: std::time::Duration) -> bool {
-        let started = std::time::Instant::now();
+    pub fn logged_within(&self, text: &str, limit: Duration) -> bool {
+        let started = Instant::now();
         loop {
             if self.written.lock().unwrap().contains(text) {
                 return true;
@@ -96,17 +97,24 @@ impl Served {
             if started.elapsed() >= limit {
                 return false;
             }
-            std::thread::sleep(std::time::Duration::from_millis(20));
+            std::thread::sleep(Duration::from_millis(20));
         }
     }
 
-    /// Waits until the log holds `text` (or the server exits).
+    /// Waits until the log holds `text` (or the server exits); fails
+    /// after two minutes.
     pub fn wait_for_log(&mut self, text: &str) {
+        let deadline = Instant::now() + Duration::from_secs(120);
         while !self.written.lock().unwrap().contains(text) {
             if let Ok(Some(status)) = self.child.try_wait() {
                 panic!("server exited ({status}) before logging {text:?}");
             }
-            std::thread::sleep(std::time::Duration::from_millis(20));
+            assert!(
+                Instant::now() < deadline,
+                "{text:?} never logged: {}",
+                self.written.lock().unwrap()
+            );
+            std::thread::sleep(Duration::from_millis(20));
         }
     }
 
@@ -229,4 +237,62 @@ pub fn git_net(home: &Path, cwd: &Path, args: &[&str]) -> std::process::Output {
         .current_dir(cwd)
         .output()
         .unwrap()
+}
+
+/// Waits until the server has taken the connection `stream` in and read
+/// everything sent on it so far, as the kernel shows it: the server's end
+/// of the connection has a file (one still in the listen queue has none)
+/// and nothing left in its receive queue. Fails after a minute.
+pub fn wait_until_read(stream: &TcpStream) {
+    let client = stream.local_addr().unwrap();
+    let server = stream.peer_addr().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let end = socket_state(server, client);
+        if end.is_some_and(|s| s.inode != 0 && s.unread == 0) {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the server never read what {client} sent: {end:?}"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// An IPv4 TCP socket of this machine as `/proc/net/tcp` lists it.
+#[derive(Debug, Clone, Copy)]
+struct SocketState {
+    /// The inode of its file; 0 before a process accepted it.
+    inode: u64,
+    /// Bytes received that its process has not read.
+    unread: u64,
+}
+
+/// The socket whose own address is `local` and whose peer is `remote`.
+fn socket_state(local: SocketAddr, remote: SocketAddr) -> Option<SocketState> {
+    // The kernel prints the address as the 32-bit number it holds, in
+    // the machine's byte order, and the port in hex.
+    let hex = |addr: SocketAddr| match addr {
+        SocketAddr::V4(a) => format!(
+            "{:08X}:{:04X}",
+            u32::from_ne_bytes(a.ip().octets()),
+            a.port()
+        ),
+        SocketAddr::V6(_) => panic!("{addr}: only IPv4 connections are looked up"),
+    };
+    let (local, remote) = (hex(local), hex(remote));
+    let table = std::fs::read_to_string("/proc/net/tcp").unwrap();
+    table.lines().skip(1).find_map(|line| {
+        // sl local rem st tx_queue:rx_queue tr:when retrnsmt uid timeout inode
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        if fields.get(1) != Some(&local.as_str()) || fields.get(2) != Some(&remote.as_str()) {
+            return None;
+        }
+        let (_, rx) = fields.get(4)?.split_once(':')?;
+        Some(SocketState {
+            inode: fields.get(9)?.parse().ok()?,
+            unread: u64::from_str_radix(rx, 16).ok()?,
+        })
+    })
 }

@@ -690,6 +690,8 @@ fn round(
             })
         })
         .collect();
+    // Random head starts, so that packing and writing overlap differently
+    // in each race (a jitter of the race under test, not a wait).
     let (packer_delay, writer_delay) = (rng.delay(15), rng.delay(15));
     let packer = {
         let (tool, format, home, repo) = (race.packer, race.format, home.to_owned(), repo.clone());

@@ -13,11 +13,13 @@
 //! for 'core.bare'`); the command line shows them as `fatal:` and exits 128.
 
 mod clock;
+mod error;
 mod fsync;
 mod identity;
 mod overrides;
 mod sources;
 
+pub use error::ConfigError;
 pub use fsync::{Component, FsyncSettings};
 pub use identity::Identity;
 pub use overrides::{parse_cli, parse_parameters, Override};
@@ -27,26 +29,6 @@ use gix_config::{File, Source};
 use std::fmt;
 use std::path::Path;
 use std::time::Duration;
-
-/// A configuration problem, worded as git words it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ConfigError {
-    message: String,
-}
-
-impl ConfigError {
-    pub(crate) fn new(message: String) -> Self {
-        ConfigError { message }
-    }
-}
-
-impl fmt::Display for ConfigError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.message)
-    }
-}
-
-impl std::error::Error for ConfigError {}
 
 /// The ref storage format of a repository (`extensions.refStorage`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -1,7 +1,7 @@
 //! Configuration given on the command line (`-c name=value`) and passed to
 //! child processes in `GIT_CONFIG_PARAMETERS`, as git does.
 
-use super::ConfigError;
+use super::error::ConfigError;
 
 /// One `name=value` override; `value` is `None` for `-c name` (true).
 #[derive(Debug, Clone, PartialEq, Eq)]

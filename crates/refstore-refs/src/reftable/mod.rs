@@ -43,6 +43,7 @@
 mod backend;
 mod block;
 mod block_writer;
+mod blocks;
 pub mod compaction;
 mod error;
 mod header;

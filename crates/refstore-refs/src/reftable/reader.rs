@@ -7,13 +7,12 @@
 use refstore_fs::Mapped;
 use std::sync::Arc;
 
-use super::block::{Block, BlockType};
+use super::block::BlockType;
+use super::blocks::{section_start, TableBlocks};
 use super::error::{Error, Result};
 use super::header::{self, Header, Sections, Version};
-use super::index_record::IndexRecord;
 use super::log_record::{log_key, LogRecord};
 use super::obj_record::ObjRecord;
-use super::record::Context;
 use super::ref_record::RefRecord;
 use super::section_iter::SectionIter;
 use crate::{ObjectFormat, ObjectId};
@@ -21,13 +20,7 @@ use crate::{ObjectFormat, ObjectId};
 /// One reftable, opened from its bytes.
 #[derive(Debug, Clone)]
 pub struct Table {
-    /// The table's bytes, usually mapped from its file: a table is never
-    /// written after it is named, and a lookup touches only the blocks it
-    /// needs (one ref among 100k reads a few pages of a 2.6 MB table).
-    data: Arc<Mapped>,
-    header: Header,
-    sections: Sections,
-    pub(crate) ctx: Context,
+    blocks: TableBlocks,
     /// The type of the block at position 0, when there is one.
     first_block: Option<BlockType>,
 }
@@ -38,18 +31,12 @@ impl Table {
         let data = Arc::new(data.into());
         let (header, sections) = header::decode(&data)?;
         let mut table = Table {
-            ctx: Context {
-                hash_len: header.version.object_format().raw_len(),
-                min_update_index: header.min_update_index,
-            },
-            data,
-            header,
-            sections,
+            blocks: TableBlocks::new(data, header, sections),
             first_block: None,
         };
-        if table.blocks_end() > header.version.header_len() {
-            let first = table.block(0)?.block_type();
-            let s = &table.sections;
+        if table.blocks.blocks_end() > header.version.header_len() {
+            let first = table.blocks.block(0)?.block_type();
+            let s = &table.blocks.sections;
             // Only a log-only table (nothing in the footer but, possibly, a
             // log index) may start with something other than refs.
             let log_only = s.ref_index_position == 0 && s.obj_position == 0 && s.log_position == 0;
@@ -74,139 +61,38 @@ impl Table {
 
     /// The header's fields.
     pub fn header(&self) -> &Header {
-        &self.header
+        &self.blocks.header
     }
 
     /// The footer's section positions.
     pub fn sections(&self) -> &Sections {
-        &self.sections
+        &self.blocks.sections
     }
 
     /// Format version.
     pub fn version(&self) -> Version {
-        self.header.version
+        self.blocks.header.version
     }
 
     /// Hash of the ids stored in the table.
     pub fn object_format(&self) -> ObjectFormat {
-        self.header.version.object_format()
+        self.blocks.header.version.object_format()
     }
 
     /// Bytes of the table's blocks, without header and footer: its size
     /// for auto-compaction.
     pub fn blocks_len(&self) -> u64 {
-        let version = self.header.version;
-        (self.data.len() - version.header_len() - version.footer_len()) as u64
+        self.blocks.blocks_len()
     }
 
     /// Smallest update index of the table.
     pub fn min_update_index(&self) -> u64 {
-        self.header.min_update_index
+        self.blocks.header.min_update_index
     }
 
     /// Largest update index of the table.
     pub fn max_update_index(&self) -> u64 {
-        self.header.max_update_index
-    }
-
-    /// Where the blocks end and the footer begins.
-    pub(crate) fn blocks_end(&self) -> usize {
-        self.data.len() - self.header.version.footer_len()
-    }
-
-    pub(crate) fn block(&self, position: u64) -> Result<Block<'_>> {
-        Block::read(
-            &self.data,
-            position,
-            self.blocks_end(),
-            self.header.version.header_len(),
-            self.header.block_size,
-        )
-    }
-
-    fn position(value: u64) -> Option<u64> {
-        (value != 0).then_some(value)
-    }
-
-    /// Checks that the section of `section` ends where the footer and the
-    /// section's index say it does, so a damaged block type cannot silently
-    /// cut a section short. `found` is the type of the block at `at`, the
-    /// first one after the section.
-    pub(crate) fn check_section_end(
-        &self,
-        section: BlockType,
-        at: u64,
-        found: BlockType,
-    ) -> Result<()> {
-        let s = &self.sections;
-        let index_root = match section {
-            BlockType::Ref => s.ref_index_position,
-            BlockType::Obj => s.obj_index_position,
-            BlockType::Log => s.log_index_position,
-            BlockType::Index => 0,
-        };
-        let ends_here = if index_root != 0 {
-            // The index follows the section; its last entry names the
-            // section's last block.
-            found == BlockType::Index && at > self.last_block_by_index(index_root, section)?
-        } else {
-            let next_section = match section {
-                BlockType::Ref => [s.obj_position, s.log_position]
-                    .into_iter()
-                    .find(|&p| p != 0),
-                BlockType::Obj => Self::position(s.log_position),
-                BlockType::Log | BlockType::Index => None,
-            };
-            next_section == Some(at)
-        };
-        if ends_here {
-            return Ok(());
-        }
-        Err(Error::corrupt(
-            at,
-            format!(
-                "a {} block interrupts the {} section",
-                found.name(),
-                section.name()
-            ),
-        ))
-    }
-
-    /// The position of the last block of `section`, found by following the
-    /// last entry of each level of the index at `root`.
-    fn last_block_by_index(&self, root: u64, section: BlockType) -> Result<u64> {
-        let mut position = root;
-        for _ in 0..16 {
-            let block = self.block(position)?;
-            if block.block_type() == section {
-                return Ok(position);
-            }
-            if block.block_type() != BlockType::Index {
-                return Err(Error::corrupt(
-                    position,
-                    format!(
-                        "the {} index leads to a {} block",
-                        section.name(),
-                        block.block_type().name()
-                    ),
-                ));
-            }
-            let mut cursor = block.cursor();
-            let mut last = None;
-            while let Some((_, entry)) = block.next::<IndexRecord>(&mut cursor, &self.ctx)? {
-                last = Some(entry.position);
-            }
-            match last {
-                Some(next) if next < position => position = next,
-                _ => {
-                    return Err(Error::corrupt(
-                        position,
-                        "index block has no entries before itself",
-                    ))
-                }
-            }
-        }
-        Err(Error::corrupt(root, "index is deeper than 16 levels"))
+        self.blocks.header.max_update_index
     }
 
     fn ref_section(&self) -> Option<u64> {
@@ -214,17 +100,17 @@ impl Table {
     }
 
     fn log_section(&self) -> Option<u64> {
-        Self::position(self.sections.log_position)
+        section_start(self.blocks.sections.log_position)
             .or((self.first_block == Some(BlockType::Log)).then_some(0))
     }
 
     /// Every ref record (deletions included) in name order.
     pub fn refs(&self) -> Result<RefIter<'_>> {
         Ok(RefIter(SectionIter::new(
-            self,
+            &self.blocks,
             BlockType::Ref,
             self.ref_section(),
-            Self::position(self.sections.ref_index_position),
+            section_start(self.blocks.sections.ref_index_position),
         )?))
     }
 
@@ -244,10 +130,10 @@ impl Table {
     /// Every log record (deletions included): by name, newest first.
     pub fn logs(&self) -> Result<LogIter<'_>> {
         Ok(LogIter(SectionIter::new(
-            self,
+            &self.blocks,
             BlockType::Log,
             self.log_section(),
-            Self::position(self.sections.log_index_position),
+            section_start(self.blocks.sections.log_index_position),
         )?))
     }
 
@@ -266,16 +152,16 @@ impl Table {
     /// scans every ref otherwise.
     pub fn refs_for_object(&self, id: &ObjectId) -> Result<Vec<RefRecord>> {
         let names_id = |r: &RefRecord| r.value.object_ids().any(|x| x == id);
-        let Some(obj_start) = Self::position(self.sections.obj_position) else {
+        let Some(obj_start) = section_start(self.blocks.sections.obj_position) else {
             return self.scan_refs_for(names_id);
         };
         let abbrev =
-            &id.as_bytes()[..usize::from(self.sections.obj_id_len).min(id.as_bytes().len())];
+            &id.as_bytes()[..usize::from(self.blocks.sections.obj_id_len).min(id.as_bytes().len())];
         let mut objs = SectionIter::<ObjRecord>::new(
-            self,
+            &self.blocks,
             BlockType::Obj,
             Some(obj_start),
-            Self::position(self.sections.obj_index_position),
+            section_start(self.blocks.sections.obj_index_position),
         )?;
         objs.seek(abbrev)?;
         let record = match objs.next().transpose()? {
@@ -287,7 +173,7 @@ impl Table {
         }
         let mut found = Vec::new();
         for position in record.positions {
-            let block = self.block(position)?;
+            let block = self.blocks.block(position)?;
             if block.block_type() != BlockType::Ref {
                 return Err(Error::corrupt(
                     position,
@@ -298,7 +184,7 @@ impl Table {
                 ));
             }
             let mut cursor = block.cursor();
-            while let Some((_, record)) = block.next::<RefRecord>(&mut cursor, &self.ctx)? {
+            while let Some((_, record)) = block.next::<RefRecord>(&mut cursor, &self.blocks.ctx)? {
                 if names_id(&record) {
                     found.push(record);
                 }

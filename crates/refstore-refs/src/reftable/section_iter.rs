@@ -4,9 +4,9 @@
 use std::marker::PhantomData;
 
 use super::block::{Block, BlockType, Cursor};
+use super::blocks::TableBlocks;
 use super::error::{Error, Result};
 use super::index_record::IndexRecord;
-use super::reader::Table;
 use super::record::Record;
 
 /// Deepest index this reader follows; each level multiplies the blocks
@@ -18,7 +18,7 @@ const MAX_INDEX_DEPTH: usize = 16;
 /// seeked to until the section ends. Fused: after an error it yields
 /// nothing more.
 pub(crate) struct SectionIter<'t, R> {
-    table: &'t Table,
+    table: &'t TableBlocks,
     block_type: BlockType,
     /// Position of the section's first block, or `None` when the table has
     /// no such section.
@@ -43,7 +43,7 @@ impl<'t, R: Record> SectionIter<'t, R> {
     /// An iterator over the section of `block_type` starting at `start`,
     /// positioned before its first record.
     pub(crate) fn new(
-        table: &'t Table,
+        table: &'t TableBlocks,
         block_type: BlockType,
         start: Option<u64>,
         index_root: Option<u64>,

@@ -15,7 +15,8 @@
 //! that name and opens exactly that location, so the rule applied is
 //! always the rule of the directory opened, whatever the client typed.
 
-use super::{plain_names, resolve, ConfineError};
+use super::error::ConfineError;
+use super::path::{plain_names, resolve};
 use refstore_fs::discover::{self, Location};
 use refstore_fs::{FileKind, Vfs};
 use std::path::{Path, PathBuf};

@@ -5,9 +5,10 @@
 //! reads the last answer.
 
 use super::framing::Scan;
-use super::handler::{self, State};
+use super::handler;
 use super::pace::{PacedIo, Watched, Wire};
 use super::respond::log;
+use super::state::State;
 use crate::metrics::{Rejection, Transport};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use std::net::SocketAddr;

@@ -8,32 +8,22 @@ use super::framing::Framing;
 use super::jobs::{blocking, run};
 use super::pace::{Active, PacedBody};
 use super::push;
+use super::refusal::{refuse, refuse_body};
 use super::respond::{Answer, LogLine, Reply};
 use super::route::{self, Endpoint, Service};
 use super::services;
-use super::ServeOptions;
+use super::state::State;
 use crate::access::{Verdict, Want};
 use crate::authorize::authorize;
 use crate::metrics::Rejection;
-use crate::permits::Permits;
 use hyper::body::Incoming;
 use hyper::{Request, Response};
-use refstore_fs::Vfs;
 use std::io::Write;
 use std::net::SocketAddr;
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::time::Instant;
 use tokio::sync::mpsc;
-
-/// What every connection shares.
-pub(super) struct State {
-    pub options: ServeOptions,
-    pub vfs: Arc<dyn Vfs>,
-    pub permits: Permits,
-    pub maintenance: Arc<crate::maintenance::Maintenance>,
-    pub throttle: crate::throttle::Throttle,
-}
 
 /// Answers one request whose head was just read.
 pub(super) async fn handle(
@@ -276,36 +266,6 @@ async fn answer_request(
             push::push(state, answer, &route, path, input, encoding, limit).await
         }
     }
-}
-
-/// A refusal counted in the metrics.
-pub(super) fn refuse(
-    state: &State,
-    answer: &mut Answer,
-    reason: Rejection,
-    status: u16,
-    message: &str,
-    extra: &[(&str, &str)],
-) -> Response<Reply> {
-    state.options.metrics.rejected(reason);
-    answer.text(status, message, extra)
-}
-
-/// Answers a request whose body could not be read; the connection closes,
-/// since the rest of the body may still be on the wire.
-pub(super) fn refuse_body(
-    state: &State,
-    answer: &mut Answer,
-    failure: Failure,
-    message: &str,
-) -> Response<Reply> {
-    answer.close = true;
-    let reason = match failure {
-        Failure::TooSlow => Rejection::Timeout,
-        Failure::TooLarge => Rejection::BodyTooLarge,
-        Failure::Malformed => Rejection::BadRequest,
-    };
-    refuse(state, answer, reason, failure.status(), message, &[])
 }
 
 /// The pkt-line and flush that start a v0 advertisement over HTTP.

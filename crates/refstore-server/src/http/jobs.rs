@@ -2,9 +2,9 @@
 //! pool: one worker turn each, the repository opened on the thread that
 //! uses it.
 
-use super::handler::State;
 use super::respond::{Answer, Reply};
 use super::route::Route;
+use super::state::State;
 use crate::confine::Served;
 use hyper::Response;
 use refstore_protocol::repository::{OpenError, Repository};

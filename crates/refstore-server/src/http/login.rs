@@ -2,9 +2,10 @@
 //! ([`crate::throttle`]), then the password check off the event loop, and
 //! the outcome recorded for the next attempts.
 
-use super::handler::{refuse, State};
 use super::jobs::blocking;
+use super::refusal::refuse;
 use super::respond::{Answer, Reply};
+use super::state::State;
 use crate::auth::Credentials;
 use crate::metrics::Rejection;
 use crate::throttle::Turn;

@@ -21,8 +21,11 @@ use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::task::{ready, Context, Poll};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+// tokio's clock, which tests can pause and advance: the waits measured
+// here are the ones tokio's timers end.
+use tokio::time::Instant;
 
 /// The slowest transfer rate a client may keep up for long, in bytes per
 /// second.
@@ -81,8 +84,11 @@ pub struct Wire {
 
 /// Milliseconds since the first call, a clock connections share.
 fn since_start() -> u64 {
-    static START: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
-    START.get_or_init(Instant::now).elapsed().as_millis() as u64
+    static START: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+    START
+        .get_or_init(std::time::Instant::now)
+        .elapsed()
+        .as_millis() as u64
 }
 
 /// A request being answered, until dropped.
@@ -260,7 +266,7 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for PacedIo<S> {
                 let now = Instant::now();
                 let since = *this.blocked_since.get_or_insert(now);
                 let left = this.write.left().saturating_sub(now - since);
-                let at = tokio::time::Instant::from_std(now + left);
+                let at = now + left;
                 let deadline = this
                     .deadline
                     .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(at)));
@@ -352,23 +358,38 @@ mod tests {
         (io, client)
     }
 
-    #[tokio::test]
+    // On tokio's paused clock: time moves only when every task waits, and
+    // then straight to the next timer, so these run in no real time and
+    // the same way on any machine.
+
+    #[tokio::test(start_paused = true)]
     async fn a_client_that_does_not_read_is_dropped() {
-        let (mut io, _client) = paced(Duration::from_millis(200));
+        let timeout = Duration::from_millis(200);
+        let (mut io, _client) = paced(timeout);
         let block = vec![7u8; 1024];
+        let started = Instant::now();
         let err = loop {
             if let Err(e) = io.write_all(&block).await {
                 break e;
             }
         };
         assert_eq!(err.kind(), io::ErrorKind::TimedOut);
+        // Dropped once the allowance, 200 ms plus the time the 4 KiB the
+        // pipe took are worth, is used up waiting: not before, and not
+        // later than tokio's timers round (to the millisecond).
+        let allowance = timeout + Duration::from_secs_f64(4096.0 / MIN_RATE as f64);
+        let waited = started.elapsed();
+        assert!(
+            waited >= allowance && waited <= allowance + Duration::from_millis(1),
+            "dropped after {waited:?}, allowance {allowance:?}"
+        );
         assert_eq!(
             err.to_string(),
             "the client did not read the response in time"
         );
     }
 
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn a_reading_client_is_never_cut_off_nor_charged_for_the_servers_pauses() {
         let (mut io, mut client) = paced(Duration::from_millis(200));
         let reader = tokio::spawn(async move {
@@ -380,7 +401,8 @@ mod tests {
         for round in 0..64 {
             io.write_all(&block).await.unwrap();
             if round % 16 == 0 {
-                // The server computing for longer than the timeout.
+                // The server computing for longer than the timeout (the
+                // pause is what is tested, on the paused clock).
                 tokio::time::sleep(Duration::from_millis(300)).await;
             }
         }

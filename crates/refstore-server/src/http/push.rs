@@ -4,12 +4,13 @@
 
 use super::body::{self, Encoding, Watched};
 use super::bridge::{ChannelReader, DEPTH};
-use super::handler::{refuse_body, State};
 use super::jobs::run;
 use super::pace::PacedBody;
+use super::refusal::refuse_body;
 use super::respond::{Answer, Reply};
 use super::route::Route;
 use super::services;
+use super::state::State;
 use crate::confine::Served;
 use hyper::Response;
 use std::cell::Cell;

@@ -18,10 +18,11 @@
 //! load must not wait for each other's turns.
 
 use super::body::{self, Encoding, Failure};
-use super::handler::{refuse, refuse_body, State};
 use super::jobs::blocking;
 use super::pace::PacedBody;
+use super::refusal::{refuse, refuse_body};
 use super::respond::{Answer, Reply};
+use super::state::State;
 use crate::confine::{self, Served};
 use crate::metrics::Rejection;
 use hyper::body::Incoming;

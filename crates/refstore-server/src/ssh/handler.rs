@@ -5,7 +5,7 @@
 
 use super::idle::Idle;
 use super::service::{self, Request};
-use super::Shared;
+use super::shared::Shared;
 use crate::metrics::Rejection;
 use bytes::Bytes;
 use russh::keys::{HashAlg, PublicKey};

@@ -19,19 +19,22 @@ mod handler;
 mod idle;
 pub mod keys;
 mod service;
+mod shared;
 
 pub use handler::MAX_CHANNELS;
 pub use keys::{AuthorizedKeys, KeyError};
 
 use crate::access::Reloadable;
 use crate::capacity::Capacity;
-use crate::http::{ServeError, ServeOptions};
+use crate::http::ServeError;
 use crate::metrics::{Rejection, Transport};
+use crate::options::ServeOptions;
 use crate::per_address::PerAddress;
 use refstore_fs::Vfs;
 use russh::keys::PrivateKey;
 use russh::server::Config;
 use russh::{MethodKind, MethodSet, SshId};
+use shared::Shared;
 use std::net::{SocketAddr, TcpListener};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -52,16 +55,6 @@ impl std::fmt::Debug for SshOptions {
             .field("host_key", &self.host_key.algorithm())
             .finish_non_exhaustive()
     }
-}
-
-/// What every connection shares.
-struct Shared {
-    options: ServeOptions,
-    vfs: Arc<dyn Vfs>,
-    keys: Arc<Reloadable<AuthorizedKeys>>,
-    capacity: Capacity,
-    /// Services running now, across connections.
-    running: AtomicUsize,
 }
 
 /// How often the accepting loop looks at the shutdown flag.

@@ -9,7 +9,7 @@
 use super::bridge::{ChannelInput, ChannelOutput};
 use super::exec::{self, Command, Service};
 use super::idle::Busy;
-use super::Shared;
+use super::shared::Shared;
 use crate::access::Verdict;
 use crate::authorize::authorize;
 use crate::confine::Served;

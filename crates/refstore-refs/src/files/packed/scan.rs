@@ -4,7 +4,9 @@
 //! prefix are never parsed (git reads the file the same way, so damage
 //! there shows only to commands that read those refs).
 
-use super::{parse_id, split_ref_line, PackedError, Traits, INVALID_NAME, NOT_SORTED};
+use super::line::{
+    memchr_newline, parse_id, split_ref_line, PackedError, Traits, INVALID_NAME, NOT_SORTED,
+};
 use crate::value::Peeled;
 use crate::RefName;
 use crate::{ObjectFormat, ObjectId};
@@ -64,7 +66,7 @@ impl<'t> Scan<'t> {
     /// next line.
     fn line_at(&self, start: usize) -> (&'t [u8], usize) {
         let rest = &self.text[start..];
-        match super::memchr_newline(rest) {
+        match memchr_newline(rest) {
             Some(i) => (&rest[..i], start + i + 1),
             None => (rest, self.text.len()),
         }
