@@ -124,3 +124,24 @@ fn objects_and_housekeeping_sit_below_the_protocol() {
         );
     }
 }
+
+/// The crate of shared test set-ups is for tests only: no crate depends on
+/// it outside its dev-dependencies, so nothing built for use carries it.
+#[test]
+fn test_support_is_only_a_dev_dependency() {
+    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let real = cargo_graph(&workspace);
+    assert!(
+        real.contains_key("refstore-testsupport"),
+        "refstore-testsupport is not in the workspace"
+    );
+    let users: Vec<&String> = real
+        .iter()
+        .filter(|(_, deps)| deps.contains("refstore-testsupport"))
+        .map(|(name, _)| name)
+        .collect();
+    assert!(
+        users.is_empty(),
+        "normal dependencies on refstore-testsupport: {users:?}"
+    );
+}

@@ -10,13 +10,14 @@ mod cluster;
 mod support;
 
 use cluster::TestCluster;
+use refstore_testsupport::{porcupine, Git};
 use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
-use support::{isolate, stderr, stdout};
+use support::{stderr, stdout};
 
 const REFS: [&str; 2] = ["refs/heads/k0", "refs/heads/k1"];
 const CLIENTS: usize = 6;
@@ -60,39 +61,15 @@ impl Rng {
 }
 
 fn git(home: &Path, work: &Path, args: &[&str]) -> std::process::Output {
-    isolate(&mut Command::new("git"), home)
+    Git::new(home, work)
         .env("GIT_TERMINAL_PROMPT", "0")
-        .args(args)
-        .current_dir(work)
-        .output()
-        .unwrap()
-}
-
-/// Builds the checker with Go (the module is fetched from the Go module
-/// proxy on first use).
-fn checker(out: &Path) -> PathBuf {
-    let go = ["/usr/local/go/bin/go", "go"]
-        .into_iter()
-        .find(|g| Command::new(g).arg("version").output().is_ok())
-        .expect("Go is needed to build the Porcupine checker: scripts/install-deps installs it");
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../interop/porcupine");
-    let binary = out.join("porcupine-check");
-    let o = Command::new(go)
-        .env("GOTOOLCHAIN", "local")
-        .args(["build", "-o"])
-        .arg(&binary)
-        .arg(".")
-        .current_dir(&dir)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "go build: {}", stderr(&o));
-    binary
+        .run(args)
 }
 
 #[test]
 fn refs_are_linearizable_under_node_kills_pauses_and_etcd_member_kills() {
     let tmp = tempfile::tempdir().unwrap();
-    let binary = checker(tmp.path());
+    let binary = porcupine::build(tmp.path());
     let c = TestCluster::start(tmp.path(), 3, 3);
     let (home, work) = (c.home.clone(), c.work.clone());
     let urls: Vec<String> = c.nodes.iter().map(|n| n.url()).collect();
@@ -271,7 +248,7 @@ fn refs_are_linearizable_under_node_kills_pauses_and_etcd_member_kills() {
 #[test]
 fn the_checker_finds_a_stale_read() {
     let tmp = tempfile::tempdir().unwrap();
-    let binary = checker(tmp.path());
+    let binary = porcupine::build(tmp.path());
     let file = tmp.path().join("stale.json");
     let history = [
         "[{\"client\":0,\"ref\":\"r\",\"kind\":\"cas\",\"old\":\"\",\"new\":\"a\",\"value\":\"\",\"call\":1,\"return\":2,\"result\":\"ok\"}",

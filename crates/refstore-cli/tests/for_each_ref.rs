@@ -27,16 +27,7 @@ fn agrees_with_git() {
     git(&["commit", "-q", "--allow-empty", "-m", "two"]);
     git(&["branch", "feature/x"]);
     git(&["tag", "-a", "-m", "loose tag", "v2"]);
-    git(&[
-        "-c",
-        "advice.nestedTag=false",
-        "tag",
-        "-a",
-        "-m",
-        "nested",
-        "v3",
-        "v2",
-    ]);
+    Work::at(home, &repo).nested_tag("v3", "v2");
     git(&["tag", "tree-tag", "HEAD^{tree}"]);
     git(&["symbolic-ref", "refs/sym", "refs/heads/main"]);
     git(&["symbolic-ref", "refs/heads/dangling", "refs/heads/nope"]);

@@ -5,33 +5,14 @@
 
 mod support;
 
-use std::io::Write;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 use support::*;
-
-/// Runs `program args` in `cwd` with `input` on standard input.
-fn with_input(program: &str, home: &Path, cwd: &Path, args: &[&str], input: &[u8]) -> Output {
-    let mut child = isolate(&mut Command::new(program), home)
-        .args(args)
-        .current_dir(cwd)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child.stdin.take().unwrap().write_all(input).unwrap();
-    child.wait_with_output().unwrap()
-}
-
-fn refstore_bin() -> &'static str {
-    env!("CARGO_BIN_EXE_refstore")
-}
 
 /// Both programs, same input: same exit code and standard output.
 fn assert_agrees_with_input(home: &Path, cwd: &Path, args: &[&str], input: &[u8]) -> String {
-    let ours = with_input(refstore_bin(), home, cwd, args, input);
-    let theirs = with_input("git", home, cwd, args, input);
+    let ours = refstore_with_input(home, cwd, args, input);
+    let theirs = run_isolated("git", home, cwd, args, input);
     assert_eq!(
         ours.status.code(),
         theirs.status.code(),
@@ -190,8 +171,7 @@ fn written_objects_are_what_git_writes() {
     );
     let mut tree = b"100644 text\0".to_vec();
     tree.extend(hex_to_raw(ids.lines().nth(1).unwrap()));
-    let tree_id = stdout(&with_input(
-        refstore_bin(),
+    let tree_id = stdout(&refstore_with_input(
         home,
         &repo,
         &["hash-object", "-w", "-t", "tree", "--stdin"],
@@ -201,8 +181,7 @@ fn written_objects_are_what_git_writes() {
         "tree {}\nauthor A <a@example.com> 1700000000 +0000\ncommitter A <a@example.com> 1700000000 +0000\n\nmsg\n",
         tree_id.trim()
     );
-    let commit_id = stdout(&with_input(
-        refstore_bin(),
+    let commit_id = stdout(&refstore_with_input(
         home,
         &repo,
         &["hash-object", "-w", "-t", "commit", "--stdin"],

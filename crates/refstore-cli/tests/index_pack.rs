@@ -4,32 +4,12 @@
 
 mod support;
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 use support::*;
 
-fn with_input(program: &str, home: &Path, cwd: &Path, args: &[&str], input: &[u8]) -> Output {
-    let mut child = isolate(&mut Command::new(program), home)
-        .args(args)
-        .current_dir(cwd)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let _ = child.stdin.take().unwrap().write_all(input);
-    child.wait_with_output().unwrap()
-}
-
 fn refstore_in(home: &Path, cwd: &Path, args: &[&str], input: &[u8]) -> Output {
-    with_input(env!("CARGO_BIN_EXE_refstore"), home, cwd, args, input)
-}
-
-fn git_out(home: &Path, cwd: &Path, args: &[&str], input: &[u8]) -> Vec<u8> {
-    let out = with_input("git", home, cwd, args, input);
-    assert!(out.status.success(), "git {args:?}: {}", stderr(&out));
-    out.stdout
+    refstore_with_input(home, cwd, args, input)
 }
 
 /// A repository with three commits changing a large file a little.
@@ -71,7 +51,7 @@ fn packs_and_indexes_are_what_git_writes() {
     let tmp = tempfile::tempdir().unwrap();
     let home = tmp.path();
     let src = source(home);
-    let pack = git_out(
+    let pack = git_bytes(
         home,
         &src,
         &["pack-objects", "--stdout", "--all", "-q"],
@@ -82,7 +62,7 @@ fn packs_and_indexes_are_what_git_writes() {
     assert!(out.status.success(), "{}", stderr(&out));
     // refstore writes the reverse index by default, as git 2.41 and later
     // do; git 2.39 writes it when asked.
-    let git_line = git_out(
+    let git_line = git_bytes(
         home,
         &theirs,
         &["index-pack", "--stdin", "--rev-index"],
@@ -153,7 +133,7 @@ fn thin_packs_are_completed_with_fix_thin() {
     let home = tmp.path();
     let src = source(home);
     let dst = bare(home, "dst");
-    let base = git_out(
+    let base = git_bytes(
         home,
         &src,
         &["pack-objects", "--stdout", "--revs", "-q"],
@@ -162,7 +142,7 @@ fn thin_packs_are_completed_with_fix_thin() {
     assert!(refstore_in(home, &dst, &["index-pack", "--stdin"], &base)
         .status
         .success());
-    let thin = git_out(
+    let thin = git_bytes(
         home,
         &src,
         &["pack-objects", "--stdout", "--revs", "--thin", "-q"],
@@ -185,8 +165,8 @@ fn thin_packs_are_completed_with_fix_thin() {
     assert!(verify.status.success(), "{}", stderr(&verify));
     // The completed pack holds as many objects as git's completion.
     let theirs = bare(home, "theirs");
-    git_out(home, &theirs, &["index-pack", "--stdin"], &base);
-    let git_line = git_out(
+    git_bytes(home, &theirs, &["index-pack", "--stdin"], &base);
+    let git_line = git_bytes(
         home,
         &theirs,
         &["index-pack", "--stdin", "--fix-thin"],
@@ -217,7 +197,7 @@ fn bad_packs_leave_nothing() {
     let tmp = tempfile::tempdir().unwrap();
     let home = tmp.path();
     let src = source(home);
-    let pack = git_out(
+    let pack = git_bytes(
         home,
         &src,
         &["pack-objects", "--stdout", "--all", "-q"],

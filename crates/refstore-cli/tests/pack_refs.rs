@@ -49,16 +49,7 @@ fn leaves_the_repository_as_git_does() {
     git(&["branch", "x/y"]);
     git(&["tag", "light"]);
     git(&["tag", "-a", "-m", "t2", "v2"]);
-    git(&[
-        "-c",
-        "advice.nestedTag=false",
-        "tag",
-        "-a",
-        "-m",
-        "nested",
-        "deep/v3",
-        "v2",
-    ]);
+    Work::at(home, &seed).nested_tag("deep/v3", "v2");
     git(&["symbolic-ref", "refs/heads/sym", "refs/heads/main"]);
     git(&["update-ref", "refs/bisect/bad", "HEAD"]);
     // A packed ref that is also loose with a newer value.

@@ -10,14 +10,18 @@ mod support;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use support::push_pair::PushPair;
 use support::{git, git_ok, isolate, run_with_input, stderr, stdout};
 
-struct Setup {
-    _tmp: tempfile::TempDir,
-    home: PathBuf,
-    src: PathBuf,
-    ours: PathBuf,
-    theirs: PathBuf,
+/// A work repository `src` and two bare targets: `ours` served by
+/// refstore, `theirs` by git.
+struct Setup(PushPair);
+
+impl std::ops::Deref for Setup {
+    type Target = PushPair;
+    fn deref(&self) -> &PushPair {
+        &self.0
+    }
 }
 
 #[derive(Debug, PartialEq, Eq)]
@@ -31,23 +35,7 @@ struct Pushed {
 
 impl Setup {
     fn new() -> Setup {
-        let tmp = tempfile::tempdir().unwrap();
-        let home = tmp.path().to_owned();
-        git_ok(&home, &home, &["init", "-q", "-b", "main", "src"]);
-        for target in ["ours", "theirs"] {
-            git_ok(
-                &home,
-                &home,
-                &["init", "-q", "--bare", "-b", "main", target],
-            );
-        }
-        let s = Setup {
-            src: home.join("src"),
-            ours: home.join("ours"),
-            theirs: home.join("theirs"),
-            home,
-            _tmp: tmp,
-        };
+        let s = Setup(PushPair::new(&["--bare"]));
         s.commit("first");
         s.push(&["main"]);
         s
@@ -92,25 +80,8 @@ impl Setup {
         id
     }
 
-    fn config(&self, key: &str, value: &str) {
-        for target in [&self.ours, &self.theirs] {
-            git_ok(&self.home, target, &["config", key, value]);
-        }
-    }
-
     fn push_into(&self, target: &Path, args: &[&str], ours: bool) -> Pushed {
-        let url = format!("file://{}", target.display());
-        let receive_pack = format!(
-            "--receive-pack={} receive-pack",
-            env!("CARGO_BIN_EXE_refstore")
-        );
-        let mut all = vec!["push", "--porcelain"];
-        if ours {
-            all.push(&receive_pack);
-        }
-        all.push(&url);
-        all.extend_from_slice(args);
-        let out = git(&self.home, &self.src, &all);
+        let (out, url) = self.push_to(ours, args);
         Pushed {
             code: out.status.code(),
             summary: stdout(&out).replace(&url, "<url>"),

@@ -11,14 +11,18 @@ mod support;
 use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
+use support::push_pair::PushPair;
 use support::{git, git_ok, stderr, stdout};
 
-struct Setup {
-    _tmp: tempfile::TempDir,
-    home: PathBuf,
-    src: PathBuf,
-    ours: PathBuf,
-    theirs: PathBuf,
+/// A work repository `src` and two bare targets: `ours` served by
+/// refstore, `theirs` by git.
+struct Setup(PushPair);
+
+impl std::ops::Deref for Setup {
+    type Target = PushPair;
+    fn deref(&self) -> &PushPair {
+        &self.0
+    }
 }
 
 /// What a push printed and left behind.
@@ -35,70 +39,22 @@ struct Pushed {
 
 impl Setup {
     fn new() -> Setup {
-        let tmp = tempfile::tempdir().unwrap();
-        let home = tmp.path().to_owned();
-        git_ok(&home, &home, &["init", "-q", "-b", "main", "src"]);
-        for target in ["ours", "theirs"] {
-            git_ok(
-                &home,
-                &home,
-                &["init", "-q", "--bare", "-b", "main", target],
-            );
-            // git 2.39 offers push options only when asked to.
-            git_ok(
-                &home,
-                &home.join(target),
-                &["config", "receive.advertisePushOptions", "true"],
-            );
-        }
-        let setup = Setup {
-            src: home.join("src"),
-            ours: home.join("ours"),
-            theirs: home.join("theirs"),
-            home,
-            _tmp: tmp,
-        };
-        setup.commit("first");
-        setup
-    }
-
-    fn commit(&self, message: &str) -> String {
-        let file = self.src.join("file");
-        let old = std::fs::read_to_string(&file).unwrap_or_default();
-        std::fs::write(&file, format!("{old}{message}\n")).unwrap();
-        git_ok(&self.home, &self.src, &["add", "file"]);
-        git_ok(&self.home, &self.src, &["commit", "-q", "-m", message]);
-        git_ok(&self.home, &self.src, &["rev-parse", "HEAD"])
-            .trim()
-            .to_owned()
+        let pair = PushPair::new(&["--bare"]);
+        // git 2.39 offers push options only when asked to.
+        pair.config("receive.advertisePushOptions", "true");
+        pair.commit("first");
+        Setup(pair)
     }
 
     /// Installs hook `name` with shell `body` in both targets.
     fn hook(&self, name: &str, body: &str) {
-        for target in [&self.ours, &self.theirs] {
+        for target in self.targets() {
             install_hook(&target.join("hooks"), name, body);
         }
     }
 
-    fn config(&self, key: &str, value: &str) {
-        for target in [&self.ours, &self.theirs] {
-            git_ok(&self.home, target, &["config", key, value]);
-        }
-    }
-
     fn push_into(&self, target: &Path, args: &[&str], ours: bool) -> Pushed {
-        let url = format!("file://{}", target.display());
-        let receive_pack = format!(
-            "--receive-pack={} receive-pack",
-            env!("CARGO_BIN_EXE_refstore")
-        );
-        let mut all = vec!["push", "--porcelain"];
-        if ours {
-            all.push(&receive_pack);
-        }
-        all.push(&url);
-        all.extend_from_slice(args);
-        let out = git(&self.home, &self.src, &all);
+        let (out, url) = self.push_to(ours, args);
         let log_path = target.join("hook.log");
         let log = std::fs::read_to_string(&log_path).unwrap_or_default();
         let _ = std::fs::remove_file(&log_path);

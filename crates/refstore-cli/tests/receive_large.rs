@@ -13,6 +13,7 @@
 mod served;
 mod support;
 
+use refstore_testsupport::pkt_line::{after_first_flush as report, pkt};
 use served::{git_net, Served};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -80,36 +81,6 @@ fn measured(cmd: &mut Command, input: Vec<u8>) -> Measured {
     }
 }
 
-fn pkt(line: &str) -> Vec<u8> {
-    let mut out = format!("{:04x}", line.len() + 4).into_bytes();
-    out.extend_from_slice(line.as_bytes());
-    out
-}
-
-/// The report: the pkt-lines after the advertisement's flush-pkt.
-fn report(stdout: &[u8]) -> Vec<String> {
-    let mut bytes = stdout;
-    let mut lines = Vec::new();
-    let mut flushes = 0;
-    while bytes.len() >= 4 {
-        let len = usize::from_str_radix(std::str::from_utf8(&bytes[..4]).unwrap(), 16).unwrap();
-        if len == 0 {
-            flushes += 1;
-            bytes = &bytes[4..];
-            continue;
-        }
-        if flushes == 1 {
-            lines.push(
-                String::from_utf8_lossy(&bytes[4..len])
-                    .trim_end()
-                    .to_owned(),
-            );
-        }
-        bytes = &bytes[len..];
-    }
-    lines
-}
-
 /// A source repository whose one commit holds `files` (name, size, byte
 /// repeated), and its commit id.
 fn source(home: &Path, files: &[(&str, u64, u8)]) -> (PathBuf, String) {
@@ -155,7 +126,7 @@ fn bare(home: &Path, name: &str, config: &[(&str, &str)]) -> PathBuf {
 /// refs/heads/main at `commit` with `pack`, measured.
 fn receive(home: &Path, repo: &Path, config: &[&str], commit: &str, pack: &[u8]) -> Measured {
     let input = [
-        pkt(&format!("{ZERO} {commit} refs/heads/main\0report-status")),
+        pkt(format!("{ZERO} {commit} refs/heads/main\0report-status")),
         b"0000".to_vec(),
         pack.to_vec(),
     ]

@@ -6,18 +6,20 @@
 
 mod support;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
+use support::push_pair::PushPair;
 use support::{git, git_ok, isolate, stderr, stdout};
 
 /// A work repository `src` and two targets: `ours` served by refstore,
 /// `theirs` by git.
-struct Setup {
-    _tmp: tempfile::TempDir,
-    home: PathBuf,
-    src: PathBuf,
-    ours: PathBuf,
-    theirs: PathBuf,
+struct Setup(PushPair);
+
+impl std::ops::Deref for Setup {
+    type Target = PushPair;
+    fn deref(&self) -> &PushPair {
+        &self.0
+    }
 }
 
 /// What a push printed and left behind.
@@ -35,59 +37,14 @@ fn refstore_receive_pack() -> String {
 impl Setup {
     /// `bare`: whether the targets are bare repositories.
     fn new(bare: bool) -> Setup {
-        let tmp = tempfile::tempdir().unwrap();
-        let home = tmp.path().to_owned();
-        let src = home.join("src");
-        git_ok(&home, &home, &["init", "-q", "-b", "main", "src"]);
-        for target in ["ours", "theirs"] {
-            let mut args = vec!["init", "-q", "-b", "main", target];
-            if bare {
-                args.insert(2, "--bare");
-            }
-            git_ok(&home, &home, &args);
-        }
-        let setup = Setup {
-            ours: home.join("ours"),
-            theirs: home.join("theirs"),
-            _tmp: tmp,
-            home,
-            src,
-        };
-        setup.commit("first");
-        setup
-    }
-
-    fn commit(&self, message: &str) -> String {
-        let file = self.src.join("file");
-        let old = std::fs::read_to_string(&file).unwrap_or_default();
-        std::fs::write(&file, format!("{old}{message}\n")).unwrap();
-        self.git(&["add", "file"]);
-        self.git(&["commit", "-q", "-m", message]);
-        self.git(&["rev-parse", "HEAD"]).trim().to_owned()
-    }
-
-    fn git(&self, args: &[&str]) -> String {
-        git_ok(&self.home, &self.src, args)
-    }
-
-    /// Sets `key` to `value` in both targets.
-    fn config(&self, key: &str, value: &str) {
-        for target in [&self.ours, &self.theirs] {
-            git_ok(&self.home, target, &["config", key, value]);
-        }
+        let pair = PushPair::new(if bare { &["--bare"] } else { &[] });
+        pair.commit("first");
+        Setup(pair)
     }
 
     /// Pushes with `args` into one target.
     fn push_into(&self, target: &Path, args: &[&str], ours: bool) -> Pushed {
-        let url = format!("file://{}", target.display());
-        let receive_pack = format!("--receive-pack={}", refstore_receive_pack());
-        let mut all = vec!["push", "--porcelain"];
-        if ours {
-            all.push(&receive_pack);
-        }
-        all.push(&url);
-        all.extend_from_slice(args);
-        let out = git(&self.home, &self.src, &all);
+        let (out, url) = self.push_to(ours, args);
         let summary = stdout(&out).replace(&url, "<url>");
         if ours {
             let fsck = git(&self.home, target, &["fsck", "--no-progress"]);

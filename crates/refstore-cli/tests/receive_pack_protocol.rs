@@ -6,6 +6,7 @@
 
 mod support;
 
+use refstore_testsupport::pkt_line::{after_first_flush, pkt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use support::{git_ok, isolate, run_with_input, stderr};
@@ -93,34 +94,9 @@ impl Setup {
     }
 }
 
-fn pkt(line: &str) -> Vec<u8> {
-    let mut out = format!("{:04x}", line.len() + 4).into_bytes();
-    out.extend_from_slice(line.as_bytes());
-    out
-}
-
 /// The report: the pkt-lines after the advertisement's flush-pkt.
 fn report(out: &Output) -> Vec<String> {
-    let mut bytes = &out.stdout[..];
-    let mut lines = Vec::new();
-    let mut flushes = 0;
-    while bytes.len() >= 4 {
-        let len = usize::from_str_radix(std::str::from_utf8(&bytes[..4]).unwrap(), 16).unwrap();
-        if len == 0 {
-            flushes += 1;
-            bytes = &bytes[4..];
-            continue;
-        }
-        if flushes == 1 {
-            lines.push(
-                String::from_utf8_lossy(&bytes[4..len])
-                    .trim_end()
-                    .to_owned(),
-            );
-        }
-        bytes = &bytes[len..];
-    }
-    lines
+    after_first_flush(&out.stdout)
 }
 
 const ZERO: &str = "0000000000000000000000000000000000000000";
@@ -133,14 +109,14 @@ fn malformed_requests_are_refused_before_anything_is_stored() {
     let new = s.rev("main");
     let bad_requests: Vec<Vec<u8>> = vec![
         b"00zz".to_vec(),
-        [pkt(&format!("{main} {new}")), b"0000".to_vec()].concat(),
+        [pkt(format!("{main} {new}")), b"0000".to_vec()].concat(),
         [
-            pkt(&format!("{} {new} refs/heads/main", &main[..39])),
+            pkt(format!("{} {new} refs/heads/main", &main[..39])),
             b"0000".to_vec(),
         ]
         .concat(),
         [
-            pkt(&format!("{main} {new}X refs/heads/main")),
+            pkt(format!("{main} {new}X refs/heads/main")),
             b"0000".to_vec(),
         ]
         .concat(),
@@ -166,9 +142,9 @@ fn funny_ref_names_are_reported_per_ref() {
     let s = Setup::new();
     let first = s.rev("main~1");
     let input = [
-        pkt(&format!("{ZERO} {first} refs/foo\0report-status")),
-        pkt(&format!("{ZERO} {first} refs/heads/a..b")),
-        pkt(&format!("{ZERO} {first} refs/heads/fine")),
+        pkt(format!("{ZERO} {first} refs/foo\0report-status")),
+        pkt(format!("{ZERO} {first} refs/heads/a..b")),
+        pkt(format!("{ZERO} {first} refs/heads/fine")),
         b"0000".to_vec(),
         s.pack(&format!("{first}\n"), &["--thin"]),
     ]
@@ -192,7 +168,7 @@ fn a_truncated_pack_changes_nothing() {
     let (old, new) = (s.rev("main~1"), s.rev("main"));
     let pack = s.pack(&format!("{new}\n^{old}\n"), &["--thin"]);
     let input = [
-        pkt(&format!("{old} {new} refs/heads/main\0report-status")),
+        pkt(format!("{old} {new} refs/heads/main\0report-status")),
         b"0000".to_vec(),
         pack[..pack.len() - 30].to_vec(),
     ]
@@ -255,7 +231,7 @@ fn ref_delta_packs_thin_or_not_are_stored_without_duplicates() {
         };
         let extra: &[&str] = if thin { &["--thin"] } else { &[] };
         let input = [
-            pkt(&format!("{old} {new} refs/heads/main\0report-status")),
+            pkt(format!("{old} {new} refs/heads/main\0report-status")),
             b"0000".to_vec(),
             s.pack(&revs, extra),
         ]
@@ -288,7 +264,7 @@ fn deletes_need_no_pack() {
         &["update-ref", "refs/heads/gone", &first],
     );
     let input = [
-        pkt(&format!(
+        pkt(format!(
             "{first} {ZERO} refs/heads/gone\0report-status-v2 atomic"
         )),
         b"0000".to_vec(),
@@ -304,8 +280,8 @@ fn a_stale_old_value_fails_that_ref_only() {
     let s = Setup::new();
     let (first, second) = (s.rev("main~1"), s.rev("main"));
     let input = [
-        pkt(&format!("{second} {first} refs/heads/main\0report-status")),
-        pkt(&format!("{ZERO} {first} refs/heads/new")),
+        pkt(format!("{second} {first} refs/heads/main\0report-status")),
+        pkt(format!("{ZERO} {first} refs/heads/new")),
         b"0000".to_vec(),
         s.pack(&format!("{first}\n"), &["--thin"]),
     ]
@@ -327,10 +303,10 @@ fn an_atomic_push_with_a_stale_old_value_changes_nothing() {
     let s = Setup::new();
     let (first, second) = (s.rev("main~1"), s.rev("main"));
     let input = [
-        pkt(&format!(
+        pkt(format!(
             "{second} {first} refs/heads/main\0report-status atomic"
         )),
-        pkt(&format!("{ZERO} {first} refs/heads/new")),
+        pkt(format!("{ZERO} {first} refs/heads/new")),
         b"0000".to_vec(),
         s.pack(&format!("{first}\n"), &["--thin"]),
     ]
@@ -445,7 +421,7 @@ fn stateless_rpc_answers_without_an_advertisement() {
     let first = s.rev("main~1");
     git_ok(&s.home, &s.ours, &["update-ref", "refs/heads/gone", &first]);
     let input = [
-        pkt(&format!("{first} {ZERO} refs/heads/gone\0report-status")),
+        pkt(format!("{first} {ZERO} refs/heads/gone\0report-status")),
         b"0000".to_vec(),
     ]
     .concat();
@@ -490,8 +466,8 @@ fn a_pack_missing_objects_is_refused_per_ref() {
         .args(["pack-objects", "--stdout", "-q"]);
     let pack = run_with_input(&mut cmd, objects.as_bytes()).stdout;
     let input = [
-        pkt(&format!("{old} {new} refs/heads/main\0report-status")),
-        pkt(&format!("{ZERO} {old} refs/heads/fine")),
+        pkt(format!("{old} {new} refs/heads/main\0report-status")),
+        pkt(format!("{ZERO} {old} refs/heads/fine")),
         b"0000".to_vec(),
         pack,
     ]
@@ -534,10 +510,8 @@ fn a_pack_missing_objects_fails_an_atomic_push() {
         .args(["pack-objects", "--stdout", "-q"]);
     let pack = run_with_input(&mut cmd, objects.as_bytes()).stdout;
     let input = [
-        pkt(&format!(
-            "{old} {new} refs/heads/main\0report-status atomic"
-        )),
-        pkt(&format!("{ZERO} {old} refs/heads/fine")),
+        pkt(format!("{old} {new} refs/heads/main\0report-status atomic")),
+        pkt(format!("{ZERO} {old} refs/heads/fine")),
         b"0000".to_vec(),
         pack,
     ]

@@ -10,28 +10,10 @@
 //! `REFSTORE_STRESS_SEED` run it longer or differently.
 
 mod support;
-use support::ref_races::{run, Format, Race, Reader, Tool};
-use support::stress::Budget;
+use support::ref_races::{race_and_check, Format, Tool};
 
 fn race(packer: Tool, writer: Tool) {
-    let tmp = tempfile::tempdir().unwrap();
-    let race = Race {
-        format: Format::Files,
-        packer,
-        writer,
-        readers: Reader::all_for(Format::Files),
-    };
-    let budget = Budget::from_env(10, 20);
-    let tally = run(&race, &budget, tmp.path());
-    eprintln!("{} (seed {})", tally.report(&race), budget.seed);
-    assert!(tally.acknowledged > 0, "no write was acknowledged");
-    assert_eq!(
-        tally.violations(),
-        0,
-        "{}\n{}",
-        tally.report(&race),
-        tally.examples.join("\n")
-    );
+    race_and_check(Format::Files, packer, writer);
 }
 
 #[test]

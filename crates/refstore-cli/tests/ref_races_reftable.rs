@@ -22,28 +22,10 @@
 //! `REFSTORE_STRESS_SEED` run it longer or differently.
 
 mod support;
-use support::ref_races::{reftable_git, run, Format, Race, Reader, Tool, GIT_REFTABLE_VARIABLE};
-use support::stress::Budget;
+use support::ref_races::{race_and_check, reftable_git, Format, Tool, GIT_REFTABLE_VARIABLE};
 
 fn race(packer: Tool, writer: Tool) {
-    let tmp = tempfile::tempdir().unwrap();
-    let race = Race {
-        format: Format::Reftable,
-        packer,
-        writer,
-        readers: Reader::all_for(Format::Reftable),
-    };
-    let budget = Budget::from_env(10, 20);
-    let tally = run(&race, &budget, tmp.path());
-    eprintln!("{} (seed {})", tally.report(&race), budget.seed);
-    assert!(tally.acknowledged > 0, "no write was acknowledged");
-    assert_eq!(
-        tally.violations(),
-        0,
-        "{}\n{}",
-        tally.report(&race),
-        tally.examples.join("\n")
-    );
+    race_and_check(Format::Reftable, packer, writer);
 }
 
 /// Runs the race with the git `REFSTORE_TEST_GIT_REFTABLE` names, or says

@@ -8,7 +8,7 @@ mod support;
 use support::jgit;
 
 use std::path::Path;
-use support::{git_ok, isolate, run_with_input, stderr, stdout};
+use support::{git_ok, isolate, run_with_input, stderr, stdout, Work};
 
 fn refstore(home: &Path, cwd: &Path, args: &[&str], input: &str) -> String {
     let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_refstore"));
@@ -36,16 +36,7 @@ fn files_repository(home: &Path, dir: &Path) -> Repo {
     let git = |args: &[&str]| git_ok(home, dir, args).trim().to_owned();
     git(&["commit", "-q", "--allow-empty", "-m", "one"]);
     git(&["tag", "-a", "-m", "annotated", "v1"]);
-    git(&[
-        "-c",
-        "advice.nestedTag=false",
-        "tag",
-        "-a",
-        "-m",
-        "nested",
-        "v2",
-        "v1",
-    ]);
+    Work::at(home, dir).nested_tag("v2", "v1");
     git(&["tag", "light"]);
     git(&["symbolic-ref", "refs/sym", "refs/heads/main"]);
     let commit = git(&["rev-parse", "HEAD"]);

@@ -15,17 +15,12 @@ use support::*;
 /// A work repository and bare copies of it at `pub/open.git`,
 /// `priv/secret.git` and `team/alices.git` below `root`.
 fn setup(home: &Path, root: &Path) -> PathBuf {
-    let work = home.join("work");
-    git_ok(home, home, &["init", "-q", "-b", "main", "work"]);
-    std::fs::write(work.join("a"), "a\n").unwrap();
-    git_ok(home, &work, &["add", "a"]);
-    git_ok(home, &work, &["commit", "-q", "-m", "a"]);
+    let work = Work::init(home, "work");
+    work.commit_file("a", "a\n");
     for repo in ["pub/open.git", "priv/secret.git", "team/alices.git"] {
-        let path = root.join(repo);
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        bare_clone(home, &work, &path);
+        work.bare_clone(&root.join(repo));
     }
-    work
+    work.path
 }
 
 /// A server with access rules and two users.

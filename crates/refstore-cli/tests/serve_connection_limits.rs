@@ -29,11 +29,9 @@ fn certificate(home: &Path) -> (PathBuf, PathBuf, Vec<u8>) {
 }
 
 fn setup(home: &Path, root: &Path) {
-    let work = home.join("work");
-    git_ok(home, home, &["init", "-q", "-b", "main", "work"]);
-    git_ok(home, &work, &["commit", "-q", "--allow-empty", "-m", "a"]);
-    std::fs::create_dir_all(root).unwrap();
-    bare_clone(home, &work, &root.join("proj.git"));
+    Work::init(home, "work")
+        .commit_empty("a")
+        .bare_clone(&root.join("proj.git"));
 }
 
 /// A TLS client trusting `ca` (DER), over `tcp`.

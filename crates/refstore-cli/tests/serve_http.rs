@@ -23,19 +23,10 @@ fn refs_of(home: &Path, git_dir: &Path) -> String {
 /// A work repository with two branches and an annotated tag, and a bare
 /// copy of it below `root`.
 fn setup(home: &Path, root: &Path) -> (PathBuf, PathBuf) {
-    let work = home.join("work");
-    git_ok(home, home, &["init", "-q", "-b", "main", "work"]);
-    for (i, name) in ["a", "b", "c"].iter().enumerate() {
-        std::fs::write(work.join(name), format!("{i}\n")).unwrap();
-        git_ok(home, &work, &["add", name]);
-        git_ok(home, &work, &["commit", "-q", "-m", name]);
-    }
-    git_ok(home, &work, &["branch", "topic", "HEAD~1"]);
-    git_ok(home, &work, &["tag", "-a", "-m", "release", "v1", "HEAD~2"]);
-    std::fs::create_dir_all(root.join("team")).unwrap();
     let served = root.join("team/proj.git");
-    bare_clone(home, &work, &served);
-    (work, served)
+    let work = fixtures::three_commits(home);
+    work.bare_clone(&served);
+    (work.path, served)
 }
 
 #[test]

@@ -11,25 +11,22 @@ use support::*;
 
 /// A bare repository below `root` with a merge in its history.
 fn setup(home: &Path, root: &Path) -> PathBuf {
-    let work = home.join("work");
-    git_ok(home, home, &["init", "-q", "-b", "main", "work"]);
+    let work = Work::init(home, "work");
     let commit = |name: &str| {
-        std::fs::write(work.join(name), format!("{name}\n")).unwrap();
-        git_ok(home, &work, &["add", name]);
-        git_ok(home, &work, &["commit", "-q", "-m", name]);
+        work.commit_file(name, format!("{name}\n"));
     };
     for name in ["a", "b", "c"] {
         commit(name);
     }
-    git_ok(home, &work, &["checkout", "-q", "-b", "side", "HEAD~1"]);
+    work.git(&["checkout", "-q", "-b", "side", "HEAD~1"]);
     commit("s1");
     commit("s2");
-    git_ok(home, &work, &["checkout", "-q", "main"]);
+    work.git(&["checkout", "-q", "main"]);
     commit("d");
-    git_ok(home, &work, &["merge", "-q", "--no-edit", "side"]);
+    work.git(&["merge", "-q", "--no-edit", "side"]);
     commit("e");
     let served = root.join("proj.git");
-    bare_clone(home, &work, &served);
+    work.bare_clone(&served);
     served
 }
 

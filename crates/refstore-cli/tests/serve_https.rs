@@ -51,22 +51,16 @@ fn https_as(server: &Served, user: &str, path: &str) -> String {
 
 /// A work repository with one commit and a bare copy `root/proj.git`.
 fn setup(home: &Path, root: &Path) -> (PathBuf, PathBuf) {
-    let work = home.join("work");
-    git_ok(home, home, &["init", "-q", "-b", "main", "work"]);
-    std::fs::write(work.join("a"), "a\n").unwrap();
-    git_ok(home, &work, &["add", "a"]);
-    git_ok(home, &work, &["commit", "-q", "-m", "a"]);
-    std::fs::create_dir_all(root).unwrap();
     let served = root.join("proj.git");
-    bare_clone(home, &work, &served);
-    (work, served)
+    let work = Work::init(home, "work");
+    work.commit_file("a", "a\n").bare_clone(&served);
+    (work.path, served)
 }
 
 fn commit(home: &Path, work: &Path, name: &str) -> String {
-    std::fs::write(work.join(name), name).unwrap();
-    git_ok(home, work, &["add", name]);
-    git_ok(home, work, &["commit", "-q", "-m", name]);
-    git_ok(home, work, &["rev-parse", "HEAD"])
+    Work::at(home, work)
+        .commit_file(name, name)
+        .git(&["rev-parse", "HEAD"])
 }
 
 #[test]
@@ -197,7 +191,7 @@ fn certificates_are_reloaded_on_sighup_and_checked_at_startup() {
     let (cert, key) = certificate(home, "server");
     let (old_cert, _) = certificate(home, "old");
     std::fs::copy(&cert, &old_cert).unwrap();
-    let mut server = Served::start(
+    let server = Served::start(
         home,
         &root,
         &[

@@ -10,6 +10,7 @@
 mod served;
 mod support;
 use base64::Engine as _;
+use refstore_testsupport::pkt_line::pkt;
 use served::*;
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -22,17 +23,12 @@ use support::*;
 /// A bare repository `root/proj.git` with two commits on main; returns it
 /// and the work repository it was cloned from.
 fn setup(home: &Path, root: &Path) -> (PathBuf, PathBuf) {
-    let work = home.join("work");
-    git_ok(home, home, &["init", "-q", "-b", "main", "work"]);
-    for name in ["a", "b"] {
-        std::fs::write(work.join(name), name).unwrap();
-        git_ok(home, &work, &["add", name]);
-        git_ok(home, &work, &["commit", "-q", "-m", name]);
-    }
-    std::fs::create_dir_all(root).unwrap();
     let served = root.join("proj.git");
-    bare_clone(home, &work, &served);
-    (work, served)
+    let work = Work::init(home, "work");
+    work.commit_file("a", "a")
+        .commit_file("b", "b")
+        .bare_clone(&served);
+    (work.path, served)
 }
 
 fn credentials(home: &Path) -> PathBuf {
@@ -416,13 +412,6 @@ fn pack_of_noise(home: &Path, size: usize) -> Vec<u8> {
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(o.stdout.len() > size);
     o.stdout
-}
-
-/// The pkt-line of `text`.
-fn pkt(text: &[u8]) -> Vec<u8> {
-    let mut out = format!("{:04x}", text.len() + 4).into_bytes();
-    out.extend_from_slice(text);
-    out
 }
 
 #[test]

@@ -5,45 +5,35 @@
 
 mod served;
 mod support;
+use refstore_testsupport::server::ServerProcess;
 use served::*;
-use std::io::{BufRead, BufReader, Read};
+use std::io::BufRead;
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use support::prometheus::{self, Exposition};
 use support::*;
 
 /// A work repository with two branches and a tag, and a bare copy of it
 /// below `root` as `proj.git`; a reftable repository `rt.git` beside it.
 fn setup(home: &Path, root: &Path) -> PathBuf {
-    let work = home.join("work");
-    git_ok(home, home, &["init", "-q", "-b", "main", "work"]);
-    for name in ["a", "b", "c"] {
-        std::fs::write(work.join(name), format!("{name}\n")).unwrap();
-        git_ok(home, &work, &["add", name]);
-        git_ok(home, &work, &["commit", "-q", "-m", name]);
-    }
-    git_ok(home, &work, &["branch", "topic", "HEAD~1"]);
-    git_ok(home, &work, &["tag", "-a", "-m", "release", "v1", "HEAD~2"]);
-    std::fs::create_dir_all(root).unwrap();
-    let served = root.join("proj.git");
-    bare_clone(home, &work, &served);
+    let work = fixtures::three_commits(home);
+    work.bare_clone(&root.join("proj.git"));
     let init = refstore(
         home,
         root,
         &["init", "-q", "--bare", "--ref-format=reftable", "rt.git"],
     );
     assert!(init.status.success(), "{}", stderr(&init));
-    work
+    work.path
 }
 
 /// A running `refstore serve` with a metrics listener, stopped with
 /// SIGTERM by [`Observed::stop`] (killed when dropped).
 struct Observed {
-    child: Child,
+    process: ServerProcess,
     addr: String,
     metrics_addr: String,
-    log: Option<std::thread::JoinHandle<String>>,
 }
 
 impl Observed {
@@ -54,17 +44,9 @@ impl Observed {
             .args(["--metrics-listen", "127.0.0.1:0", "--workers", "4"])
             .arg("--root")
             .arg(root)
-            .args(extra)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        let mut child = cmd.spawn().unwrap();
-        let mut stderr = child.stderr.take().unwrap();
-        let log = std::thread::spawn(move || {
-            let mut log = String::new();
-            let _ = stderr.read_to_string(&mut log);
-            log
-        });
-        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+            .args(extra);
+        let (process, stdout) = ServerProcess::spawn(&mut cmd);
+        let mut lines = stdout.lines();
         let mut next = || lines.next().and_then(Result::ok).unwrap_or_default();
         let (addr, metrics_addr) = (next(), next());
         assert!(
@@ -72,10 +54,9 @@ impl Observed {
             "serve printed no addresses"
         );
         Observed {
-            child,
+            process,
             addr,
             metrics_addr,
-            log: Some(log),
         }
     }
 
@@ -113,23 +94,8 @@ impl Observed {
     }
 
     /// Stops the server with SIGTERM; returns its exit code and log.
-    fn stop(mut self) -> (Option<i32>, String) {
-        let pid = self.child.id().to_string();
-        assert!(Command::new("kill")
-            .args(["-TERM", &pid])
-            .status()
-            .unwrap()
-            .success());
-        let status = self.child.wait().unwrap();
-        let log = self.log.take().unwrap().join().unwrap();
-        (status.code(), log)
-    }
-}
-
-impl Drop for Observed {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+    fn stop(self) -> (Option<i32>, String) {
+        self.process.stop()
     }
 }
 
@@ -137,11 +103,6 @@ fn credentials(home: &Path) -> PathBuf {
     let path = home.join("users");
     std::fs::write(&path, "bob:pw\n").unwrap();
     path
-}
-
-fn git_net_ok(home: &Path, cwd: &Path, args: &[&str]) {
-    let o = git_net(home, cwd, args);
-    assert!(o.status.success(), "git {args:?}: {}", stderr(&o));
 }
 
 /// Clones (v2 and v0), ls-remote, three pushes updating four refs in a

@@ -403,7 +403,7 @@ fn catch_up(version: &str) {
     let second = commit_text(home, &work, "big", &changed.concat());
     let o = push(home, &work, &n2);
     assert!(o.status.success(), "{}", stderr(&o));
-    let mut n3 = cluster.start(3, &[]);
+    let n3 = cluster.start(3, &[]);
     n3.wait_for_log("repair pass done");
     let expected = packs(&cluster.repo(2));
     assert_eq!(expected.len(), 2);

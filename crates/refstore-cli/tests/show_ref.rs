@@ -18,20 +18,7 @@ fn agrees_with_git() {
     git_ok(home, &repo, &["tag", "-a", "-m", "packed", "v2"]);
     git_ok(home, &repo, &["pack-refs", "--all"]);
     git_ok(home, &repo, &["tag", "-a", "-m", "loose", "v3"]);
-    git_ok(
-        home,
-        &repo,
-        &[
-            "-c",
-            "advice.nestedTag=false",
-            "tag",
-            "-a",
-            "-m",
-            "nested",
-            "v4",
-            "v3",
-        ],
-    );
+    Work::at(home, &repo).nested_tag("v4", "v3");
     git_ok(home, &repo, &["commit", "-q", "--allow-empty", "-m", "two"]);
     git_ok(home, &repo, &["branch", "loose"]);
     git_ok(

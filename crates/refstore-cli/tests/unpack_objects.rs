@@ -5,9 +5,8 @@
 
 mod support;
 
-use std::io::Write;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 use support::*;
 
 fn unpack(program: &str, home: &Path, repo: &Path, args: &[&str], pack: &[u8]) -> Output {
@@ -21,22 +20,6 @@ fn unpack(program: &str, home: &Path, repo: &Path, args: &[&str], pack: &[u8]) -
 
 fn refstore_unpack(home: &Path, repo: &Path, args: &[&str], pack: &[u8]) -> Output {
     unpack(env!("CARGO_BIN_EXE_refstore"), home, repo, args, pack)
-}
-
-/// Runs git with `input` on stdin; returns its stdout bytes.
-fn git_bytes(home: &Path, cwd: &Path, args: &[&str], input: &[u8]) -> Vec<u8> {
-    let mut child = isolate(&mut Command::new("git"), home)
-        .args(args)
-        .current_dir(cwd)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child.stdin.take().unwrap().write_all(input).unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert!(out.status.success(), "git {args:?}: {}", stderr(&out));
-    out.stdout
 }
 
 /// A source repository: three commits changing large files a little (so

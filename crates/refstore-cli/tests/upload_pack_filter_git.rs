@@ -7,16 +7,23 @@
 mod support;
 
 use std::path::{Path, PathBuf};
+use support::fixtures::Sandbox;
 use support::{git, git_ok, isolate, run_with_input, stderr};
 
 const VERSIONS: [&str; 2] = ["0", "2"];
 
+/// A home and the repositories beside it (through `Deref`).
 struct Fixture {
-    _tmp: tempfile::TempDir,
-    home: PathBuf,
-    root: PathBuf,
+    sandbox: Sandbox,
     /// The served repository (with a work tree).
     source: PathBuf,
+}
+
+impl std::ops::Deref for Fixture {
+    type Target = Sandbox;
+    fn deref(&self) -> &Sandbox {
+        &self.sandbox
+    }
 }
 
 impl Fixture {
@@ -24,18 +31,9 @@ impl Fixture {
     /// 1 KiB, some under) at several depths, older objects packed with
     /// deltas and newer ones loose, an annotated tag; filters allowed.
     fn new() -> Fixture {
-        let tmp = tempfile::tempdir().unwrap();
-        let home = tmp.path().join("home");
-        let root = tmp.path().join("work");
-        std::fs::create_dir_all(&home).unwrap();
-        std::fs::create_dir_all(&root).unwrap();
-        let f = Fixture {
-            source: root.join("source"),
-            _tmp: tmp,
-            home,
-            root,
-        };
-        f.git(&f.root, &["init", "-q", "-b", "main", "source"]);
+        let sandbox = Sandbox::new();
+        let source = sandbox.init("source").path;
+        let f = Fixture { sandbox, source };
         for i in 0..4 {
             f.commit(i);
         }

@@ -6,6 +6,7 @@
 mod support;
 
 use std::path::{Path, PathBuf};
+use support::fixtures::Sandbox;
 use support::{git, git_ok, stderr};
 
 const VERSIONS: [&str; 2] = ["0", "2"];
@@ -15,31 +16,27 @@ fn refstore_upload_pack() -> String {
     format!("{} upload-pack", env!("CARGO_BIN_EXE_refstore"))
 }
 
+/// A home and the repositories beside it (through `Deref`).
 struct Fixture {
-    _tmp: tempfile::TempDir,
-    home: PathBuf,
-    root: PathBuf,
+    sandbox: Sandbox,
     /// The served repository (with a work tree).
     source: PathBuf,
+}
+
+impl std::ops::Deref for Fixture {
+    type Target = Sandbox;
+    fn deref(&self) -> &Sandbox {
+        &self.sandbox
+    }
 }
 
 impl Fixture {
     /// A repository with two branches, merges, a subdirectory, annotated,
     /// lightweight and nested tags, part of it packed and part loose.
     fn new() -> Fixture {
-        let tmp = tempfile::tempdir().unwrap();
-        let home = tmp.path().join("home");
-        let root = tmp.path().join("work");
-        std::fs::create_dir_all(&home).unwrap();
-        std::fs::create_dir_all(&root).unwrap();
-        let source = root.join("source");
-        let fixture = Fixture {
-            _tmp: tmp,
-            home,
-            root,
-            source,
-        };
-        fixture.git(&fixture.root, &["init", "-q", "-b", "main", "source"]);
+        let sandbox = Sandbox::new();
+        let source = sandbox.init("source").path;
+        let fixture = Fixture { sandbox, source };
         for i in 0..4 {
             fixture.commit(&format!("first {i}"));
         }

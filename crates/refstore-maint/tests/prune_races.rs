@@ -12,40 +12,17 @@ use refstore_fs::{Op, Vfs};
 use refstore_maint::{Options, Repo, Task};
 use refstore_odb::{Odb, Quarantine};
 use refstore_refs::{ObjectFormat, ObjectId};
+use refstore_testsupport::Git;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 fn git(dir: &Path, args: &[&str], input: &str) -> String {
-    let mut child = Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("HOME", dir)
-        .env("GIT_AUTHOR_NAME", "A")
-        .env("GIT_AUTHOR_EMAIL", "a@example.com")
-        .env("GIT_COMMITTER_NAME", "C")
-        .env("GIT_COMMITTER_EMAIL", "c@example.com")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("cannot run git");
-    use std::io::Write;
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(input.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap().trim().to_owned()
+    Git::at(dir)
+        .ok_with(args, input.as_bytes())
+        .trim()
+        .to_owned()
 }
 
 /// Makes a loose object look a month old, older than `gc.pruneExpire`.

@@ -2,7 +2,7 @@
 //! received pack (with `.keep` and `.rev`) and of a batch of loose objects
 //! fails in turn with EIO, and with ENOSPC where space is consumed, under
 //! the `fsync`, `batch` and `none` flush methods. See the shared
-//! `support/faults.rs` for the rules every faulted run is held to; on top
+//! `refstore_testsupport::faults` for the rules every faulted run is held to; on top
 //! of them a pack is all-or-nothing (a failed store leaves the directory as
 //! it was, unless the pack was already visible when a last flush failed),
 //! and loose objects appear whole or not at all.
@@ -16,24 +16,13 @@ use refstore_hash::ObjectFormat;
 use refstore_odb::{loose_object_path, store_pack, LooseWriter, ObjectKind, PackOptions};
 use std::path::Path;
 use std::sync::Arc;
-use support::faults::{self, Case, Faulted, Tally};
-use support::{run, run_with_input};
+use support::faults::{self, Case, Faulted, Tally, METHODS};
 
 const OBJECTS: &str = "/repo/objects";
 
-const METHODS: [FlushMethod; 3] = [FlushMethod::Fsync, FlushMethod::Batch, FlushMethod::None];
-
 /// A small pack made by git.
 fn git_pack() -> Vec<u8> {
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path();
-    run(dir, &["init", "-q", "."]);
-    for i in 0..3 {
-        std::fs::write(dir.join("file"), "some text\n".repeat(50 + i)).unwrap();
-        run(dir, &["add", "file"]);
-        run(dir, &["commit", "-q", "-m", &format!("c{i}")]);
-    }
-    run_with_input(dir, &["pack-objects", "--stdout", "--all", "-q"], b"")
+    support::small_pack(tempfile::tempdir().unwrap().path(), 3)
 }
 
 /// An object directory holding one loose object and an older pack's files.

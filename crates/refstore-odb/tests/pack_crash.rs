@@ -20,13 +20,7 @@ const OBJECTS: &str = "/repo/objects";
 fn git_pack() -> (Vec<u8>, Vec<u8>, Vec<u8>) {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
-    run(dir, &["init", "-q", "."]);
-    for i in 0..3 {
-        std::fs::write(dir.join("file"), "some text\n".repeat(50 + i)).unwrap();
-        run(dir, &["add", "file"]);
-        run(dir, &["commit", "-q", "-m", &format!("c{i}")]);
-    }
-    let pack = run_with_input(dir, &["pack-objects", "--stdout", "--all", "-q"], b"");
+    let pack = support::small_pack(dir, 3);
     let target = dir.join("target");
     run(dir, &["init", "-q", "--bare", "target"]);
     let out = run_with_input(&target, &["index-pack", "--stdin"], &pack);

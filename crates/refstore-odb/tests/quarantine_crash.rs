@@ -16,21 +16,12 @@ use refstore_odb::{loose_object_path, ObjectKind, PackOptions, Quarantine};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use support::{run, run_with_input};
 
 const OBJECTS: &str = "/repo/objects";
 
 /// A pack made by git.
 fn git_pack() -> Vec<u8> {
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path();
-    run(dir, &["init", "-q", "."]);
-    for i in 0..3 {
-        std::fs::write(dir.join("file"), "some text\n".repeat(50 + i)).unwrap();
-        run(dir, &["add", "file"]);
-        run(dir, &["commit", "-q", "-m", &format!("c{i}")]);
-    }
-    run_with_input(dir, &["pack-objects", "--stdout", "--all", "-q"], b"")
+    support::small_pack(tempfile::tempdir().unwrap().path(), 3)
 }
 
 /// The repository's files (outside the quarantine) that a reader may use:

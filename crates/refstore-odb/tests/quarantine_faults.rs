@@ -22,22 +22,13 @@ use refstore_odb::{LooseWriter, ObjectKind, PackOptions, Quarantine};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use support::{run, run_with_input};
 
 const OBJECTS: &str = "/repo/objects";
 const EIO: i32 = 5;
 const ENOSPC: i32 = 28;
 
 fn git_pack() -> Vec<u8> {
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path();
-    run(dir, &["init", "-q", "."]);
-    for i in 0..2 {
-        std::fs::write(dir.join("file"), "some text\n".repeat(50 + i)).unwrap();
-        run(dir, &["add", "file"]);
-        run(dir, &["commit", "-q", "-m", &format!("c{i}")]);
-    }
-    run_with_input(dir, &["pack-objects", "--stdout", "--all", "-q"], b"")
+    support::small_pack(tempfile::tempdir().unwrap().path(), 2)
 }
 
 fn setup() -> SimFs {

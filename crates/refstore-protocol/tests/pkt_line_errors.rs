@@ -2,10 +2,10 @@
 //! has one (checked against git itself), and never a panic.
 
 use std::io::Read;
-use std::process::{Command, Stdio};
 
 use proptest::prelude::*;
 use refstore_protocol::pkt_line::{Dialect, Error, Packet, PacketReader};
+use refstore_testsupport::Git;
 
 /// The first error (or the end) reading `input` to its end.
 fn first_error(input: &[u8], dialect: Dialect) -> Option<Error> {
@@ -114,24 +114,9 @@ fn bytes_after_the_packets_stay_in_the_stream() {
 /// git's own message for `input` sent to upload-pack.
 fn git_message(input: &[u8]) -> String {
     let repo = tempfile::tempdir().unwrap();
-    let init = Command::new("git")
-        .args(["init", "-q", "--bare"])
-        .arg(repo.path())
-        .status()
-        .unwrap();
-    assert!(init.success());
-    let mut child = Command::new("git")
-        .args(["upload-pack", "--stateless-rpc"])
-        .arg(repo.path())
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("HOME", repo.path())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("cannot run git: install git (scripts/install-deps does)");
-    std::io::Write::write_all(&mut child.stdin.take().unwrap(), input).unwrap();
-    let out = child.wait_with_output().unwrap();
+    let path = repo.path().to_str().unwrap();
+    Git::at(repo.path()).ok(&["init", "-q", "--bare", path]);
+    let out = Git::at(repo.path()).run_with(&["upload-pack", "--stateless-rpc", path], input);
     assert!(!out.status.success());
     String::from_utf8(out.stderr).unwrap()
 }

@@ -2,43 +2,21 @@
 //! advertisement byte for byte, git parses what the writer sends (requests,
 //! and a side-band stream), and the readers parse what git sends.
 
-use std::io::{self, Read, Write};
+use std::io::{self, Read};
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
+
+use refstore_testsupport::{stderr, Git};
 
 use refstore_protocol::pkt_line::sideband::{SidebandMode, SidebandReader, SidebandWriter};
 use refstore_protocol::pkt_line::{Dialect, Packet, PacketReader, PacketWriter};
 
-/// `git <args>` in `dir`, isolated from the user's configuration, with
-/// `input` on stdin.
+/// `git <args>` in `dir` (its home too), isolated from the user's
+/// configuration, with fixed dates, `env`, and `input` on stdin; it must
+/// succeed.
 fn git_with(dir: &Path, args: &[&str], env: &[(&str, &str)], input: &[u8]) -> Output {
-    let mut child = Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("HOME", dir)
-        .env("GIT_AUTHOR_NAME", "A U Thor")
-        .env("GIT_AUTHOR_EMAIL", "author@example.com")
-        .env("GIT_COMMITTER_NAME", "C O Mitter")
-        .env("GIT_COMMITTER_EMAIL", "committer@example.com")
-        .env("GIT_COMMITTER_DATE", "1700000000 +0000")
-        .env("GIT_AUTHOR_DATE", "1700000000 +0000")
-        .envs(env.iter().copied())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("cannot run git: install git (scripts/install-deps does)");
-    let mut stdin = child.stdin.take().unwrap();
-    let input = input.to_vec();
-    let feeder = std::thread::spawn(move || stdin.write_all(&input));
-    let out = child.wait_with_output().unwrap();
-    feeder.join().unwrap().unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = Git::at(dir).fixed_dates().envs(env).run_with(args, input);
+    assert!(out.status.success(), "git {args:?}: {}", stderr(&out));
     out
 }
 

@@ -43,7 +43,7 @@ fn the_report_rides_in_side_band_one_after_messages_on_two() {
     .concat();
     let expected = [
         pkt(message),
-        pkt(&[b"\x01", &status[..]].concat()),
+        pkt([b"\x01", &status[..]].concat()),
         b"0000".to_vec(),
     ]
     .concat();

@@ -17,20 +17,7 @@ use std::sync::Arc;
 #[path = "../../refstore-odb/tests/support/history.rs"]
 mod history;
 mod support;
-
-fn git_in(dir: &Path, args: &[&str], input: &[u8]) -> String {
-    let out = support::git_with(dir, args, &[], input);
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap().trim_end().to_owned()
-}
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    git_in(dir, args, b"")
-}
+use support::{git, git_in};
 
 /// The pack a v2 fetch of `wants` with `haves` (and `done`) answers.
 fn fetch(dir: &Path, wants: &[String], haves: &[String]) -> Vec<u8> {

@@ -7,25 +7,13 @@ use proptest::prelude::*;
 use refstore_fs::real::RealFs;
 use refstore_protocol::upload_pack::{upload_pack, Options, UploadPackError};
 use refstore_protocol::{ProtocolVersion, Repository};
+use refstore_testsupport::Git;
 use std::io::Write;
 use std::path::Path;
-use std::process::Command;
 use std::sync::Arc;
 
 fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("HOME", dir)
-        .env("GIT_AUTHOR_NAME", "A U Thor")
-        .env("GIT_AUTHOR_EMAIL", "author@example.com")
-        .env("GIT_COMMITTER_NAME", "C O Mitter")
-        .env("GIT_COMMITTER_EMAIL", "committer@example.com")
-        .output()
-        .expect("cannot run git: install git (scripts/install-deps does)");
-    assert!(out.status.success(), "git {args:?}");
-    String::from_utf8(out.stdout).unwrap().trim_end().to_owned()
+    Git::at(dir).ok(args).trim_end().to_owned()
 }
 
 /// A repository with one commit on main.

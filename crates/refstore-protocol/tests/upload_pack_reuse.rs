@@ -12,29 +12,10 @@ use refstore_protocol::{ProtocolVersion, Repository};
 use refstore_refs::ObjectFormat;
 use std::collections::BTreeSet;
 use std::path::Path;
-use std::process::Output;
 use std::sync::Arc;
 
 mod support;
-
-/// `git <args>` in `dir` with `input` on stdin (see [`support::git_with`]).
-fn git_with(dir: &Path, args: &[&str], input: &[u8]) -> Output {
-    support::git_with(dir, args, &[], input)
-}
-
-fn git_in(dir: &Path, args: &[&str], input: &[u8]) -> String {
-    let out = git_with(dir, args, input);
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap().trim_end().to_owned()
-}
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    git_in(dir, args, b"")
-}
+use support::{git, git_in};
 
 /// Commits `count` versions of a few growing files, numbered from `from`.
 fn commit_versions(path: &Path, from: usize, count: usize) {

@@ -14,24 +14,7 @@ use std::process::Output;
 use std::sync::Arc;
 
 mod support;
-
-fn git_with(dir: &Path, args: &[&str], input: &[u8]) -> Output {
-    support::git_with(dir, args, &[], input)
-}
-
-fn git_in(dir: &Path, args: &[&str], input: &[u8]) -> String {
-    let out = git_with(dir, args, input);
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap().trim_end().to_owned()
-}
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    git_in(dir, args, b"")
-}
+use support::{git, git_in};
 
 /// Commits `count` versions of growing files at the top and in
 /// subdirectories, numbered from `from`.
@@ -191,7 +174,7 @@ fn index_pack(repo: &Path, pack: &[u8], fix_thin: bool) -> Output {
     if fix_thin {
         args.push("--fix-thin");
     }
-    git_with(repo, &args, pack)
+    support::git_with(repo, &args, &[], pack)
 }
 
 fn objects(repo: &Path) -> BTreeSet<String> {
@@ -267,9 +250,10 @@ fn setup(stored: Stored, new_commits: usize) -> Setup {
             assert_eq!(bitmaps, 1, "git repack -adb wrote no bitmap");
         }
         Stored::Pushed => {
-            let pack = git_with(
+            let pack = support::git_with(
                 &server,
                 &["pack-objects", "--thin", "--stdout", "--revs", "-q"],
+                &[],
                 format!("{new}\n^{old}\n").as_bytes(),
             );
             assert!(pack.status.success());

@@ -3,7 +3,7 @@
 //! packed refs, an update through HEAD, HEAD pointed at another branch)
 //! and of `pack-refs` fails in turn with EIO, and with ENOSPC where space
 //! is consumed, under the `fsync`, `batch` and `none` flush methods. See
-//! `support/faults.rs` for the rules
+//! `refstore_testsupport::faults` for the rules
 //! every faulted run is held to; on top of them, a transaction that failed
 //! halfway leaves exactly the refs whose updates came before the failure
 //! new, each with its reflog to match, and takes back its reflog lines
@@ -27,12 +27,10 @@
 
 mod support;
 
-use refstore_fs::config::LogRefUpdates;
 use refstore_fs::flush::{BatchMechanism, FlushMethod};
 use refstore_fs::sim::{CrashOptions, SimFs};
 use refstore_fs::{Op, Vfs};
 use refstore_refs::files::pack::PackOptions;
-use refstore_refs::files::transaction::CommitOptions;
 use refstore_refs::files::FilesBackend;
 use refstore_refs::transaction::{Change, Expected, Transaction, Update};
 use refstore_refs::value::Target;
@@ -42,13 +40,10 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
-use support::faults::{self, Case, Faulted, Tally};
+use support::faults::{self, Case, Faulted, Tally, METHODS};
+use support::values::{before_after, commit_options as options, id, name, update, SIGNATURE};
 
 const GIT_DIR: &str = "/repo/.git";
-
-fn id(n: u32) -> ObjectId {
-    format!("{n:040x}").parse().unwrap()
-}
 
 fn backend(fs: &SimFs) -> FilesBackend {
     FilesBackend::new(
@@ -59,22 +54,8 @@ fn backend(fs: &SimFs) -> FilesBackend {
     )
 }
 
-fn name(i: usize) -> RefName {
-    RefName::new(format!("refs/heads/group{}/branch{i}", i % 4)).unwrap()
-}
-
 fn main_ref() -> RefName {
     RefName::new("refs/heads/main").unwrap()
-}
-
-/// Ref `i` before and after the 10-ref transaction: created, updated,
-/// deleted in turn; existing even refs are packed, odd ones loose.
-fn before_after(i: usize) -> (Option<ObjectId>, Option<ObjectId>) {
-    match i % 3 {
-        0 => (None, Some(id(1000 + i as u32))),
-        1 => (Some(id(i as u32 + 1)), Some(id(2000 + i as u32))),
-        _ => (Some(id(i as u32 + 1)), None),
-    }
 }
 
 fn write(fs: &SimFs, path: &str, content: &[u8]) {
@@ -85,8 +66,6 @@ fn write(fs: &SimFs, path: &str, content: &[u8]) {
         .write_all(content)
         .unwrap();
 }
-
-const SIGNATURE: &str = "C O Mitter <c@example.com> 1700000000 +0000";
 
 fn log_line(old: &ObjectId, new: &ObjectId) -> String {
     format!("{old} {new} {SIGNATURE}\tsetup\n")
@@ -136,25 +115,6 @@ fn setup() -> SimFs {
     );
     fs.sync_all();
     fs
-}
-
-fn options(flush: FlushMethod) -> CommitOptions {
-    CommitOptions {
-        flush,
-        lock_timeout: Duration::ZERO,
-        packed_refs_timeout: Duration::ZERO,
-        log_updates: LogRefUpdates::Branches,
-        signature: SIGNATURE.into(),
-    }
-}
-
-fn update(name: RefName, old: Option<ObjectId>, new: Option<ObjectId>) -> Update {
-    Update {
-        name,
-        change: new.map_or(Change::Delete, |n| Change::Set(Target::Object(n))),
-        expected: old.map_or(Expected::Absent, |o| Expected::Value(Target::Object(o))),
-        no_deref: false,
-    }
 }
 
 fn commit(fs: &SimFs, updates: Vec<Update>, flush: FlushMethod) -> Result<(), String> {
@@ -447,8 +407,6 @@ fn next_write(fs: &SimFs) -> Result<(), String> {
         other => Err(format!("the next write reads back as {other:?}")),
     }
 }
-
-const METHODS: [FlushMethod; 3] = [FlushMethod::Fsync, FlushMethod::Batch, FlushMethod::None];
 
 #[test]
 fn every_fault_in_a_transaction_fails_cleanly() {

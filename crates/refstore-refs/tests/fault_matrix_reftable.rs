@@ -3,7 +3,7 @@
 //! update through HEAD, HEAD pointed at another branch) and of a full
 //! compaction fails in turn with EIO, and with ENOSPC where space is
 //! consumed, under the `fsync`, `batch` and `none` flush methods. See
-//! `support/faults.rs` for the rules every faulted run is held to; on top
+//! `refstore_testsupport::faults` for the rules every faulted run is held to; on top
 //! of them a transaction is all-or-nothing: the stack reads as before or as
 //! after, whatever failed.
 //!
@@ -24,26 +24,21 @@
 
 mod support;
 
-use refstore_fs::config::LogRefUpdates;
 use refstore_fs::flush::{BatchMechanism, FlushMethod};
 use refstore_fs::sim::{CrashOptions, SimFs};
 use refstore_fs::{Op, Vfs};
-use refstore_refs::files::transaction::CommitOptions;
 use refstore_refs::reftable::{ReftableBackend, ReftableOptions, Stack};
 use refstore_refs::transaction::{Change, Expected, Transaction, Update};
 use refstore_refs::value::Target;
-use refstore_refs::{ObjectFormat, ObjectId, RefName};
+use refstore_refs::{ObjectFormat, RefName};
 use std::cell::RefCell;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
-use support::faults::{self, Case, Faulted, Tally};
+use support::faults::{self, Case, Faulted, Tally, METHODS};
+use support::values::{before_after, commit_options as options, id, name, update as set};
 
 const DIR: &str = "/repo/.git/reftable";
-
-fn id(n: u32) -> ObjectId {
-    format!("{n:040x}").parse().unwrap()
-}
 
 fn backend(fs: &SimFs) -> ReftableBackend {
     backend_compacting(fs, true)
@@ -61,40 +56,8 @@ fn backend_compacting(fs: &SimFs, auto_compaction: bool) -> ReftableBackend {
     )
 }
 
-fn name(i: usize) -> RefName {
-    RefName::new(format!("refs/heads/group{}/branch{i}", i % 4)).unwrap()
-}
-
 fn refname(name: &str) -> RefName {
     RefName::new(name).unwrap()
-}
-
-/// Ref `i` before and after the 10-ref transaction.
-fn before_after(i: usize) -> (Option<ObjectId>, Option<ObjectId>) {
-    match i % 3 {
-        0 => (None, Some(id(1000 + i as u32))),
-        1 => (Some(id(i as u32 + 1)), Some(id(2000 + i as u32))),
-        _ => (Some(id(i as u32 + 1)), None),
-    }
-}
-
-fn options(flush: FlushMethod) -> CommitOptions {
-    CommitOptions {
-        flush,
-        lock_timeout: Duration::ZERO,
-        packed_refs_timeout: Duration::ZERO,
-        log_updates: LogRefUpdates::Branches,
-        signature: "C O Mitter <c@example.com> 1700000000 +0000".into(),
-    }
-}
-
-fn set(name: RefName, old: Option<ObjectId>, new: Option<ObjectId>) -> Update {
-    Update {
-        name,
-        change: new.map_or(Change::Delete, |n| Change::Set(Target::Object(n))),
-        expected: old.map_or(Expected::Absent, |o| Expected::Value(Target::Object(o))),
-        no_deref: false,
-    }
 }
 
 fn commit(fs: &SimFs, updates: Vec<Update>, flush: FlushMethod) -> Result<(), String> {
@@ -382,8 +345,6 @@ fn batch_matrix(label: &str, (flush, mechanism): (FlushMethod, BatchMechanism)) 
         },
     )
 }
-
-const METHODS: [FlushMethod; 3] = [FlushMethod::Fsync, FlushMethod::Batch, FlushMethod::None];
 
 fn tables(fs: &SimFs) -> usize {
     Stack::open(Arc::new(fs.clone()), DIR)

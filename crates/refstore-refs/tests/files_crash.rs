@@ -3,6 +3,8 @@
 //! and as its new value once the transaction was acknowledged; with `none`
 //! the harness finds a crash state that breaks this.
 
+mod support;
+
 use refstore_fs::config::LogRefUpdates;
 use refstore_fs::flush::FlushMethod;
 use refstore_fs::sim::{CrashOptions, SimFs};
@@ -11,14 +13,10 @@ use refstore_refs::files::transaction::CommitOptions;
 use refstore_refs::files::FilesBackend;
 use refstore_refs::transaction::{Change, Expected, Transaction, Update};
 use refstore_refs::value::Target;
-use refstore_refs::{ObjectFormat, ObjectId, RefName};
+use refstore_refs::{ObjectFormat, RefName};
 use std::path::Path;
 use std::sync::Arc;
-use std::time::Duration;
-
-fn id(n: u32) -> ObjectId {
-    format!("{n:040x}").parse().unwrap()
-}
+use support::values::{before_after, commit_options, id, name, numbered_transaction};
 
 fn backend(vfs: Arc<dyn Vfs>) -> FilesBackend {
     FilesBackend::new(
@@ -27,21 +25,6 @@ fn backend(vfs: Arc<dyn Vfs>) -> FilesBackend {
         "/repo/.git".into(),
         ObjectFormat::Sha1,
     )
-}
-
-fn name(i: usize) -> RefName {
-    RefName::new(format!("refs/heads/group{}/branch{i}", i % 4)).unwrap()
-}
-
-/// The expected value of ref `i` before and after the transaction: refs
-/// divisible by 3 are created, by 3 plus 1 updated, by 3 plus 2 deleted
-/// (from packed-refs when `i` is even).
-fn before_after(i: usize) -> (Option<ObjectId>, Option<ObjectId>) {
-    match i % 3 {
-        0 => (None, Some(id(1000 + i as u32))),
-        1 => (Some(id(i as u32 + 1)), Some(id(2000 + i as u32))),
-        _ => (Some(id(i as u32 + 1)), None),
-    }
 }
 
 fn run(refs: usize, method: FlushMethod, options: &CrashOptions) -> Result<usize, String> {
@@ -77,28 +60,8 @@ fn run(refs: usize, method: FlushMethod, options: &CrashOptions) -> Result<usize
     sim.sync_all();
     sim.start_recording();
 
-    let tx = Transaction {
-        updates: (0..refs)
-            .map(|i| {
-                let (old, new) = before_after(i);
-                Update {
-                    name: name(i),
-                    change: new.map_or(Change::Delete, |n| Change::Set(Target::Object(n))),
-                    expected: old.map_or(Expected::Absent, |o| Expected::Value(Target::Object(o))),
-                    no_deref: false,
-                }
-            })
-            .collect(),
-        message: Some("crash test".into()),
-        ..Transaction::default()
-    };
-    let commit = CommitOptions {
-        flush: method,
-        lock_timeout: Duration::ZERO,
-        packed_refs_timeout: Duration::ZERO,
-        log_updates: LogRefUpdates::Branches,
-        signature: "C O Mitter <c@example.com> 1700000000 +0000".into(),
-    };
+    let tx = numbered_transaction(refs, before_after);
+    let commit = commit_options(method);
     backend(vfs)
         .commit(&tx, &commit)
         .map_err(|e| e.to_string())?;
@@ -210,11 +173,8 @@ fn run_packed_and_loose_delete(method: FlushMethod) -> Result<usize, String> {
         ..Transaction::default()
     };
     let commit = CommitOptions {
-        flush: method,
-        lock_timeout: Duration::ZERO,
-        packed_refs_timeout: Duration::ZERO,
         log_updates: LogRefUpdates::Never,
-        signature: "C O Mitter <c@example.com> 1700000000 +0000".into(),
+        ..commit_options(method)
     };
     backend(vfs)
         .commit(&tx, &commit)

@@ -3,24 +3,18 @@
 //! present once acknowledged, also when auto-compaction rewrites the stack
 //! right after it; with `none` the harness finds a state that breaks this.
 
-use refstore_fs::config::LogRefUpdates;
+mod support;
+
 use refstore_fs::flush::FlushMethod;
 use refstore_fs::sim::{CrashOptions, SimFs};
 use refstore_fs::Vfs;
-use refstore_refs::files::transaction::CommitOptions;
 use refstore_refs::reftable::{ReftableBackend, ReftableOptions, Stack};
-use refstore_refs::transaction::{Change, Expected, Transaction, Update};
-use refstore_refs::value::Target;
-use refstore_refs::{ObjectFormat, ObjectId, RefName};
+use refstore_refs::ObjectFormat;
 use std::path::Path;
 use std::sync::Arc;
-use std::time::Duration;
+use support::values::{before_after, commit_options, name, numbered_transaction};
 
 const DIR: &str = "/repo/.git/reftable";
-
-fn id(n: u32) -> ObjectId {
-    format!("{n:040x}").parse().unwrap()
-}
 
 fn backend(vfs: Arc<dyn Vfs>) -> ReftableBackend {
     ReftableBackend::new(
@@ -31,65 +25,20 @@ fn backend(vfs: Arc<dyn Vfs>) -> ReftableBackend {
     )
 }
 
-fn name(i: usize) -> RefName {
-    RefName::new(format!("refs/heads/group{}/branch{i}", i % 4)).unwrap()
-}
-
-/// Ref `i` before and after the recorded transaction: refs divisible by 3
-/// are created, by 3 plus 1 updated, by 3 plus 2 deleted.
-fn before_after(i: usize) -> (Option<ObjectId>, Option<ObjectId>) {
-    match i % 3 {
-        0 => (None, Some(id(1000 + i as u32))),
-        1 => (Some(id(i as u32 + 1)), Some(id(2000 + i as u32))),
-        _ => (Some(id(i as u32 + 1)), None),
-    }
-}
-
-fn commit_options(flush: FlushMethod) -> CommitOptions {
-    CommitOptions {
-        flush,
-        lock_timeout: Duration::ZERO,
-        packed_refs_timeout: Duration::ZERO,
-        log_updates: LogRefUpdates::Branches,
-        signature: "C O Mitter <c@example.com> 1700000000 +0000".into(),
-    }
-}
-
-fn transaction(
-    refs: usize,
-    phase: impl Fn(usize) -> (Option<ObjectId>, Option<ObjectId>),
-) -> Transaction {
-    Transaction {
-        updates: (0..refs)
-            .filter_map(|i| {
-                let (old, new) = phase(i);
-                (old.is_some() || new.is_some()).then(|| Update {
-                    name: name(i),
-                    change: new.map_or(Change::Delete, |n| Change::Set(Target::Object(n))),
-                    expected: old.map_or(Expected::Absent, |o| Expected::Value(Target::Object(o))),
-                    no_deref: false,
-                })
-            })
-            .collect(),
-        message: Some("crash test".into()),
-        ..Transaction::default()
-    }
-}
-
 fn run(refs: usize, method: FlushMethod, options: &CrashOptions) -> Result<usize, String> {
     let sim = SimFs::new();
     let vfs: Arc<dyn Vfs> = Arc::new(sim.clone());
     sim.create_dir_all(Path::new(DIR)).unwrap();
     let store = backend(vfs.clone());
     // The existing refs, in one transaction of its own.
-    let setup = transaction(refs, |i| (None, before_after(i).0));
+    let setup = numbered_transaction(refs, |i| (None, before_after(i).0));
     store
         .commit(&setup, &commit_options(FlushMethod::Fsync))
         .unwrap();
     sim.sync_all();
     sim.start_recording();
 
-    let tx = transaction(refs, before_after);
+    let tx = numbered_transaction(refs, before_after);
     store
         .commit(&tx, &commit_options(method))
         .map_err(|e| e.to_string())?;

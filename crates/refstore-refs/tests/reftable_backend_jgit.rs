@@ -15,7 +15,6 @@ use refstore_refs::{ObjectFormat, ObjectId, RefName};
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
-use support::git::stdout as git;
 
 fn id(n: u32) -> ObjectId {
     format!("{n:040x}").parse().unwrap()
@@ -36,18 +35,7 @@ fn to(n: u32) -> Change {
 
 /// A bare repository in the reftable format, laid out as git lays it out.
 fn reftable_repo(dir: &Path) -> std::path::PathBuf {
-    git(dir, &["init", "-q", "--bare", "repo.git"]);
-    let git_dir = dir.join("repo.git");
-    git(&git_dir, &["config", "core.repositoryformatversion", "1"]);
-    git(&git_dir, &["config", "extensions.refStorage", "reftable"]);
-    std::fs::remove_dir_all(git_dir.join("refs")).unwrap();
-    std::fs::create_dir(git_dir.join("refs")).unwrap();
-    std::fs::write(
-        git_dir.join("refs/heads"),
-        "this repository uses the reftable format\n",
-    )
-    .unwrap();
-    std::fs::write(git_dir.join("HEAD"), "ref: refs/heads/.invalid\n").unwrap();
+    let git_dir = support::git::reftable_repo(dir, "repo.git");
     std::fs::create_dir(git_dir.join("reftable")).unwrap();
     git_dir
 }

@@ -16,7 +16,7 @@ use refstore_refs::reftable::{
     Version, WriteOptions, Writer,
 };
 use refstore_refs::{ObjectFormat, ObjectId};
-use support::git::stdout as git;
+use support::git::{reftable_repo, stdout as git};
 
 /// The tables of the stack in `git_dir/reftable`, oldest first.
 fn open_stack(git_dir: &Path) -> Vec<Table> {
@@ -417,23 +417,6 @@ fn write_stack(
         names.push(name);
     }
     std::fs::write(dir.join("tables.list"), tables_list::format(&names)).unwrap();
-}
-
-/// A repository whose refs live in a reftable stack nobody wrote yet.
-fn reftable_repo(dir: &Path, name: &str) -> std::path::PathBuf {
-    git(dir, &["init", "-q", "--bare", name]);
-    let git_dir = dir.join(name);
-    git(&git_dir, &["config", "core.repositoryformatversion", "1"]);
-    git(&git_dir, &["config", "extensions.refStorage", "reftable"]);
-    std::fs::remove_dir_all(git_dir.join("refs")).unwrap();
-    std::fs::create_dir(git_dir.join("refs")).unwrap();
-    std::fs::write(
-        git_dir.join("refs/heads"),
-        "this repository uses the reftable format\n",
-    )
-    .unwrap();
-    std::fs::write(git_dir.join("HEAD"), "ref: refs/heads/.invalid\n").unwrap();
-    git_dir
 }
 
 fn transactions() -> Vec<Vec<(Vec<u8>, RefValue)>> {

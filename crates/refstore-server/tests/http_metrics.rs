@@ -4,6 +4,7 @@
 
 use refstore_server::metrics::Metrics;
 use refstore_server::{Credentials, ServeOptions, Server};
+use refstore_testsupport::git_ok;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -37,14 +38,7 @@ fn requests_bytes_and_refusals_are_counted() {
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path().join("root");
     std::fs::create_dir_all(&root).unwrap();
-    let init = std::process::Command::new("git")
-        .args(["init", "-q", "--bare", "r.git"])
-        .current_dir(&root)
-        .env("HOME", tmp.path())
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .status()
-        .unwrap();
-    assert!(init.success());
+    git_ok(tmp.path(), &root, &["init", "-q", "--bare", "r.git"]);
 
     let metrics = Arc::new(Metrics::new());
     let mut options = ServeOptions::new(root);

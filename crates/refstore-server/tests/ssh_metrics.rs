@@ -8,55 +8,32 @@ use refstore_server::access::Reloadable;
 use refstore_server::metrics::Metrics;
 use refstore_server::ssh::{keys, AuthorizedKeys, SshOptions, SshServer};
 use refstore_server::{Capacity, ServeOptions};
+use refstore_testsupport::fixtures::Work;
+use refstore_testsupport::{isolate, ssh};
 use std::path::Path;
 use std::process::{Command, Output};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 fn run(home: &Path, cwd: &Path, program: &str, args: &[&str], env: &[(&str, &str)]) -> Output {
-    Command::new(program)
+    isolate(&mut Command::new(program), home)
         .args(args)
         .current_dir(cwd)
-        .env("HOME", home)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_AUTHOR_NAME", "A U Thor")
-        .env("GIT_AUTHOR_EMAIL", "author@example.com")
-        .env("GIT_COMMITTER_NAME", "C O Mitter")
-        .env("GIT_COMMITTER_EMAIL", "committer@example.com")
         .envs(env.iter().copied())
         .output()
         .unwrap_or_else(|e| panic!("cannot run {program}: {e} (scripts/install-deps installs it)"))
 }
 
-fn ok(home: &Path, cwd: &Path, program: &str, args: &[&str]) -> String {
-    let o = run(home, cwd, program, args, &[]);
-    assert!(
-        o.status.success(),
-        "{program} {args:?}: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
 /// A key pair made by ssh-keygen; returns the private key's path and the
 /// public key's line, naming `name` as the user.
 fn keygen(home: &Path, name: &str) -> (String, String) {
-    let path = home.join(name);
-    let path = path.to_str().unwrap();
-    ok(
-        home,
-        home,
-        "ssh-keygen",
-        &["-q", "-t", "ed25519", "-N", "", "-C", name, "-f", path],
-    );
-    let public = std::fs::read_to_string(format!("{path}.pub")).unwrap();
-    (path.to_owned(), public)
+    let (path, public) = ssh::keygen(home, name, "ed25519", name);
+    (path.to_str().unwrap().to_owned(), public)
 }
 
+/// The OpenSSH client with only `key`, to the server's `port`.
 fn ssh_command(key: &str, port: u16) -> String {
-    format!(
-        "ssh -F /dev/null -i {key} -p {port} -o IdentitiesOnly=yes -o IdentityAgent=none -o BatchMode=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR"
-    )
+    format!("{} -p {port}", ssh::ssh_command(Path::new(key)))
 }
 
 /// The value of the series `line` starts (name and labels).
@@ -74,17 +51,9 @@ fn ssh_requests_are_counted_as_clients_made_them() {
     let home = tmp.path();
     let root = home.join("root");
     std::fs::create_dir_all(&root).unwrap();
-    ok(home, home, "git", &["init", "-q", "-b", "main", "work"]);
-    let work = home.join("work");
-    std::fs::write(work.join("a"), "a\n").unwrap();
-    ok(home, &work, "git", &["add", "a"]);
-    ok(home, &work, "git", &["commit", "-q", "-m", "a"]);
-    ok(
-        home,
-        home,
-        "git",
-        &["clone", "-q", "--bare", "work", "root/proj.git"],
-    );
+    Work::init(home, "work")
+        .commit_file("a", "a\n")
+        .bare_clone(&root.join("proj.git"));
 
     let (host, _) = keygen(home, "host");
     let (alice, alice_pub) = keygen(home, "alice");

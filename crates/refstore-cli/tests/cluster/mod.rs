@@ -8,8 +8,7 @@
 //! push's objects first.
 #![allow(dead_code)]
 
-#[path = "../../../refstore-cluster/tests/support/etcd.rs"]
-pub mod etcd;
+pub use refstore_testsupport::etcd;
 
 use crate::support::{git_ok, isolate};
 use etcd::{free_port, EtcdCluster};

@@ -2,23 +2,19 @@
 #![allow(dead_code)]
 
 use crate::support::isolate;
-use std::io::{BufRead, BufReader, Read, Write};
+use refstore_testsupport::server::ServerProcess;
+use std::io::{BufRead, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 /// A running `refstore serve`, stopped with SIGTERM by [`Served::stop`]
 /// (killed when dropped). Its log is collected as it is written, so a
 /// chatty server never blocks on a full pipe.
 pub struct Served {
-    child: Child,
+    process: ServerProcess,
     pub addr: String,
-    log: Option<JoinHandle<()>>,
-    /// The log so far.
-    written: Arc<Mutex<String>>,
 }
 
 impl Served {
@@ -56,34 +52,13 @@ impl Served {
         if !extra.contains(&"--workers") {
             cmd.args(["--workers", "4"]);
         }
-        let mut child = cmd
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let stderr = child.stderr.take().unwrap();
-        let written = Arc::new(Mutex::new(String::new()));
-        let log = {
-            let written = written.clone();
-            std::thread::spawn(move || {
-                let mut lines = BufReader::new(stderr);
-                let mut line = String::new();
-                while lines.read_line(&mut line).is_ok_and(|n| n > 0) {
-                    written.lock().unwrap().push_str(&line);
-                    line.clear();
-                }
-            })
-        };
+        let (process, mut stdout) = ServerProcess::spawn(&mut cmd);
         let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
+        stdout.read_line(&mut line).unwrap();
         assert!(!line.is_empty(), "serve printed no address");
         Served {
-            child,
+            process,
             addr: line.trim().to_owned(),
-            log: Some(log),
-            written,
         }
     }
 
@@ -91,7 +66,7 @@ impl Served {
     pub fn logged_within(&self, text: &str, limit: Duration) -> bool {
         let started = Instant::now();
         loop {
-            if self.written.lock().unwrap().contains(text) {
+            if self.process.log().contains(text) {
                 return true;
             }
             if started.elapsed() >= limit {
@@ -101,35 +76,18 @@ impl Served {
         }
     }
 
-    /// Waits until the log holds `text` (or the server exits); fails
-    /// after two minutes.
-    pub fn wait_for_log(&mut self, text: &str) {
-        let deadline = Instant::now() + Duration::from_secs(120);
-        while !self.written.lock().unwrap().contains(text) {
-            if let Ok(Some(status)) = self.child.try_wait() {
-                panic!("server exited ({status}) before logging {text:?}");
-            }
-            assert!(
-                Instant::now() < deadline,
-                "{text:?} never logged: {}",
-                self.written.lock().unwrap()
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
+    /// Waits until the log holds `text` (or the server exits).
+    pub fn wait_for_log(&self, text: &str) {
+        self.process.wait_for_log(text);
     }
 
     /// Sends SIGHUP.
     pub fn hang_up(&self) {
-        let pid = self.child.id().to_string();
-        assert!(Command::new("kill")
-            .args(["-HUP", &pid])
-            .status()
-            .unwrap()
-            .success());
+        self.process.signal("HUP");
     }
 
     pub fn pid(&self) -> u32 {
-        self.child.id()
+        self.process.pid()
     }
 
     pub fn url(&self, path: &str) -> String {
@@ -154,24 +112,8 @@ impl Served {
     }
 
     /// Stops the server with SIGTERM; returns its exit code and log.
-    pub fn stop(mut self) -> (Option<i32>, String) {
-        let pid = self.child.id().to_string();
-        assert!(Command::new("kill")
-            .args(["-TERM", &pid])
-            .status()
-            .unwrap()
-            .success());
-        let status = self.child.wait().unwrap();
-        self.log.take().unwrap().join().unwrap();
-        let log = self.written.lock().unwrap().clone();
-        (status.code(), log)
-    }
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+    pub fn stop(self) -> (Option<i32>, String) {
+        self.process.stop()
     }
 }
 
@@ -295,4 +237,15 @@ fn socket_state(local: SocketAddr, remote: SocketAddr) -> Option<SocketState> {
             unread: u64::from_str_radix(rx, 16).ok()?,
         })
     })
+}
+
+/// [`git_net`], which must succeed: its standard output.
+pub fn git_net_ok(home: &Path, cwd: &Path, args: &[&str]) -> String {
+    let o = git_net(home, cwd, args);
+    assert!(
+        o.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8_lossy(&o.stdout).into_owned()
 }

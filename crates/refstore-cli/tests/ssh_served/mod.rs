@@ -4,35 +4,21 @@
 #![allow(dead_code)]
 
 use crate::support::*;
-use std::io::{BufRead, BufReader, Read};
+use refstore_testsupport::server::ServerProcess;
+use std::io::{BufRead, Read};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
-use std::sync::{Arc, Mutex};
+use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
-/// Makes a key pair `home/<name>` with ssh-keygen; returns the private
-/// key's path and the public key's line with `user` as its comment.
-pub fn keygen(home: &Path, name: &str, kind: &str, user: &str) -> (PathBuf, String) {
-    let path = home.join(name);
-    let o = Command::new("ssh-keygen")
-        .args(["-q", "-t", kind, "-N", "", "-C", user, "-f"])
-        .arg(&path)
-        .output()
-        .expect("cannot run ssh-keygen: install openssh-client (scripts/install-deps does)");
-    assert!(o.status.success(), "ssh-keygen: {}", stderr(&o));
-    let public = std::fs::read_to_string(path.with_extension("pub")).unwrap();
-    (path, public)
-}
+pub use refstore_testsupport::ssh::{keygen, ssh_command};
 
 /// A running `refstore serve` with SSH, killed when dropped.
 pub struct SshServed {
-    child: Child,
+    process: ServerProcess,
     pub port: u16,
     /// The HTTP listener's `host:port`.
     pub http: String,
-    log: Arc<Mutex<String>>,
-    reader: Option<std::thread::JoinHandle<()>>,
 }
 
 impl SshServed {
@@ -45,79 +31,51 @@ impl SshServed {
         }
         let keys = home.join("authorized_keys");
         std::fs::write(&keys, authorized).unwrap();
-        let mut child = isolate(&mut Command::new(env!("CARGO_BIN_EXE_refstore")), home)
-            .args(["serve", "--listen", "127.0.0.1:0", "--print-address"])
-            .args(["--ssh-listen", "127.0.0.1:0"])
-            .arg("--ssh-host-key")
-            .arg(&host_key)
-            .arg("--ssh-authorized-keys")
-            .arg(&keys)
-            .arg("--root")
-            .arg(root)
-            .args(extra)
-            .args(if extra.contains(&"--workers") {
-                &[][..]
-            } else {
-                &["--workers", "4"][..]
-            })
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let err = child.stderr.take().unwrap();
-        let log = Arc::new(Mutex::new(String::new()));
-        let reader = {
-            let log = log.clone();
-            std::thread::spawn(move || {
-                for line in BufReader::new(err).lines().map_while(Result::ok) {
-                    let mut log = log.lock().unwrap();
-                    log.push_str(&line);
-                    log.push('\n');
-                }
-            })
-        };
-        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-        let http = lines.next();
-        let ssh = lines.next();
-        let (Some(Ok(http)), Some(Ok(ssh))) = (http, ssh) else {
-            let _ = child.kill();
-            let _ = child.wait();
-            let _ = reader.join();
-            panic!("serve printed no addresses: {}", log.lock().unwrap());
+        let (process, stdout) = ServerProcess::spawn(
+            isolate(&mut Command::new(env!("CARGO_BIN_EXE_refstore")), home)
+                .args(["serve", "--listen", "127.0.0.1:0", "--print-address"])
+                .args(["--ssh-listen", "127.0.0.1:0"])
+                .arg("--ssh-host-key")
+                .arg(&host_key)
+                .arg("--ssh-authorized-keys")
+                .arg(&keys)
+                .arg("--root")
+                .arg(root)
+                .args(extra)
+                .args(if extra.contains(&"--workers") {
+                    &[][..]
+                } else {
+                    &["--workers", "4"][..]
+                }),
+        );
+        let mut lines = stdout.lines();
+        let (Some(Ok(http)), Some(Ok(ssh))) = (lines.next(), lines.next()) else {
+            panic!("serve printed no addresses: {}", process.kill());
         };
         let port = ssh.rsplit(':').next().unwrap().parse().unwrap();
         SshServed {
-            child,
+            process,
             port,
             http,
-            log,
-            reader: Some(reader),
         }
     }
 
     /// Sends SIGHUP: read the configuration files again.
     pub fn hang_up(&self) {
-        let pid = self.child.id().to_string();
-        assert!(Command::new("kill")
-            .args(["-HUP", &pid])
-            .status()
-            .unwrap()
-            .success());
+        self.process.signal("HUP");
     }
 
     /// Waits until the log shows `text` (the server acts in the
     /// background); fails after a minute.
     pub fn wait_for_log(&self, text: &str) {
-        if !self.logged_within(text, Duration::from_secs(60)) {
-            panic!("'{text}' never logged: {}", self.log.lock().unwrap());
-        }
+        self.process.wait_for_log(text);
     }
 
     /// Whether the log shows `text` within `limit`.
     pub fn logged_within(&self, text: &str, limit: Duration) -> bool {
         let started = std::time::Instant::now();
         loop {
-            if self.log.lock().unwrap().contains(text) {
+            if self.process.log().contains(text) {
                 return true;
             }
             if started.elapsed() >= limit {
@@ -136,38 +94,21 @@ impl SshServed {
     }
 
     /// Stops the server with SIGTERM; returns its exit code and log.
-    pub fn stop(mut self) -> (Option<i32>, String) {
-        let pid = self.child.id().to_string();
-        assert!(Command::new("kill")
-            .args(["-TERM", &pid])
-            .status()
-            .unwrap()
-            .success());
-        let status = self.child.wait().unwrap();
-        let _ = self.reader.take().unwrap().join();
-        let log = self.log.lock().unwrap().clone();
-        (status.code(), log)
+    pub fn stop(self) -> (Option<i32>, String) {
+        self.process.stop()
     }
-}
-
-impl Drop for SshServed {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// The OpenSSH client as git runs it, with only `key` and no host checks.
-pub fn ssh_command(key: &Path) -> String {
-    format!(
-        "ssh -F /dev/null -i {} -o IdentitiesOnly=yes -o IdentityAgent=none -o BatchMode=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR",
-        key.display()
-    )
 }
 
 /// git over ssh with `key`.
 pub fn git_ssh(home: &Path, cwd: &Path, key: &Path, args: &[&str]) -> Output {
     git_ssh_env(home, cwd, key, args, &[])
+}
+
+/// git over ssh with `key`, which must succeed: its standard output.
+pub fn git_ssh_ok(home: &Path, cwd: &Path, key: &Path, args: &[&str]) -> String {
+    let o = git_ssh(home, cwd, key, args);
+    assert!(o.status.success(), "git {args:?}: {}", stderr(&o));
+    stdout(&o)
 }
 
 pub fn git_ssh_env(
@@ -205,21 +146,11 @@ pub fn ssh(home: &Path, key: &Path, port: u16, remote: &str) -> Output {
 /// A work repository with two branches and a tag, and bare copies of it
 /// at `repos` below `root`.
 pub fn setup(home: &Path, root: &Path, repos: &[&str]) -> PathBuf {
-    let work = home.join("work");
-    git_ok(home, home, &["init", "-q", "-b", "main", "work"]);
-    for (i, name) in ["a", "b", "c"].iter().enumerate() {
-        std::fs::write(work.join(name), format!("{i}\n")).unwrap();
-        git_ok(home, &work, &["add", name]);
-        git_ok(home, &work, &["commit", "-q", "-m", name]);
-    }
-    git_ok(home, &work, &["branch", "topic", "HEAD~1"]);
-    git_ok(home, &work, &["tag", "-a", "-m", "release", "v1", "HEAD~2"]);
+    let work = fixtures::three_commits(home);
     for repo in repos {
-        let served = root.join(repo);
-        std::fs::create_dir_all(served.parent().unwrap()).unwrap();
-        bare_clone(home, &work, &served);
+        work.bare_clone(&root.join(repo));
     }
-    work
+    work.path
 }
 
 /// Commits `len` bytes of [`noise`] as `big` in `work` and serves a bare

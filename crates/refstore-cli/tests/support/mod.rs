@@ -1,27 +1,15 @@
-//! Running `refstore` and `git` side by side in isolated environments.
-#![allow(dead_code)]
+//! Running `refstore` and `git` side by side in isolated environments:
+//! what refstore-cli's tests share beyond refstore-testsupport, whose
+//! runners are re-exported here.
+#![allow(dead_code, unused_imports)] // each test binary uses a different part
 
-use std::io::Write;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 
-/// An environment free of the developer's configuration: HOME is `home`,
-/// no system config, fixed identities.
-pub fn isolate<'a>(cmd: &'a mut Command, home: &Path) -> &'a mut Command {
-    cmd.env("HOME", home)
-        .env("XDG_CONFIG_HOME", home.join(".config"))
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env_remove("GIT_DIR")
-        .env_remove("GIT_WORK_TREE")
-        .env_remove("GIT_CONFIG_PARAMETERS")
-        .env_remove("GIT_CONFIG_COUNT")
-        .env_remove("GIT_CEILING_DIRECTORIES")
-        .env("GIT_AUTHOR_NAME", "A U Thor")
-        .env("GIT_AUTHOR_EMAIL", "author@example.com")
-        .env("GIT_COMMITTER_NAME", "C O Mitter")
-        .env("GIT_COMMITTER_EMAIL", "committer@example.com")
-}
+pub use refstore_testsupport::fixtures::{self, bare_clone, Work};
+pub use refstore_testsupport::{git, git_ok, isolate, run_with_input, stderr, stdout};
 
+/// `refstore <args>` in `cwd`, in the same isolated environment as git.
 pub fn refstore(home: &Path, cwd: &Path, args: &[&str]) -> Output {
     isolate(&mut Command::new(env!("CARGO_BIN_EXE_refstore")), home)
         .args(args)
@@ -30,48 +18,26 @@ pub fn refstore(home: &Path, cwd: &Path, args: &[&str]) -> Output {
         .unwrap()
 }
 
-pub fn git(home: &Path, cwd: &Path, args: &[&str]) -> Output {
-    isolate(&mut Command::new("git"), home)
-        .args(args)
-        .current_dir(cwd)
-        .output()
-        .expect("cannot run git: install git (scripts/install-deps does)")
+/// `program <args>` (git or refstore) in `cwd`, isolated, with `input`
+/// on its standard input.
+pub fn run_isolated(program: &str, home: &Path, cwd: &Path, args: &[&str], input: &[u8]) -> Output {
+    run_with_input(
+        isolate(&mut Command::new(program), home)
+            .args(args)
+            .current_dir(cwd),
+        input,
+    )
 }
 
-/// Runs `cmd` (already isolated) with `input` on its standard input. A
-/// program that stops reading early (as git does at a bad command) may close
-/// the pipe first; that is not an error here.
-pub fn run_with_input(cmd: &mut Command, input: &[u8]) -> Output {
-    let mut child = cmd
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let _ = child.stdin.take().unwrap().write_all(input);
-    child.wait_with_output().unwrap()
+/// `refstore <args>` in `cwd` with `input` on its standard input.
+pub fn refstore_with_input(home: &Path, cwd: &Path, args: &[&str], input: &[u8]) -> Output {
+    run_isolated(env!("CARGO_BIN_EXE_refstore"), home, cwd, args, input)
 }
 
-pub fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-pub fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-/// Runs git and fails the test if it fails.
-pub fn git_ok(home: &Path, cwd: &Path, args: &[&str]) -> String {
-    let o = git(home, cwd, args);
-    assert!(o.status.success(), "git {args:?}: {}", stderr(&o));
-    stdout(&o)
-}
-
-/// A bare copy of the repository at `from` made by git at `to`, as the
-/// repositories a test serves are made.
-pub fn bare_clone(home: &Path, from: &Path, to: &Path) {
-    let (from, to) = (from.to_str().unwrap(), to.to_str().unwrap());
-    git_ok(home, home, &["clone", "-q", "--bare", from, to]);
+/// `git <args>` in `cwd` with `input` on its standard input, which must
+/// succeed: its standard output.
+pub fn git_bytes(home: &Path, cwd: &Path, args: &[&str], input: &[u8]) -> Vec<u8> {
+    refstore_testsupport::Git::new(home, cwd).ok_bytes(args, input)
 }
 
 /// git's bare clone of `repo` into `to` served by refstore's upload-pack:
@@ -115,6 +81,9 @@ pub fn assert_agrees(home: &Path, cwd: &Path, args: &[&str], same_stderr: bool) 
 /// Reading `/metrics`.
 pub mod prometheus;
 
+/// Pushes into refstore's receive-pack and git's compared.
+pub mod push_pair;
+
 /// Shallow clones from refstore and from git compared.
 pub mod shallow;
 
@@ -126,8 +95,7 @@ pub mod ref_races;
 
 /// JGit, an implementation of both ref formats independent of refstore and
 /// of the machine's git.
-#[path = "../../../refstore-refs/tests/support/jgit.rs"]
-pub mod jgit;
+pub use refstore_testsupport::jgit;
 
 /// `len` bytes that do not compress, the same on every run.
 pub fn noise(seed: u64, len: usize) -> Vec<u8> {

@@ -33,7 +33,7 @@
 
 use super::jgit::{self, Session};
 use super::stress::{Budget, Rng};
-use super::{isolate, run_with_input, stderr, stdout};
+use super::{isolate, run_isolated, stderr, stdout};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -233,14 +233,8 @@ fn command(tool: Tool, home: &Path, cwd: &Path, args: &[&str]) -> Output {
         .unwrap()
 }
 
-fn with_input(tool: Tool, home: &Path, cwd: &Path, args: &[&str], input: &str) -> Output {
-    let mut cmd = Command::new(tool.program());
-    isolate(&mut cmd, home).args(args).current_dir(cwd);
-    run_with_input(&mut cmd, input.as_bytes())
-}
-
 fn ok(tool: Tool, home: &Path, cwd: &Path, args: &[&str], input: &str) -> String {
-    let out = with_input(tool, home, cwd, args, input);
+    let out = run_isolated(tool.program(), home, cwd, args, input.as_bytes());
     assert!(
         out.status.success(),
         "{} {args:?}: {}",
@@ -554,6 +548,30 @@ impl Sessions {
     }
 }
 
+/// Races `packer` against `writer` on a repository of `format`, with
+/// every reader listing, for the budget the environment gives, and fails
+/// the test on any violation or if no write was acknowledged.
+pub fn race_and_check(format: Format, packer: Tool, writer: Tool) {
+    let tmp = tempfile::tempdir().unwrap();
+    let race = Race {
+        format,
+        packer,
+        writer,
+        readers: Reader::all_for(format),
+    };
+    let budget = Budget::from_env(10, 20);
+    let tally = run(&race, &budget, tmp.path());
+    eprintln!("{} (seed {})", tally.report(&race), budget.seed);
+    assert!(tally.acknowledged > 0, "no write was acknowledged");
+    assert_eq!(
+        tally.violations(),
+        0,
+        "{}\n{}",
+        tally.report(&race),
+        tally.examples.join("\n")
+    );
+}
+
 /// Runs the rounds of `race` within `budget`.
 pub fn run(race: &Race, budget: &Budget, home: &Path) -> Tally {
     let tally = Mutex::new(Tally::default());
@@ -645,13 +663,9 @@ fn write(tool: Tool, home: &Path, repo: &Path, plan: &Plan, jgit: &Sessions) -> 
             jgit::BatchOutcome::Error(why) => Written::Unknown(why),
         };
     }
-    let out = with_input(
-        tool,
-        home,
-        repo,
-        &["update-ref", "--stdin"],
-        &plan.transaction(),
-    );
+    let transaction = plan.transaction();
+    let args = ["update-ref", "--stdin"];
+    let out = run_isolated(tool.program(), home, repo, &args, transaction.as_bytes());
     let why = stderr(&out);
     match () {
         _ if out.status.success() => Written::Acknowledged,

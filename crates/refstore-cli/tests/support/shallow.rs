@@ -2,9 +2,11 @@
 //! cloned and fetched from by the real git client through refstore's
 //! upload-pack and through git's own, and the two clients' states compared.
 
-use super::{git, git_ok, isolate, stderr};
+use super::fixtures::Sandbox;
+use super::{git, git_ok, stderr};
+use refstore_testsupport::Git;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 /// The committer time of the `n`th commit of a source.
 pub fn time_of(n: u32) -> i64 {
@@ -21,33 +23,30 @@ pub struct State {
     pub refs: Vec<String>,
 }
 
+/// A home and the repositories beside it (through `Deref`), and a source.
 pub struct Fixture {
-    _tmp: tempfile::TempDir,
-    pub home: PathBuf,
-    pub root: PathBuf,
+    sandbox: Sandbox,
     /// A non-bare repository, `main` checked out.
     pub source: PathBuf,
     commits: std::cell::Cell<u32>,
 }
 
+impl std::ops::Deref for Fixture {
+    type Target = Sandbox;
+    fn deref(&self) -> &Sandbox {
+        &self.sandbox
+    }
+}
+
 impl Fixture {
     /// A source repository with no commit yet.
     pub fn empty() -> Fixture {
-        let tmp = tempfile::tempdir().unwrap();
-        let home = tmp.path().join("home");
-        let root = tmp.path().join("work");
-        std::fs::create_dir_all(&home).unwrap();
-        std::fs::create_dir_all(&root).unwrap();
-        let source = root.join("source");
-        let f = Fixture {
-            _tmp: tmp,
-            home,
-            root,
-            source,
+        let sandbox = Sandbox::new();
+        Fixture {
+            source: sandbox.init("source").path,
+            sandbox,
             commits: std::cell::Cell::new(0),
-        };
-        f.git(&f.root, &["init", "-q", "-b", "main", "source"]);
-        f
+        }
     }
 
     pub fn git(&self, cwd: &Path, args: &[&str]) -> String {
@@ -61,14 +60,7 @@ impl Fixture {
         let n = self.commits.get() + 1;
         self.commits.set(n);
         let date = format!("@{} +0000", time_of(n) - i64::from(back) * 86_400);
-        let out = isolate(&mut Command::new("git"), &self.home)
-            .env("GIT_COMMITTER_DATE", &date)
-            .env("GIT_AUTHOR_DATE", &date)
-            .args(args)
-            .current_dir(&self.source)
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "git {args:?}: {}", stderr(&out));
+        Git::new(&self.home, &self.source).dated(&date).ok(args);
     }
 
     /// How many commits the source has been given.

@@ -1,1 +1,3 @@
-pub mod etcd;
+//! What the cluster's tests share: etcd clusters, from refstore-testsupport.
+
+pub use refstore_testsupport::etcd;

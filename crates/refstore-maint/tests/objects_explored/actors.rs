@@ -10,6 +10,7 @@ use refstore_maint::{Options, Repo, Task};
 use refstore_protocol::pkt_line::sideband::SidebandReader;
 use refstore_protocol::pkt_line::{Dialect, Packet, PacketReader};
 use refstore_protocol::{receive_pack, upload_pack, ProtocolVersion, Repository};
+use refstore_testsupport::pkt_line::pkt;
 use std::io::Read;
 use std::path::Path;
 use std::sync::Arc;
@@ -47,13 +48,6 @@ pub enum Answer {
     Maintained(Vec<String>),
     /// The call failed.
     Failed(String),
-}
-
-/// `payload` framed as one pkt-line.
-fn pkt(payload: &[u8]) -> Vec<u8> {
-    let mut out = format!("{:04x}", payload.len() + 4).into_bytes();
-    out.extend_from_slice(payload);
-    out
 }
 
 /// Performs `act` on the repository at `git_dir` through `vfs`.

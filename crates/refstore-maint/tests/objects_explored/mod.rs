@@ -23,6 +23,7 @@ pub mod repos;
 use actors::{Act, Answer};
 use refstore_fs::real::RealFs;
 use refstore_fs::sim::explore::{explore, Actor, ActorFn, Explored, Run, Strategy};
+pub use refstore_testsupport::explore::{bounded, random};
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -169,28 +170,4 @@ fn packs(git_dir: &Path) -> Vec<String> {
         .unwrap_or_default();
     names.sort();
     names
-}
-
-/// The multiplier of schedule budgets (`REFSTORE_EXPLORE_SCALE`), as the
-/// ref explorations read it.
-pub fn scale() -> usize {
-    std::env::var("REFSTORE_EXPLORE_SCALE")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(1)
-}
-
-pub fn bounded(preemptions: u32, limit: usize) -> Strategy {
-    Strategy::Bounded {
-        preemptions,
-        limit: limit * scale(),
-    }
-}
-
-pub fn random(seed: u64, count: usize, depth: usize) -> Strategy {
-    Strategy::Random {
-        seed,
-        count: count * scale(),
-        depth,
-    }
 }

@@ -3,44 +3,20 @@
 //! build has the same object ids), then copied, file times included, to a
 //! fresh directory for every schedule.
 
+use refstore_testsupport::{stderr, Git};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::time::{Duration, SystemTime};
 
-/// `git <args>` in `dir` with `input` on stdin, isolated from the user's
-/// configuration: whether it succeeded, its output and its errors.
+/// `git <args>` in `dir` (its home too) with `input` on stdin, isolated
+/// from the user's configuration, with fixed dates: whether it succeeded,
+/// its output and its errors.
 pub fn git_with(dir: &Path, args: &[&str], input: &[u8]) -> (bool, Vec<u8>, String) {
-    let mut child = Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("HOME", dir)
-        .env("GIT_AUTHOR_NAME", "A U Thor")
-        .env("GIT_AUTHOR_EMAIL", "author@example.com")
-        .env("GIT_COMMITTER_NAME", "C O Mitter")
-        .env("GIT_COMMITTER_EMAIL", "committer@example.com")
-        .env("GIT_AUTHOR_DATE", "1700000000 +0000")
-        .env("GIT_COMMITTER_DATE", "1700000000 +0000")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("cannot run git: install git (scripts/install-deps does)");
-    let mut stdin = child.stdin.take().unwrap();
-    let input = input.to_vec();
-    // git may stop reading early (a refused pack); its exit says why.
-    let feeder = std::thread::spawn(move || {
-        use std::io::Write;
-        let _ = stdin.write_all(&input);
-    });
-    let out = child.wait_with_output().unwrap();
-    feeder.join().unwrap();
-    (
-        out.status.success(),
-        out.stdout,
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    let out = Git::at(dir)
+        .no_global_config()
+        .fixed_dates()
+        .run_with(args, input);
+    let errors = stderr(&out);
+    (out.status.success(), out.stdout, errors)
 }
 
 /// `git <args>` in `dir`, which must succeed: its output, trimmed.

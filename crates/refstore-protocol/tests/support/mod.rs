@@ -3,55 +3,33 @@
 
 use refstore_protocol::pkt_line::sideband::SidebandReader;
 use refstore_protocol::pkt_line::{Dialect, Packet, PacketReader};
-use std::io::{Read, Write};
+pub use refstore_testsupport::pkt_line::pkt;
+use refstore_testsupport::Git;
+use std::io::Read;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 
-/// `git <args>` in `dir`, isolated from the user's configuration, with
-/// `input` on stdin.
+/// `git <args>` in `dir` (its home too), isolated from the user's
+/// configuration, with `env` and with `input` on stdin.
 pub fn git_with(dir: &Path, args: &[&str], env: &[(&str, &str)], input: &[u8]) -> Output {
-    let mut child = Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("HOME", dir)
-        .env("GIT_AUTHOR_NAME", "A U Thor")
-        .env("GIT_AUTHOR_EMAIL", "author@example.com")
-        .env("GIT_COMMITTER_NAME", "C O Mitter")
-        .env("GIT_COMMITTER_EMAIL", "committer@example.com")
-        .envs(env.iter().copied())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("cannot run git: install git (scripts/install-deps does)");
-    let mut stdin = child.stdin.take().unwrap();
-    let input = input.to_vec();
-    let feeder = std::thread::spawn(move || {
-        // git may stop reading early; that is its answer, not a failure.
-        let _ = stdin.write_all(&input);
-    });
-    let out = child.wait_with_output().unwrap();
-    feeder.join().unwrap();
-    out
+    Git::at(dir).envs(env).run_with(args, input)
 }
 
 /// `git <args>` in `dir`, which must succeed: its output, trimmed.
 pub fn git_ok(dir: &Path, args: &[&str]) -> String {
-    let out = git_with(dir, args, &[], b"");
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap().trim().to_owned()
+    Git::at(dir).ok(args).trim().to_owned()
 }
 
-/// `payload` framed as one pkt-line.
-pub fn pkt(payload: &[u8]) -> Vec<u8> {
-    let mut out = format!("{:04x}", payload.len() + 4).into_bytes();
-    out.extend_from_slice(payload);
-    out
+/// `git <args>` in `dir` with `input` on stdin, which must succeed: its
+/// output without trailing white space.
+pub fn git_in(dir: &Path, args: &[&str], input: &[u8]) -> String {
+    Git::at(dir).ok_with(args, input).trim_end().to_owned()
+}
+
+/// `git <args>` in `dir`, which must succeed: its output without trailing
+/// white space.
+pub fn git(dir: &Path, args: &[&str]) -> String {
+    git_in(dir, args, b"")
 }
 
 /// A stateless v2 `command=fetch` request with `arguments` (`want <id>`,

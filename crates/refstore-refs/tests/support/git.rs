@@ -1,37 +1,41 @@
-//! Running the machine's git in a test repository, isolated from the
-//! developer's configuration, with fixed identities and dates.
+//! Running the machine's git in a test repository (which is its home too),
+//! isolated from the developer's configuration, with fixed identities and
+//! dates.
 
-use std::path::Path;
-use std::process::Command;
+use refstore_testsupport::{stderr, stdout as text, Git};
+use std::path::{Path, PathBuf};
+
+/// The date of every commit and reflog entry git writes here.
+const DATE: &str = "1700000000 +0130";
 
 /// Runs `git <args>` in `dir` and returns (stdout, stderr); panics with
 /// git's message if it fails.
 pub fn run(dir: &Path, args: &[&str]) -> (String, String) {
-    let out = Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("HOME", dir)
-        .env("GIT_AUTHOR_NAME", "A U Thor")
-        .env("GIT_AUTHOR_EMAIL", "author@example.com")
-        .env("GIT_COMMITTER_NAME", "C O Mitter")
-        .env("GIT_COMMITTER_EMAIL", "committer@example.com")
-        .env("GIT_COMMITTER_DATE", "1700000000 +0130")
-        .env("GIT_AUTHOR_DATE", "1700000000 +0130")
-        .output()
-        .expect("cannot run git: install git (scripts/install-deps does)");
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (
-        String::from_utf8(out.stdout).unwrap(),
-        String::from_utf8(out.stderr).unwrap(),
-    )
+    let out = Git::at(dir).dated(DATE).run(args);
+    assert!(out.status.success(), "git {args:?}: {}", stderr(&out));
+    (text(&out), stderr(&out))
 }
 
 /// Like [`run`], returning stdout only.
 pub fn stdout(dir: &Path, args: &[&str]) -> String {
     run(dir, args).0
+}
+
+/// A bare repository `dir/<name>` whose refs live in a reftable stack
+/// nobody wrote yet, laid out as git lays it out (the machine's git makes
+/// it a files repository; the layout is changed by hand).
+pub fn reftable_repo(dir: &Path, name: &str) -> PathBuf {
+    stdout(dir, &["init", "-q", "--bare", name]);
+    let git_dir = dir.join(name);
+    stdout(&git_dir, &["config", "core.repositoryformatversion", "1"]);
+    stdout(&git_dir, &["config", "extensions.refStorage", "reftable"]);
+    std::fs::remove_dir_all(git_dir.join("refs")).unwrap();
+    std::fs::create_dir(git_dir.join("refs")).unwrap();
+    std::fs::write(
+        git_dir.join("refs/heads"),
+        "this repository uses the reftable format\n",
+    )
+    .unwrap();
+    std::fs::write(git_dir.join("HEAD"), "ref: refs/heads/.invalid\n").unwrap();
+    git_dir
 }

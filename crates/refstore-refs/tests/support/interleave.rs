@@ -25,9 +25,8 @@ use refstore_refs::reftable::{ReftableBackend, ReftableOptions};
 use refstore_refs::transaction::{Change, Expected, Rejection, Transaction, Update};
 use refstore_refs::value::Target;
 use refstore_refs::{ObjectFormat, ObjectId, RefName};
-use std::io::{BufRead, BufReader, Write};
-use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use refstore_testsupport::porcupine::Batch;
+use std::path::Path;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
@@ -460,35 +459,24 @@ pub fn describe(events: &[Event]) -> String {
 }
 
 /// The Porcupine checker, running in batch mode for the whole test binary.
-pub struct Checker {
-    _child: Child,
-    input: ChildStdin,
-    output: BufReader<ChildStdout>,
-    checked: usize,
-}
+pub struct Checker(Batch);
 
 impl Checker {
     /// Judges `events`: Ok if some linearization explains them.
     pub fn check(&mut self, events: &[Event]) -> Result<(), String> {
-        self.checked += 1;
-        let id = self.checked;
-        writeln!(self.input, r#"{{"id":"{id}","ops":{}}}"#, json(events)).unwrap();
-        self.input.flush().unwrap();
-        let mut line = String::new();
-        self.output.read_line(&mut line).unwrap();
-        match line.trim_end().split_once(' ') {
-            Some(("ok", _)) => Ok(()),
-            Some(("illegal", _)) => Err(format!(
+        if self.0.is_linearizable(&json(events)) {
+            Ok(())
+        } else {
+            Err(format!(
                 "not linearizable; the history:\n{}",
                 describe(events)
-            )),
-            _ => panic!("the checker answered {line:?}"),
+            ))
         }
     }
 
     /// Histories judged so far.
     pub fn checked(&self) -> usize {
-        self.checked
+        self.0.checked()
     }
 }
 
@@ -497,41 +485,10 @@ impl Checker {
 pub fn checker() -> std::sync::MutexGuard<'static, Checker> {
     static CHECKER: OnceLock<Mutex<Checker>> = OnceLock::new();
     CHECKER
-        .get_or_init(|| Mutex::new(start_checker()))
+        .get_or_init(|| {
+            let out = Path::new(env!("CARGO_TARGET_TMPDIR"));
+            Mutex::new(Checker(Batch::start(out)))
+        })
         .lock()
         .unwrap_or_else(|e| e.into_inner())
-}
-
-fn start_checker() -> Checker {
-    let go = ["/usr/local/go/bin/go", "go"]
-        .into_iter()
-        .find(|g| Command::new(g).arg("version").output().is_ok())
-        .expect("Go is needed to build the Porcupine checker: scripts/install-deps installs it");
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../interop/porcupine");
-    let binary = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("porcupine-check");
-    let o = Command::new(go)
-        .env("GOTOOLCHAIN", "local")
-        .args(["build", "-o"])
-        .arg(&binary)
-        .arg(".")
-        .current_dir(&dir)
-        .output()
-        .unwrap();
-    assert!(
-        o.status.success(),
-        "go build: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    let mut child = Command::new(&binary)
-        .arg("-batch")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    Checker {
-        input: child.stdin.take().unwrap(),
-        output: BufReader::new(child.stdout.take().unwrap()),
-        _child: child,
-        checked: 0,
-    }
 }

@@ -1,8 +1,10 @@
-//! Helpers shared by the integration tests of refstore-refs.
-#![allow(dead_code)]
+//! Helpers shared by the integration tests of refstore-refs: what is
+//! specific to ref stores here, the rest from refstore-testsupport.
+#![allow(dead_code, unused_imports)] // each test binary uses a different part
 
-pub mod faults;
+pub use refstore_testsupport::{faults, jgit};
+
 pub mod git;
 pub mod interleave;
-pub mod jgit;
 pub mod scenario;
+pub mod values;

@@ -17,6 +17,7 @@ use refstore_refs::backend::Backend;
 use refstore_refs::files::pack::PackOptions;
 use refstore_refs::value::{Target, TargetView};
 use refstore_refs::{ObjectId, RefName};
+pub use refstore_testsupport::explore::{bounded, random};
 use std::io::Write;
 use std::ops::ControlFlow;
 use std::sync::Arc;
@@ -295,14 +296,6 @@ struct Counts {
     crash_states: usize,
 }
 
-/// The multiplier of schedule budgets (`REFSTORE_EXPLORE_SCALE`).
-pub fn scale() -> usize {
-    std::env::var("REFSTORE_EXPLORE_SCALE")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(1)
-}
-
 /// Explores `scenario` with `strategy`; panics with the schedule and the
 /// history of the first run that fails.
 pub fn exploration(label: &str, scenario: &Scenario, strategy: Strategy) -> Explored {
@@ -337,21 +330,6 @@ pub fn exploration(label: &str, scenario: &Scenario, strategy: Strategy) -> Expl
             explored
         }
         Err(found) => panic!("{label}: {found}"),
-    }
-}
-
-pub fn bounded(preemptions: u32, limit: usize) -> Strategy {
-    Strategy::Bounded {
-        preemptions,
-        limit: limit * scale(),
-    }
-}
-
-pub fn random(seed: u64, count: usize, depth: usize) -> Strategy {
-    Strategy::Random {
-        seed,
-        count: count * scale(),
-        depth,
     }
 }
 

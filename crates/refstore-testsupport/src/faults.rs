@@ -23,14 +23,17 @@
 //! temporary file is left, and the case's batch rule decides the store
 //! (typically: it reads as the transaction without the rejected updates).
 //!
-//! Shared by the matrices of refstore-refs and refstore-odb.
-#![allow(dead_code)]
+//! The matrices of refstore-refs and refstore-odb run on it.
 
+use refstore_fs::flush::FlushMethod;
 use refstore_fs::sim::{Fault, SimFs, EIO, ENOSPC};
 use refstore_fs::{Op, Vfs};
 use std::collections::BTreeMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
+
+/// The flush methods every matrix runs its workloads under.
+pub const METHODS: [FlushMethod; 3] = [FlushMethod::Fsync, FlushMethod::Batch, FlushMethod::None];
 
 /// The files of a filesystem by path, with the random parts of reftable
 /// table names masked (they differ between runs).

@@ -1,7 +1,6 @@
 //! Real etcd clusters for tests: members on free loopback ports, data in a
 //! temporary directory, stopped when dropped. etcd is installed through
 //! scripts/install-deps when missing.
-#![allow(dead_code)]
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};

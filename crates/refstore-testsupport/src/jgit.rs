@@ -1,9 +1,11 @@
 //! Drives the JGit interop program (`interop/jgit`), an implementation of
 //! both ref formats independent of refstore and of the machine's git.
 //!
-//! The program is built with Maven the first time a test needs it (JGit and
-//! its dependencies come from Maven Central); later calls reuse the build.
+//! The program is built with Maven the first time a test process needs it
+//! (JGit and its dependencies come from Maven Central); later calls reuse
+//! the build.
 
+use crate::process::run_with_input;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
@@ -50,21 +52,7 @@ pub fn java(class: &str) -> Command {
 /// Runs `JGitRefs <args>` with `stdin`, returning stdout; panics with JGit's
 /// stderr if it fails.
 pub fn run(args: &[&str], stdin: &str) -> String {
-    use std::io::Write;
-    let mut child = java("JGitRefs")
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("cannot run java: install a JDK (scripts/install-deps does)");
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(stdin.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
+    let out = run_with_input(java("JGitRefs").args(args), stdin.as_bytes());
     assert!(
         out.status.success(),
         "JGitRefs {args:?} failed: {}",

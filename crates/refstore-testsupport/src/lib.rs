@@ -1,0 +1,26 @@
+//! What the integration tests of every refstore crate share, so that a
+//! set-up lives in one place: running git and JGit, the environment they
+//! run in, the repositories tests start from, server processes, etcd
+//! clusters and SSH clients, the linearizability checker and the
+//! fault-matrix driver.
+//!
+//! Only tests use this crate (as a dev-dependency); it is not published.
+//! A crate's `tests/support` keeps what is specific to that crate and
+//! re-exports what it takes from here.
+
+pub mod env;
+pub mod etcd;
+pub mod explore;
+pub mod faults;
+pub mod fixtures;
+pub mod git;
+pub mod jgit;
+pub mod pkt_line;
+pub mod porcupine;
+pub mod process;
+pub mod server;
+pub mod ssh;
+
+pub use env::isolate;
+pub use git::{git, git_ok, Git};
+pub use process::{run_with_input, stderr, stdout};
