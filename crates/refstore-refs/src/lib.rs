@@ -10,6 +10,7 @@ pub mod availability;
 pub mod backend;
 pub mod error;
 pub mod files;
+pub mod identity;
 mod observed;
 pub mod peel;
 pub mod plan;

@@ -72,7 +72,7 @@ pub(crate) fn parse_value(backend: &dyn Backend, arg: &str) -> Option<ObjectId> 
 }
 
 pub(crate) fn commit_options(repo: &Repository) -> Result<CommitOptions, Fatal> {
-    let committer = repo.config.committer().map_err(Fatal::new)?;
+    let committer = refstore_refs::identity::committer(&repo.config).map_err(Fatal::new)?;
     Ok(CommitOptions {
         flush: repo.settings.fsync.method_for(Component::Reference),
         lock_timeout: repo.settings.files_ref_lock_timeout,

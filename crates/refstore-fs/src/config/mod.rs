@@ -12,16 +12,13 @@
 //! Invalid values produce git's messages (`bad boolean config value 'maybe'
 //! for 'core.bare'`); the command line shows them as `fatal:` and exits 128.
 
-mod clock;
 mod error;
 mod fsync;
-mod identity;
 mod overrides;
 mod sources;
 
 pub use error::ConfigError;
 pub use fsync::{Component, FsyncSettings};
-pub use identity::Identity;
 pub use overrides::{parse_cli, parse_parameters, Override};
 
 use crate::flush::BatchMechanism;
@@ -425,13 +422,5 @@ impl Config {
                 ))
             }),
         }
-    }
-
-    /// The committer identity for reflog entries (see [`Identity`]).
-    pub fn committer(&self) -> Result<Identity, ConfigError> {
-        identity::committer(self.string("user.name"), self.string("user.email"), &|k| {
-            std::env::var(k).ok()
-        })
-        .map_err(ConfigError::new)
     }
 }

@@ -176,9 +176,7 @@ fn valid_name(name: &[u8]) -> Option<RefName> {
 /// The commit options the configuration asks for (the same as
 /// `update-ref`'s).
 fn commit_options(repo: &Repository, bare: bool) -> Result<CommitOptions, ReceivePackError> {
-    let committer = repo
-        .config
-        .committer()
+    let committer = refstore_refs::identity::committer(&repo.config)
         .map_err(|e| ReceivePackError::Config(e.to_string()))?;
     Ok(CommitOptions {
         flush: repo.settings.fsync.method_for(Component::Reference),

@@ -1,4 +1,9 @@
-//! Who and when, for reflog entries: git's committer identity.
+//! Who and when, for reflog entries: git's committer identity, from the
+//! environment and the configuration's `user.*` keys.
+
+mod clock;
+
+use refstore_fs::config::Config;
 
 /// A committer identity with a timestamp, as written into reflogs.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -29,10 +34,27 @@ impl Identity {
     }
 }
 
+/// Why no identity could be made (a `GIT_COMMITTER_DATE` git would refuse),
+/// worded as git words it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct IdentityError(String);
+
+/// The committer identity for reflog entries of a repository with
+/// configuration `config`, resolved as git resolves it.
+pub fn committer(config: &Config) -> Result<Identity, IdentityError> {
+    resolve(
+        config.string("user.name"),
+        config.string("user.email"),
+        &|k| std::env::var(k).ok(),
+    )
+    .map_err(IdentityError)
+}
+
 /// Resolves the committer identity like git: `GIT_COMMITTER_NAME`,
 /// `GIT_COMMITTER_EMAIL` and `GIT_COMMITTER_DATE` first, then `user.name` /
 /// `user.email` (and `EMAIL`), then the login name and `name@hostname`.
-pub(super) fn committer(
+fn resolve(
     user_name: Option<String>,
     user_email: Option<String>,
     env: &dyn Fn(&str) -> Option<String>,
@@ -59,7 +81,7 @@ pub(super) fn committer(
                 gix_date::parse(&date, None).map_err(|_| format!("invalid date format: {date}"))?;
             (time.seconds, time.offset)
         }
-        None => super::clock::now_local(),
+        None => clock::now_local(),
     };
     Ok(Identity {
         name,
@@ -88,7 +110,7 @@ mod tests {
             ("GIT_COMMITTER_NAME", "C O Mitter"),
             ("GIT_COMMITTER_DATE", "1700000000 +0130"),
         ]);
-        let id = committer(Some("user".into()), Some("u@x".into()), &env).unwrap();
+        let id = resolve(Some("user".into()), Some("u@x".into()), &env).unwrap();
         assert_eq!(id.signature(), "C O Mitter <u@x> 1700000000 +0130");
     }
 
@@ -101,14 +123,14 @@ mod tests {
         ] {
             let pairs: &'static [(&str, &str)] =
                 Box::leak(vec![("GIT_COMMITTER_DATE", date)].into_boxed_slice());
-            let id = committer(Some("n".into()), Some("e".into()), &env_of(pairs)).unwrap();
+            let id = resolve(Some("n".into()), Some("e".into()), &env_of(pairs)).unwrap();
             assert!(
                 id.signature().ends_with(expected),
                 "{date}: {}",
                 id.signature()
             );
         }
-        let bad = committer(
+        let bad = resolve(
             None,
             None,
             &env_of(&[("GIT_COMMITTER_DATE", "yesterday-ish")]),
@@ -118,7 +140,7 @@ mod tests {
 
     #[test]
     fn falls_back_to_login_and_host() {
-        let id = committer(None, None, &env_of(&[("USER", "alice")])).unwrap();
+        let id = resolve(None, None, &env_of(&[("USER", "alice")])).unwrap();
         assert_eq!(id.name, "alice");
         assert!(id.email.starts_with("alice@"), "{}", id.email);
     }
