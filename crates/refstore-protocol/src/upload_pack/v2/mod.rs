@@ -50,9 +50,9 @@ fn advertise(session: &mut Session<'_>) -> Result<(), UploadPackError> {
     out.write_text(&format!("agent={}", agent()))?;
     out.write_text("ls-refs=unborn")?;
     out.write_text(if filter {
-        "fetch=shallow filter"
+        "fetch=shallow wait-for-done filter"
     } else {
-        "fetch=shallow"
+        "fetch=shallow wait-for-done"
     })?;
     out.write_text("server-option")?;
     out.write_text(&format!("object-format={format}"))?;
