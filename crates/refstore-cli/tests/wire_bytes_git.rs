@@ -30,7 +30,7 @@ fn seed() -> u64 {
     std::env::var("REFSTORE_WIRE_SEED")
         .ok()
         .and_then(|s| s.parse().ok())
-        .unwrap_or(0x5eed_0f_617)
+        .unwrap_or(0x5eed_f617)
 }
 
 fn requests(default: usize) -> usize {

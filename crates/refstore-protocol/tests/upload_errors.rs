@@ -244,7 +244,13 @@ fn bad_v2_requests_are_refused() {
     // A fetch that wants nothing gets no answer, as from git.
     let mut sent = Vec::new();
     let input = packets(&["command=fetch", "0001", "done", "0000"]);
-    upload_pack(&repo, &stateless(ProtocolVersion::V2), &mut &input[..], &mut sent).unwrap();
+    upload_pack(
+        &repo,
+        &stateless(ProtocolVersion::V2),
+        &mut &input[..],
+        &mut sent,
+    )
+    .unwrap();
     assert_eq!(sent, b"");
 }
 

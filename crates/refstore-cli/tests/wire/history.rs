@@ -105,12 +105,15 @@ pub fn generate(home: &Path, root: &Path, seed: u64) -> (Served, Served, Served)
     let first = history.stage(30, true);
     let export = format!("--export-marks={}", marks.display());
     fast_import(home, &full, &first, &[&export]);
-    // A tag of a tag, made by git itself (a loose object).
-    git_ok(
-        home,
-        &full,
-        &["tag", "-a", "-m", "a tag of a tag", "v1-nested", "v1"],
-    );
+    // A tag of a tag, made by git itself (a loose object), dated so that
+    // its id is the same on every run.
+    let mut tag = Command::new("git");
+    isolate(&mut tag, home)
+        .current_dir(&full)
+        .env("GIT_COMMITTER_DATE", format!("{EPOCH} +0000"))
+        .args(["tag", "-a", "-m", "a tag of a tag", "v1-nested", "v1"]);
+    let out = run_with_input(&mut tag, b"");
+    assert!(out.status.success(), "git tag: {}", stderr(&out));
     git_ok(home, &full, &["pack-refs", "--all"]);
     let packs_before = pack_names(&full);
     let second = history.stage(10, false);
