@@ -24,6 +24,9 @@ pub(super) fn serve(session: &mut Session<'_>) -> Result<(), UploadPackError> {
     }
     let format = session.repo.object_format();
     while let Some(request) = read_request(&mut session.input, format)? {
+        // Each command's answer starts without pack data: an error in it
+        // is told in an `ERR` packet again.
+        session.pack_started = false;
         match request.command.as_slice() {
             b"ls-refs" => ls_refs::serve(session, &request.arguments)?,
             b"fetch" => fetch::serve(session, &request.arguments)?,
