@@ -104,7 +104,7 @@ fn push(repo: &Repository, commands: &[String]) {
     input.extend_from_slice(b"0000");
     let options = receive_pack::Options {
         stateless_rpc: true,
-        advertise_refs: false,
+        ..receive_pack::Options::default()
     };
     receive_pack::receive_pack(repo, &options, &mut &input[..], &mut Vec::new()).unwrap();
 }

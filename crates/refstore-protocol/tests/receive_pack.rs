@@ -31,6 +31,7 @@ fn the_report_rides_in_side_band_one_after_messages_on_two() {
     let options = Options {
         stateless_rpc: true,
         advertise_refs: false,
+        ..Options::default()
     };
     receive_pack(&repo, &options, &mut &input[..], &mut output).unwrap();
     let message = b"\x02error: denying ref deletion for refs/heads/gone\n";
@@ -64,6 +65,7 @@ fn advertise_refs_writes_only_the_advertisement() {
     let options = Options {
         stateless_rpc: true,
         advertise_refs: true,
+        ..Options::default()
     };
     let mut output = Vec::new();
     // Input is not read in this mode.
@@ -87,6 +89,7 @@ fn a_client_with_nothing_to_push_gets_no_report() {
     let options = Options {
         stateless_rpc: true,
         advertise_refs: false,
+        ..Options::default()
     };
     receive_pack(&repo, &options, &mut &b"0000"[..], &mut output).unwrap();
     assert!(output.is_empty());

@@ -216,7 +216,7 @@ fn bad_v2_requests_are_refused() {
             "expected a fetch argument",
         ),
         (
-            &["command=fetch", "0001", "done", "0000"],
+            &["command=fetch", "0001", "wait-for-done", "done", "0000"],
             "at least one object",
         ),
         (
@@ -229,6 +229,17 @@ fn bad_v2_requests_are_refused() {
         assert!(err.to_string().contains(message), "{lines:?}: {err}");
         assert!(sent.contains("ERR upload-pack: "), "{lines:?}: {sent:?}");
     }
+    // A fetch that wants nothing gets no answer, as from git.
+    let mut sent = Vec::new();
+    let input = packets(&["command=fetch", "0001", "done", "0000"]);
+    upload_pack(
+        &repo,
+        &stateless(ProtocolVersion::V2),
+        &mut &input[..],
+        &mut sent,
+    )
+    .unwrap();
+    assert_eq!(sent, b"");
 }
 
 #[test]

@@ -5,7 +5,7 @@
 use crate::context::{Fatal, Globals};
 use refstore_protocol::receive_pack::{receive_pack, Options};
 use refstore_protocol::repository::OpenError;
-use refstore_protocol::Repository;
+use refstore_protocol::{ProtocolVersion, Repository};
 use std::fs::File;
 use std::os::fd::AsFd;
 use std::path::PathBuf;
@@ -37,6 +37,7 @@ pub fn run(args: Args, globals: &Globals) -> Result<u8, Fatal> {
     let options = Options {
         stateless_rpc: args.stateless_rpc,
         advertise_refs: args.advertise_refs,
+        version: ProtocolVersion::from_git_protocol(std::env::var("GIT_PROTOCOL").ok().as_deref()),
     };
     // The standard streams' own buffering would split the protocol's
     // large writes at line ends; their descriptors are used directly.

@@ -65,15 +65,7 @@ fn describe(f: &Failure) -> String {
 /// Known refstore failures: (client, operation, what is wrong). A cell
 /// listed here that fails is `xfail`, one that passes fails the suite
 /// so that the entry goes once the fix is in.
-pub const EXPECTED_FAILURES: &[(&str, &str, &str)] = &[
-    ("pygit2", "depth-1 clone, fetch", SHALLOW_NEWLINE),
-    ("pygit2", "deepen (depth 2)", SHALLOW_NEWLINE),
-    ("pygit2", "unshallow", SHALLOW_NEWLINE),
-];
-
-/// libgit2 reads the `shallow <oid>` lines of a fetch's answer as git
-/// writes them, without a newline, and refstore's end in one.
-const SHALLOW_NEWLINE: &str = "refstore ends `shallow <oid>` with a newline, which libgit2 refuses";
+pub const EXPECTED_FAILURES: &[(&str, &str, &str)] = &[];
 
 /// Runs `op` by `client` over `transport` against refstore, and against
 /// git's server if it did not pass.

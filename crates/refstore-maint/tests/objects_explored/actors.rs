@@ -88,7 +88,7 @@ fn push(repo: &Repository, name: &str, old: &str, new: &str, pack: &[u8]) -> Ans
     let mut output = Vec::new();
     let options = receive_pack::Options {
         stateless_rpc: true,
-        advertise_refs: false,
+        ..receive_pack::Options::default()
     };
     if let Err(e) = receive_pack::receive_pack(repo, &options, &mut &input[..], &mut output) {
         return Answer::Failed(format!("receive-pack: {e}"));

@@ -82,6 +82,10 @@ pub struct Options {
     pub stateless_rpc: bool,
     /// Only write the advertisement (git's `--advertise-refs`).
     pub advertise_refs: bool,
+    /// The protocol version the client asked for: v1 puts `version 1`
+    /// before the advertisement; v2, which git has no push for, is
+    /// answered in v0.
+    pub version: crate::ProtocolVersion,
 }
 
 /// Serves one push into `repo`, reading the client's packets and pack from
@@ -97,6 +101,9 @@ pub fn receive_pack(
     let limits = Limits::from_config(&repo.config).map_err(ReceivePackError::Config)?;
     let mut out = PacketWriter::new(output);
     if options.advertise_refs || !options.stateless_rpc {
+        if options.version == crate::ProtocolVersion::V1 {
+            out.write_text("version 1")?;
+        }
         let push_options = repo
             .config
             .bool("receive.advertisePushOptions")

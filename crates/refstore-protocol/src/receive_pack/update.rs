@@ -199,11 +199,15 @@ pub(crate) fn apply<W: Write>(
 ) -> Result<(), ReceivePackError> {
     let repo = cx.repo;
     let policy = Policy::of(repo)?;
+    // An atomic push stops at its first refusal, as git's does: the
+    // commands after it are not judged (they fail as the atomic push).
+    let mut refused = false;
     for (command, result) in commands.iter().zip(results.iter_mut()) {
-        if result.is_none() {
+        if result.is_none() && !(atomic && refused) {
             *result = policy
                 .refusal(repo, command, cx.messages)
                 .map(str::to_owned);
+            refused |= result.is_some();
         }
     }
     if cx.hooks.exists("update") {

@@ -26,6 +26,9 @@ pub(crate) struct Offered {
     pub reachable: bool,
     /// `filter` (partial clone).
     pub filter: bool,
+    /// `no-done`: offered in an advertisement made on its own
+    /// (`--advertise-refs`, as over HTTP), whose clients all read it.
+    pub no_done: bool,
 }
 
 /// The `agent` value this server sends.
@@ -94,6 +97,9 @@ impl Lines {
         }
         if offered.reachable {
             capabilities.extend_from_slice(b" allow-reachable-sha1-in-want");
+        }
+        if offered.no_done {
+            capabilities.extend_from_slice(b" no-done");
         }
         if let (Head::Present(_), Some(target)) = (head, head.target()) {
             capabilities.extend_from_slice(b" symref=HEAD:");

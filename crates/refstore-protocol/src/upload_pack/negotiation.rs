@@ -13,10 +13,14 @@ use std::collections::{HashSet, VecDeque};
 pub(crate) struct Negotiation {
     /// Wanted commits not yet known to reach a common commit.
     unsatisfied: Vec<ObjectId>,
-    /// Objects both sides have, in the order the client named them.
+    /// Objects both sides have, in the order the client named them, each
+    /// once: a have already known to be the client's (named before, or
+    /// a parent of a commit named before) is not added again. These are
+    /// what v2 acknowledges and what counts as "a common object" for v0's
+    /// `ACK` and `NAK`, as in git.
     common: Vec<ObjectId>,
-    common_set: HashSet<ObjectId>,
-    /// Commits the client has: the common commits and their parents.
+    /// Objects the client has: the common objects and the parents of the
+    /// common commits.
     they_have: HashSet<ObjectId>,
     /// The committer time of the oldest common commit: a search for a
     /// common ancestor need not go below it.
@@ -45,7 +49,6 @@ impl Negotiation {
         Ok(Negotiation {
             unsatisfied,
             common: Vec::new(),
-            common_set: HashSet::new(),
             they_have: HashSet::new(),
             oldest_have: None,
         })
@@ -53,20 +56,17 @@ impl Negotiation {
 
     /// Records a `have`.
     pub fn have(&mut self, graph: &mut Graph, id: ObjectId) -> Result<Have, UploadPackError> {
-        if self.common_set.contains(&id) {
-            return Ok(Have::Common);
-        }
         // Haves are nearly always commits: parse them as such first, which
         // reads each only once.
         if let Some(commit) = graph.commit(&id)? {
-            self.they_have.insert(id);
             self.they_have.extend(commit.parents.iter().copied());
             self.oldest_have = Some(self.oldest_have.map_or(commit.time, |t| t.min(commit.time)));
         } else if graph.kind(&id)?.is_none() {
             return Ok(Have::Unknown);
         }
-        self.common_set.insert(id);
-        self.common.push(id);
+        if self.they_have.insert(id) {
+            self.common.push(id);
+        }
         Ok(Have::Common)
     }
 
@@ -94,28 +94,34 @@ impl Negotiation {
         Ok(ready)
     }
 
-    /// Whether `want` or one of its ancestors no older than the oldest
-    /// have is a commit the client has.
+    /// Whether `want` reaches a commit the client has, going down from it
+    /// only through commits no older than the oldest have: as in git,
+    /// the parents of every commit reached are looked at, whatever their
+    /// age, but only the young enough are walked on.
     fn reaches_common(&self, graph: &mut Graph, want: ObjectId) -> Result<bool, UploadPackError> {
         let Some(oldest) = self.oldest_have else {
             return Ok(false);
         };
-        let mut seen = HashSet::new();
+        if self.they_have.contains(&want) {
+            return Ok(true);
+        }
+        let mut seen = HashSet::from([want]);
         let mut queue = VecDeque::from([want]);
         while let Some(id) = queue.pop_front() {
-            if !seen.insert(id) {
-                continue;
-            }
-            if self.they_have.contains(&id) {
-                return Ok(true);
-            }
             let Some(commit) = graph.commit(&id)? else {
                 continue;
             };
-            if commit.time < oldest {
-                continue;
+            for parent in commit.parents.iter().copied() {
+                if self.they_have.contains(&parent) {
+                    return Ok(true);
+                }
+                if !seen.insert(parent) {
+                    continue;
+                }
+                if graph.commit(&parent)?.is_some_and(|p| p.time >= oldest) {
+                    queue.push_back(parent);
+                }
             }
-            queue.extend(commit.parents.iter().copied());
         }
         Ok(false)
     }

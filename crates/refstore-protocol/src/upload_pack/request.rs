@@ -33,11 +33,14 @@ pub(crate) struct ClientOptions {
     pub thin_pack: bool,
     /// The client asked for `filter` (v0), so it may send a `filter` line.
     pub filter: bool,
+    /// `no-done` (v0): once the server has said it is ready, the pack
+    /// follows the end of that batch without waiting for `done`.
+    pub no_done: bool,
 }
 
 impl ClientOptions {
     /// Applies one capability word of a v0 `want` line. Words the server
-    /// did not offer but that need nothing from it (`agent=`, `no-done`,
+    /// did not offer but that need nothing from it (`agent=`,
     /// `deepen-relative`, ...) are accepted and ignored, as git does.
     pub fn apply_v0(&mut self, word: &[u8], format: ObjectFormat) -> Result<(), UploadPackError> {
         match word {
@@ -54,6 +57,7 @@ impl ClientOptions {
             }
             b"side-band-64k" => self.sideband = Some(SidebandMode::SideBand64k),
             b"filter" => self.filter = true,
+            b"no-done" => self.no_done = true,
             _ => return self.apply_common(word, format),
         }
         Ok(())

@@ -89,7 +89,8 @@ impl<'a> Session<'a> {
         }
         if let Some(out) = self.output.as_mut() {
             // The connection may be gone; the error is returned either way.
-            let _ = out.write_text(&format!("ERR {}", err.client_message()));
+            // Without a newline, as git writes its `ERR` packets.
+            let _ = out.write_data(format!("ERR {}", err.client_message()).as_bytes());
             let _ = out.flush_buffered();
         }
     }

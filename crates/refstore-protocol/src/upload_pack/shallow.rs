@@ -97,6 +97,12 @@ impl ShallowRequest {
     fn by_rev_list(&self) -> bool {
         self.since.is_some() || !self.not.is_empty()
     }
+
+    /// True if the request moves the boundary (`deepen`, `deepen-since`
+    /// or `deepen-not`).
+    pub fn deepens(&self) -> bool {
+        self.depth.is_some() || self.by_rev_list()
+    }
 }
 
 /// What a shallow request changes.
@@ -118,13 +124,15 @@ pub(crate) struct ShallowPlan {
 }
 
 impl ShallowPlan {
-    /// Writes the `shallow` and `unshallow` lines.
+    /// Writes the `shallow` and `unshallow` lines. They end without a
+    /// newline, as git's do: a client may compare the packet's whole
+    /// payload (libgit2 does, and refuses `shallow <id>` and LF).
     pub fn write_lines<W: Write>(&self, out: &mut PacketWriter<W>) -> Result<(), UploadPackError> {
         for id in &self.shallow {
-            writeln!(out, "shallow {id}")?;
+            write!(out, "shallow {id}")?;
         }
         for id in &self.unshallow {
-            writeln!(out, "unshallow {id}")?;
+            write!(out, "unshallow {id}")?;
         }
         Ok(())
     }

@@ -31,6 +31,7 @@ pub(super) fn serve(session: &mut Session<'_>) -> Result<(), UploadPackError> {
         tip: want_policy.tip,
         reachable: want_policy.reachable,
         filter: filters.allow_filter,
+        no_done: session.options.advertise_refs,
     };
     if session.options.advertise_refs {
         // Only the advertisement: stream it, keeping no refs.
@@ -82,7 +83,7 @@ pub(super) fn serve(session: &mut Session<'_>) -> Result<(), UploadPackError> {
         session.out().flush_buffered()?;
     }
     let mut negotiation = Negotiation::new(&mut graph, &wants)?;
-    if !negotiate(session, &mut graph, &mut negotiation, client.multi_ack)? {
+    if !negotiate(session, &mut graph, &mut negotiation, &client)? {
         return Ok(());
     }
     // What negotiating read of the packs is not read again.
@@ -207,11 +208,13 @@ fn negotiate(
     session: &mut Session<'_>,
     graph: &mut Graph,
     negotiation: &mut Negotiation,
-    multi_ack: MultiAck,
+    client: &ClientOptions,
 ) -> Result<bool, UploadPackError> {
     let format = session.repo.object_format();
+    let multi_ack = client.multi_ack;
     let mut got_common = false;
     let mut got_other = false;
+    let mut sent_ready = false;
     let mut last_common: Option<ObjectId> = None;
     let mut read_any = false;
     loop {
@@ -234,10 +237,17 @@ fn negotiate(
                 {
                     if negotiation.ready(graph)? {
                         writeln!(session.out(), "ACK {last} ready")?;
+                        sent_ready = true;
                     }
                 }
                 if !negotiation.has_common() || multi_ack != MultiAck::None {
                     session.out().write_text("NAK")?;
+                }
+                if let (true, true, Some(last)) = (client.no_done, sent_ready, last_common) {
+                    // `no-done`: the client sends no `done` after a ready.
+                    writeln!(session.out(), "ACK {last}")?;
+                    session.out().flush_buffered()?;
+                    return Ok(true);
                 }
                 session.out().flush_buffered()?;
                 if session.options.stateless_rpc {
@@ -263,6 +273,7 @@ fn negotiate(
                             MultiAck::Detailed => "ready",
                             _ => "continue",
                         };
+                        sent_ready |= multi_ack == MultiAck::Detailed;
                         writeln!(session.out(), "ACK {id} {word}")?;
                     }
                 }

@@ -43,6 +43,7 @@ pub fn advertise(
             &receive_pack::Options {
                 stateless_rpc: true,
                 advertise_refs: true,
+                version,
             },
             &mut nothing,
             out,
@@ -73,9 +74,10 @@ pub fn receive_pack(
     input: &mut dyn Read,
     out: &mut dyn Write,
 ) -> Result<usize, String> {
+    // No advertisement, so nothing depends on the version.
     let options = receive_pack::Options {
         stateless_rpc: true,
-        advertise_refs: false,
+        ..receive_pack::Options::default()
     };
     receive_pack::receive_pack(repo, &options, input, out).map_err(|e| e.to_string())
 }

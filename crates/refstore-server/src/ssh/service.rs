@@ -195,6 +195,7 @@ fn service(
             let options = receive_pack::Options {
                 stateless_rpc: false,
                 advertise_refs: false,
+                version: ProtocolVersion::from_git_protocol(protocol.as_deref()),
             };
             receive_pack::receive_pack(repo, &options, input, output).map_err(|e| e.to_string())
         }

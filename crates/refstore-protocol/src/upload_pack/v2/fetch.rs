@@ -1,11 +1,12 @@
 //! The v2 `fetch` command: wants and haves in one request; the answer is
 //! either the acknowledgments (the client sends more haves next time) or,
-//! once ready or told `done`, the pack in side-band-64k packets.
+//! once ready, told `done` or given no haves at all, the pack in
+//! side-band-64k packets. With `wait-for-done` the server is never ready.
 
 use super::super::filter::{Filter, FilterPolicy};
 use super::super::filtered_walk;
 use super::super::graph::Graph;
-use super::super::negotiation::Negotiation;
+use super::super::negotiation::{Have, Negotiation};
 use super::super::pack_output::{self, PackRequest};
 use super::super::refs::RefSnapshot;
 use super::super::request::{parse_id, ClientOptions};
@@ -21,16 +22,22 @@ use refstore_refs::{ObjectFormat, ObjectId};
 pub(crate) struct FetchArguments {
     pub wanted: Vec<ObjectId>,
     pub haves: Vec<ObjectId>,
+    /// Whether the request had `have` lines (even of objects the server
+    /// lacks): without any, the pack follows at once.
+    pub seen_haves: bool,
     pub done: bool,
+    /// `wait-for-done`: acknowledge, never "ready"; the pack waits for
+    /// `done`.
+    pub wait_for_done: bool,
     pub client: ClientOptions,
     pub shallow: ShallowRequest,
     /// `filter <spec>` (partial clone).
     pub filter: Option<Filter>,
 }
 
-/// Parses the arguments of a `fetch` request; a request that wants
-/// nothing or asks for what this server does not offer is an error; a
-/// filter is judged by `filters`.
+/// Parses the arguments of a `fetch` request; a request that asks for
+/// what this server does not offer, or waits for `done` without wanting
+/// anything, is an error; a filter is judged by `filters`.
 pub(crate) fn parse_arguments(
     arguments: &[Vec<u8>],
     format: ObjectFormat,
@@ -40,6 +47,8 @@ pub(crate) fn parse_arguments(
     let mut wanted = Vec::new();
     let mut haves = Vec::new();
     let mut done = false;
+    let mut seen_haves = false;
+    let mut wait_for_done = false;
     let mut client = ClientOptions::default();
     let mut shallow = ShallowRequest::default();
     for argument in arguments {
@@ -48,8 +57,11 @@ pub(crate) fn parse_arguments(
             wanted.push(parse_id(argument, rest, format)?.0);
         } else if let Some(rest) = argument.strip_prefix(b"have ") {
             haves.push(parse_id(argument, rest, format)?.0);
+            seen_haves = true;
         } else if argument == b"done" {
             done = true;
+        } else if argument == b"wait-for-done" {
+            wait_for_done = true;
         } else if matches!(
             argument,
             b"thin-pack" | b"ofs-delta" | b"no-progress" | b"include-tag"
@@ -69,7 +81,7 @@ pub(crate) fn parse_arguments(
             return Err(unexpected("a fetch argument", argument));
         }
     }
-    if wanted.is_empty() {
+    if wanted.is_empty() && wait_for_done {
         return Err(UploadPackError::request(
             "upload-pack: a fetch request must name at least one object in a want line",
         ));
@@ -77,7 +89,9 @@ pub(crate) fn parse_arguments(
     Ok(FetchArguments {
         wanted,
         haves,
+        seen_haves,
         done,
+        wait_for_done,
         client,
         shallow,
         filter,
@@ -94,11 +108,17 @@ pub(super) fn serve(
     let FetchArguments {
         mut wanted,
         haves,
+        seen_haves,
         done,
+        wait_for_done,
         client,
         shallow,
         filter,
     } = parse_arguments(arguments, format, &FilterPolicy::read(&repo.config)?)?;
+    if wanted.is_empty() {
+        // Git's answer to a request that wants nothing: none.
+        return Ok(());
+    }
     if crate::objects_wanted::bring_in(repo, &wanted) {
         session.forget_packs();
     }
@@ -113,16 +133,35 @@ pub(super) fn serve(
     let filter = filter
         .map(|filter| sparse_oid::resolve_filter(&filter, &mut graph, &snapshot, &repo.config))
         .transpose()?;
-    // Worked out before the haves are weighed, which then see the client's
-    // history without the parents of its shallow commits.
-    let shallow = shallow::plan(&mut graph, &snapshot, &wanted, &shallow)?;
+    // As git does in v2, the haves are weighed against the whole history,
+    // and the new boundary is worked out only when the pack is sent (its
+    // grafts then hold for the walk).
     let mut negotiation = Negotiation::new(&mut graph, &wanted)?;
+    // Every have the server has is acknowledged, in the client's order,
+    // repeated ones too, as git 2.39 does.
+    let mut known = Vec::new();
     for have in haves {
-        negotiation.have(&mut graph, have)?;
+        if negotiation.have(&mut graph, have)? == Have::Common {
+            known.push(have);
+        }
     }
-    if !done && !acknowledge(session, &mut graph, &mut negotiation)? {
+    if !done
+        && seen_haves
+        && !acknowledge(session, &mut graph, &mut negotiation, &known, wait_for_done)?
+    {
         return Ok(());
     }
+    let shallow = match shallow::plan(&mut graph, &snapshot, &wanted, &shallow) {
+        Ok(plan) => plan,
+        Err(err) => {
+            // Git has begun the section when its walk for the new
+            // boundary fails.
+            if shallow.deepens() {
+                session.out().write_text("shallow-info")?;
+            }
+            return Err(err);
+        }
+    };
 
     let mut common = negotiation.common().to_vec();
     if let Some(plan) = &shallow {
@@ -175,16 +214,17 @@ fn acknowledge(
     session: &mut Session<'_>,
     graph: &mut Graph,
     negotiation: &mut Negotiation,
+    known: &[ObjectId],
+    wait_for_done: bool,
 ) -> Result<bool, UploadPackError> {
-    let ready = negotiation.has_common() && negotiation.ready(graph)?;
+    let ready = !wait_for_done && negotiation.has_common() && negotiation.ready(graph)?;
     let out = session.out();
     out.write_text("acknowledgments")?;
-    if negotiation.has_common() {
-        for id in negotiation.common() {
-            writeln!(out, "ACK {id}")?;
-        }
-    } else {
+    if known.is_empty() {
         out.write_text("NAK")?;
+    }
+    for id in known {
+        writeln!(out, "ACK {id}")?;
     }
     if ready {
         out.write_text("ready")?;

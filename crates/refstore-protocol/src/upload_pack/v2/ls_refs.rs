@@ -8,9 +8,9 @@ use super::command::unexpected;
 use crate::pkt_line::PacketWriter;
 use std::io::Write;
 
-/// Git ignores the prefixes when a client sends more than this many, and
+/// Git ignores the prefixes when a client sends this many or more, and
 /// lists everything: filtering would cost more than it saves.
-const MAX_PREFIXES: usize = 10;
+const TOO_MANY_PREFIXES: usize = 65536;
 
 /// The arguments of an `ls-refs` request.
 #[derive(Default)]
@@ -38,7 +38,7 @@ pub(crate) fn parse_arguments(
             },
         }
     }
-    if parsed.prefixes.len() > MAX_PREFIXES {
+    if parsed.prefixes.len() >= TOO_MANY_PREFIXES {
         parsed.prefixes.clear();
     }
     Ok(parsed)
@@ -62,11 +62,10 @@ pub(super) fn serve(
     let mut offering = Offering::new(repo.refs.as_ref(), &repo.objects, packs.as_deref());
     let head = offering.head()?;
     let out = session.out();
-    if let (Head::Unborn(target), true) = (&head, unborn && wanted(b"HEAD")) {
-        match symrefs {
-            true => out.write_parts(&[b"unborn HEAD symref-target:", target.as_bytes(), b"\n"])?,
-            false => out.write_data(b"unborn HEAD\n")?,
-        }
+    // An unborn HEAD is only listed with its target: without `symrefs`
+    // the line would tell the client nothing it could use.
+    if let (Head::Unborn(target), true) = (&head, unborn && symrefs && wanted(b"HEAD")) {
+        out.write_parts(&[b"unborn HEAD symref-target:", target.as_bytes(), b"\n"])?;
     }
     if let (Head::Present(head), true) = (&head, wanted(b"HEAD")) {
         write_ref(out, head.view(), symrefs, peel)?;

@@ -23,6 +23,9 @@ pub(super) fn serve(session: &mut Session<'_>) -> Result<(), UploadPackError> {
     }
     let format = session.repo.object_format();
     while let Some(request) = read_request(&mut session.input, format)? {
+        // Each command's answer starts without pack data: an error in it
+        // is told in an `ERR` packet again.
+        session.pack_started = false;
         match request.command.as_slice() {
             b"ls-refs" => ls_refs::serve(session, &request.arguments)?,
             b"fetch" => fetch::serve(session, &request.arguments)?,
@@ -49,9 +52,9 @@ fn advertise(session: &mut Session<'_>) -> Result<(), UploadPackError> {
     out.write_text(&format!("agent={}", agent()))?;
     out.write_text("ls-refs=unborn")?;
     out.write_text(if filter {
-        "fetch=shallow filter"
+        "fetch=shallow wait-for-done filter"
     } else {
-        "fetch=shallow"
+        "fetch=shallow wait-for-done"
     })?;
     out.write_text("server-option")?;
     out.write_text(&format!("object-format={format}"))?;

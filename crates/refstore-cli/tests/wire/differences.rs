@@ -1,0 +1,188 @@
+//! The deliberate differences between git's answers and refstore's: the
+//! one list of them, each with its reason, and the normalisation that
+//! removes exactly that difference and nothing else before the
+//! comparison.
+
+use super::server::Invocation;
+use super::stream::Item;
+
+/// A difference refstore makes on purpose.
+pub struct Difference {
+    pub name: &'static str,
+    pub why: &'static str,
+}
+
+/// Every deliberate difference. Nothing else is normalised.
+pub const DIFFERENCES: &[Difference] = &[
+    Difference {
+        name: "agent",
+        why: "each server names itself in `agent=` (git/2.39.5, refstore/<version>): the \
+              value is replaced by `*` in both answers, in the v0/v1 capability lists and in \
+              the v2 `agent=` line",
+    },
+    Difference {
+        name: "object-info",
+        why: "git 2.39 to 2.45 advertise the v2 `object-info` command; refstore does not \
+              implement it (git >= 2.46 no longer advertises it by default): the `object-info` \
+              line is dropped from git's v2 capability advertisement",
+    },
+    Difference {
+        name: "empty-advertisement",
+        why: "for a repository without refs, git before 2.41 advertises nothing in v0/v1 \
+              upload-pack (a flush-pkt alone); refstore sends the `capabilities^{}` line that \
+              git >= 2.41 sends, which tells a client cloning an empty repository the object \
+              format: the line is dropped from refstore's answer when git is older than 2.41",
+    },
+    Difference {
+        name: "shallow-order",
+        why: "git sends the `shallow <id>` lines of a new boundary in the order its walk \
+              met the commits, which no client relies on (they are a set); refstore sends \
+              them sorted: runs of `shallow` lines are sorted in both answers",
+    },
+    Difference {
+        name: "err-where-git-dies",
+        why: "where git's upload-pack refuses a request by dying with a message on its \
+              standard error only (a filter line without the `filter` capability, a \
+              shallow request that selects no commits, ...), the client sees the connection \
+              end; refstore tells it why in an `ERR` packet first: when git failed and its \
+              answer is a prefix of refstore's followed by one `ERR` line, that line is \
+              dropped",
+    },
+    Difference {
+        name: "shallow-pack-contents (known, not fixed)",
+        why: "in requests with client `shallow` lines or a deepen line, the objects of the \
+              pack may differ: git's pack-objects is told the client's shallow commits and \
+              takes the trees of the boundary as the client's, so for some requests it sends \
+              fewer trees and blobs than refstore (4 to 6 in this corpus); for others \
+              (`deepen-relative`, unshallowing with common haves, `deepen-since` below client \
+              shallow commits) it sends trees and blobs of the history being added that \
+              refstore leaves out (2 to 14 here). Only the object sets of such packs are \
+              exempt: every pkt-line must still agree and both packs must index; the test \
+              counts and prints the requests concerned",
+    },
+    Difference {
+        name: "v0-shallow-ready (known, not fixed)",
+        why: "in a v0/v1 request with `shallow` or deepen lines, git weighs the haves on a \
+              history in which the commits it read before the new boundary was drawn (the \
+              wants, the client's shallow commits) keep their parents and the boundary's \
+              others lose them; refstore grafts every boundary commit. With \
+              `multi_ack_detailed` the two may then say `ACK <id> ready` at different \
+              haves. A request is exempt only if its answers first differ at an `ACK`/`NAK` \
+              line and one of them said ready; the test counts and prints such requests",
+    },
+];
+
+/// What a normalisation may need to know about the request.
+pub struct Context {
+    pub how: Invocation,
+    /// The version of the git compared with (major, minor).
+    pub git_version: (u32, u32),
+    /// Whether git's server exited successfully.
+    pub git_succeeded: bool,
+    /// Whether the request has client `shallow` lines or a deepen line
+    /// (the known difference in pack contents).
+    pub shallow: bool,
+    /// Requests that had one of the known (not fixed) differences.
+    pub known_pack_differences: std::cell::Cell<usize>,
+}
+
+/// Removes the deliberate differences from both answers.
+pub fn normalise(context: &Context, theirs: &mut Vec<Item>, ours: &mut Vec<Item>) {
+    for items in [&mut *theirs, &mut *ours] {
+        for item in items.iter_mut() {
+            if let Item::Line(line) = item {
+                *line = hide_agent(line);
+            }
+        }
+        sort_shallow_runs(items);
+    }
+    let upload_pack = context.how.service == "upload-pack";
+    if upload_pack && context.how.version == 2 {
+        theirs.retain(|item| *item != Item::Line(b"object-info\n".to_vec()));
+    }
+    if upload_pack && context.how.version < 2 && context.git_version < (2, 41) {
+        let empty = |line: &[u8]| line.get(40..57) == Some(&b" capabilities^{}\0"[..]);
+        let theirs_has = theirs
+            .iter()
+            .any(|i| matches!(i, Item::Line(l) if empty(l)));
+        if !theirs_has {
+            ours.retain(|i| !matches!(i, Item::Line(l) if empty(l)));
+        }
+    }
+    if upload_pack
+        && !context.git_succeeded
+        && ours.len() == theirs.len() + 1
+        && ours[..theirs.len()]
+            .iter()
+            .zip(theirs.iter())
+            // Side-band sections are compared later, packs by objects.
+            .all(|(a, b)| a == b || matches!((a, b), (Item::Sideband(_), Item::Sideband(_))))
+        && matches!(ours.last(), Some(Item::Line(l)) if l.starts_with(b"ERR "))
+    {
+        ours.pop();
+    }
+}
+
+/// The known difference `v0-shallow-ready`: true if the answers to a v0
+/// request with shallow or deepen lines first differ at an `ACK` or `NAK`
+/// line and either side said it was ready.
+pub fn v0_shallow_ready(context: &Context, theirs: &[Item], ours: &[Item]) -> bool {
+    if context.how.version == 2 || !context.shallow {
+        return false;
+    }
+    let Some(first) = theirs.iter().zip(ours).position(|(a, b)| a != b) else {
+        return false;
+    };
+    let negotiation = |item: Option<&Item>| matches!(item, Some(Item::Line(l)) if l.starts_with(b"ACK ") || l == b"NAK\n");
+    let ready = |items: &[Item]| {
+        items.iter().any(
+            |i| matches!(i, Item::Line(l) if l.starts_with(b"ACK ") && l.ends_with(b" ready\n")),
+        )
+    };
+    negotiation(theirs.get(first)) && negotiation(ours.get(first)) && (ready(theirs) || ready(ours))
+}
+
+/// `agent=<value>` with the value replaced by `*`, wherever it is a
+/// capability (after a NUL, a space or at the start of the line).
+fn hide_agent(line: &[u8]) -> Vec<u8> {
+    let Some(at) = find(line, b"agent=") else {
+        return line.to_vec();
+    };
+    if at > 0 && !matches!(line[at - 1], b' ' | 0) {
+        return line.to_vec();
+    }
+    let value_end = line[at..]
+        .iter()
+        .position(|&b| b == b' ' || b == b'\n')
+        .map_or(line.len(), |p| at + p);
+    [&line[..at], b"agent=*", &line[value_end..]].concat()
+}
+
+fn sort_shallow_runs(items: &mut [Item]) {
+    let is_shallow = |item: &Item| matches!(item, Item::Line(l) if l.starts_with(b"shallow "));
+    let mut start = 0;
+    while start < items.len() {
+        if !is_shallow(&items[start]) {
+            start += 1;
+            continue;
+        }
+        let end = start + items[start..].iter().take_while(|i| is_shallow(i)).count();
+        items[start..end].sort_by(|a, b| match (a, b) {
+            (Item::Line(a), Item::Line(b)) => a.cmp(b),
+            _ => std::cmp::Ordering::Equal,
+        });
+        start = end;
+    }
+}
+
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).position(|w| w == needle)
+}
+
+/// The list, for the test's summary.
+pub fn describe() -> String {
+    DIFFERENCES
+        .iter()
+        .map(|d| format!("  - {}: {}\n", d.name, d.why))
+        .collect()
+}

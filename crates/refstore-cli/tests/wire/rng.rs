@@ -1,0 +1,42 @@
+//! A small seeded generator (splitmix64): the corpus is the same on every
+//! run, and a seed printed by a failure reproduces it.
+
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed)
+    }
+
+    pub fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// A number in `0..n` (`n` > 0).
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+
+    /// True with probability `percent` in a hundred.
+    pub fn chance(&mut self, percent: u64) -> bool {
+        self.next() % 100 < percent
+    }
+
+    pub fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
+        &items[self.below(items.len())]
+    }
+
+    /// Up to `max` distinct items of `items`, in a random order.
+    pub fn some<T: Clone>(&mut self, items: &[T], max: usize) -> Vec<T> {
+        let mut indices: Vec<usize> = (0..items.len()).collect();
+        for i in (1..indices.len()).rev() {
+            indices.swap(i, self.below(i + 1));
+        }
+        let n = self.below(max.min(items.len()) + 1);
+        indices[..n].iter().map(|&i| items[i].clone()).collect()
+    }
+}
