@@ -102,24 +102,30 @@ fn third_party_clients_against_refstore_over_http_https_and_ssh() {
 
     let names: Vec<&str> = found.clients.iter().map(|c| c.name).collect();
     let versions: Vec<&str> = found.clients.iter().map(|c| c.version.as_str()).collect();
-    println!("interop clients: {}", versions.join(", "));
+    let mut report = format!("interop clients: {}\n", versions.join(", "));
     if !servers.has_ssh_control() {
-        println!("no sshd: SSH failures have no control and count as FAIL");
+        report += "no sshd: SSH failures have no control and count as FAIL\n";
     }
-    println!("{}", matrix::render(OPS, &names, &cells));
+    report += &matrix::render(OPS, &names, &cells);
+    report += "\n";
     for (name, why) in &found.missing {
-        println!("!!! SKIPPED client {name} (REFSTORE_TEST_ALLOW_NO_CLIENTS=1): {why}");
+        report += &format!("!!! SKIPPED client {name} (REFSTORE_TEST_ALLOW_NO_CLIENTS=1): {why}\n");
     }
     let failures = cells.iter().filter(|(_, _, _, c)| c.is_failure()).count();
     let passes = cells
         .iter()
         .filter(|(_, _, _, c)| matches!(c, Cell::Pass))
         .count();
-    println!(
-        "interop matrix: {passes} cells pass, {failures} FAIL, of {} in {:.0?}",
+    report += &format!(
+        "interop matrix: {passes} cells pass, {failures} FAIL, of {} in {:.0?}\n",
         cells.len(),
         started.elapsed()
     );
+    print!("{report}");
+    // Kept for scripts/test, which shows it after the suite: the test
+    // harness shows a passing test's output only on request.
+    let kept = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("interop-matrix.txt");
+    std::fs::write(&kept, &report).unwrap();
     assert_eq!(
         failures, 0,
         "refstore failed interop cells (see the matrix above)"
