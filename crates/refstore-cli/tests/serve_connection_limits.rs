@@ -133,10 +133,28 @@ fn an_https_client_over_the_limit_is_answered_through_tls() {
         ],
     );
     // The address's one connection is busy: a request whose body is on
-    // its way.
+    // its way. The server's `100 Continue` says its handler has the
+    // request (before that, the connection could pass for an idle one).
     let mut busy = tls(TcpStream::connect(&server.addr).unwrap(), &ca);
-    let head = "POST /proj.git/git-upload-pack HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-git-upload-pack-request\r\nContent-Length: 1000\r\n\r\n0032want ";
+    let head = "POST /proj.git/git-upload-pack HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-git-upload-pack-request\r\nContent-Length: 1000\r\nExpect: 100-continue\r\n\r\n";
     busy.write_all(head.as_bytes()).unwrap();
+    busy.flush().unwrap();
+    busy.sock
+        .set_read_timeout(Some(std::time::Duration::from_secs(60)))
+        .unwrap();
+    let mut answer = Vec::new();
+    while !answer.ends_with(b"\r\n\r\n") {
+        let mut byte = [0u8; 1];
+        let n = busy.read(&mut byte).expect("the server's 100 Continue");
+        assert_eq!(n, 1, "the server hung up before 100 Continue");
+        answer.push(byte[0]);
+    }
+    assert!(
+        answer.starts_with(b"HTTP/1.1 100"),
+        "{}",
+        String::from_utf8_lossy(&answer)
+    );
+    busy.write_all(b"0032want ").unwrap();
     busy.flush().unwrap();
     wait_until_read(&busy.sock);
 
