@@ -1,10 +1,9 @@
 //! Running a server, git's or refstore's, on one request: the same
 //! arguments, environment and standard input for both.
 
-use crate::support::isolate;
-use std::io::Write;
+use crate::support::{isolate, run_with_input};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 /// Which implementation answers.
 #[derive(Debug, Clone)]
@@ -48,21 +47,7 @@ pub fn run(server: &Server, home: &Path, how: Invocation, repo: &Path, input: &[
     if how.version > 0 {
         cmd.env("GIT_PROTOCOL", format!("version={}", how.version));
     }
-    let mut child = cmd
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    // Written from a thread: a server may answer before it has read all of
-    // the request, and may stop reading early.
-    let mut stdin = child.stdin.take().unwrap();
-    let input = input.to_vec();
-    let writer = std::thread::spawn(move || {
-        let _ = stdin.write_all(&input);
-    });
-    let out = child.wait_with_output().unwrap();
-    writer.join().unwrap();
+    let out = run_with_input(&mut cmd, input);
     Answer {
         stdout: out.stdout,
         stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
