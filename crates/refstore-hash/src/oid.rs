@@ -49,6 +49,15 @@ impl ObjectFormat {
         }
     }
 
+    /// The number git's binary files (commit-graph, multi-pack-index)
+    /// name the format by in their headers: 1 for SHA-1, 2 for SHA-256.
+    pub const fn file_id(self) -> u8 {
+        match self {
+            ObjectFormat::Sha1 => 1,
+            ObjectFormat::Sha256 => 2,
+        }
+    }
+
     /// gitoxide's name for the format.
     pub const fn gix_kind(self) -> gix_hash::Kind {
         match self {

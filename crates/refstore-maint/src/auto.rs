@@ -54,7 +54,7 @@ pub fn should_run(repo: &Repo, task: Task) -> Result<bool, MaintError> {
 
 /// Loose objects in `objects/17`, git's sample of a 256th.
 fn loose_in_17(repo: &Repo) -> Result<usize, MaintError> {
-    let hex_len = repo.hash().len_in_hex();
+    let hex_len = repo.object_format().hex_len();
     match repo.vfs.read_dir(&repo.objects_dir().join("17")) {
         Ok(entries) => Ok(entries
             .iter()

@@ -26,6 +26,7 @@
 
 use crate::error::MaintError;
 use refstore_odb::ewah::{self, Bitmap};
+use refstore_refs::ObjectFormat;
 
 /// Every bitmap is closed under reachability.
 const FULL_DAG: u16 = 0x1;
@@ -67,7 +68,7 @@ pub fn write(
     types: &[Bitmap; 4],
     entries: &[Entry],
     names: &[u32],
-    hash: gix_hash::Kind,
+    format: ObjectFormat,
 ) -> Result<Vec<u8>, MaintError> {
     let mut out = Vec::new();
     out.extend_from_slice(b"BITM");
@@ -110,7 +111,7 @@ pub fn write(
     for name in names {
         out.extend_from_slice(&name.to_be_bytes());
     }
-    crate::checksum::append(&mut out, hash)?;
+    crate::checksum::append(&mut out, format)?;
     Ok(out)
 }
 
@@ -118,6 +119,7 @@ pub fn write(
 mod tests {
     use super::*;
     use refstore_odb::{ObjectKind, PackBitmap};
+    use refstore_refs::ObjectId;
 
     #[test]
     fn name_hashes_weigh_the_end_of_the_path() {
@@ -159,12 +161,12 @@ mod tests {
         ];
         let checksum = [7u8; 20];
         let names = [0, 0, name_hash(b"d/f.txt"), 0, 0];
-        let bytes = write(&checksum, &types, &entries, &names, gix_hash::Kind::Sha1).unwrap();
+        let bytes = write(&checksum, &types, &entries, &names, ObjectFormat::Sha1).unwrap();
         let file = tempfile::NamedTempFile::new().unwrap();
         std::fs::write(file.path(), &bytes).unwrap();
         let vfs = refstore_fs::real::RealFs::new();
         let mapped = refstore_fs::Vfs::read_mapped(&vfs, file.path()).unwrap();
-        let parsed = PackBitmap::parse(mapped, 5, &checksum, gix_hash::Kind::Sha1).unwrap();
+        let parsed = PackBitmap::parse(mapped, 5, &ObjectId::from_raw(&checksum).unwrap()).unwrap();
         assert_eq!(parsed.entries(), 2);
         assert_eq!(parsed.kind_at(4), Some(ObjectKind::Tag));
         let reach = parsed.reachable_from(0).unwrap().unwrap();
@@ -174,6 +176,6 @@ mod tests {
         assert_eq!(parsed.name_hash(0), Some(0));
         // Another index's checksum: refused.
         let mapped = refstore_fs::Vfs::read_mapped(&vfs, file.path()).unwrap();
-        assert!(PackBitmap::parse(mapped, 5, &[8u8; 20], gix_hash::Kind::Sha1).is_err());
+        assert!(PackBitmap::parse(mapped, 5, &ObjectId::from_raw(&[8u8; 20]).unwrap()).is_err());
     }
 }

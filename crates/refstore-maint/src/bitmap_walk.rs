@@ -129,7 +129,7 @@ impl Walk<'_> {
         set: &mut Bitmap,
         names: &mut NameHashes,
     ) -> Result<bool, MaintError> {
-        let hash_len = self.repo.hash().len_in_bytes();
+        let hash_len = self.repo.object_format().raw_len();
         let midx = self.numbering.midx;
         let mut stack: Vec<(Vec<u8>, Vec<u8>)> = vec![(tree.to_vec(), Vec::new())];
         while let Some((id, path)) = stack.pop() {

@@ -111,8 +111,13 @@ pub fn build(
         return Ok(None);
     }
     let types = types(repo, written, index_paths, &odb, &bit_of)?;
-    let bytes =
-        crate::bitmap_file::write(&midx.checksum, &types, &entries, &names.hashes, repo.hash())?;
+    let bytes = crate::bitmap_file::write(
+        &midx.checksum,
+        &types,
+        &entries,
+        &names.hashes,
+        repo.object_format(),
+    )?;
     Ok(Some(Built {
         bytes,
         commits: entries.len(),

@@ -2,10 +2,11 @@
 //! all bytes before it.
 
 use crate::error::MaintError;
+use refstore_refs::ObjectFormat;
 
 /// Appends the hash of `out` to it.
-pub fn append(out: &mut Vec<u8>, hash: gix_hash::Kind) -> Result<(), MaintError> {
-    let mut hasher = gix_hash::hasher(hash);
+pub fn append(out: &mut Vec<u8>, format: ObjectFormat) -> Result<(), MaintError> {
+    let mut hasher = gix_hash::hasher(format.gix_kind());
     hasher.update(out);
     let sum = hasher
         .try_finalize()
@@ -15,8 +16,8 @@ pub fn append(out: &mut Vec<u8>, hash: gix_hash::Kind) -> Result<(), MaintError>
 }
 
 /// The hash of `bytes`.
-pub fn of(bytes: &[u8], hash: gix_hash::Kind) -> Result<Vec<u8>, MaintError> {
-    let mut hasher = gix_hash::hasher(hash);
+pub fn of(bytes: &[u8], format: ObjectFormat) -> Result<Vec<u8>, MaintError> {
+    let mut hasher = gix_hash::hasher(format.gix_kind());
     hasher.update(bytes);
     let sum = hasher
         .try_finalize()

@@ -79,7 +79,8 @@ pub fn run(repo: &Repo) -> Result<String, MaintError> {
         position: &lookup,
         bases: &bases,
     };
-    let bytes = crate::commit_graph_file::build(&layer, &commits, &generations, repo.hash())?;
+    let bytes =
+        crate::commit_graph_file::build(&layer, &commits, &generations, repo.object_format())?;
     let checksum = chain::install(repo, below, merged, &bytes)?;
     let mut named: HashSet<Vec<u8>> = bases.into_iter().collect();
     named.insert(checksum);
@@ -213,7 +214,7 @@ fn graph_ids(repo: &Repo) -> Result<HashSet<Vec<u8>>, MaintError> {
         Err(e) if e.is_not_found() => return Ok(HashSet::new()),
         Err(e) => return Err(e.into()),
     };
-    let hash_len = repo.hash().len_in_bytes();
+    let hash_len = repo.object_format().raw_len();
     if bytes.len() < 8 || &bytes[..4] != b"CGPH" {
         return Ok(HashSet::new());
     }

@@ -22,6 +22,7 @@
 use crate::error::MaintError;
 use crate::repo::Repo;
 use refstore_fs::config::Component;
+use refstore_refs::ObjectFormat;
 use std::collections::HashSet;
 use std::path::PathBuf;
 use std::time::{Duration, SystemTime};
@@ -64,7 +65,7 @@ pub(crate) fn read(repo: &Repo) -> Result<Vec<ExistingLayer>, MaintError> {
         Err(e) if e.is_not_found() => return Ok(Vec::new()),
         Err(e) => return Err(e.into()),
     };
-    let hash_len = repo.hash().len_in_bytes();
+    let hash_len = repo.object_format().raw_len();
     let mut layers: Vec<ExistingLayer> = Vec::new();
     for line in String::from_utf8_lossy(&text).lines() {
         let Some(checksum) = unhex(line.trim()).filter(|c| c.len() == hash_len) else {
@@ -76,7 +77,7 @@ pub(crate) fn read(repo: &Repo) -> Result<Vec<ExistingLayer>, MaintError> {
             Err(e) => return Err(e.into()),
         };
         let bases: Vec<&[u8]> = layers.iter().map(|l| l.checksum.as_slice()).collect();
-        match parse_layer(&bytes, repo.hash(), &checksum, &bases) {
+        match parse_layer(&bytes, repo.object_format(), &checksum, &bases) {
             Some(ids) => layers.push(ExistingLayer { checksum, ids }),
             None => return Ok(Vec::new()),
         }
@@ -97,23 +98,20 @@ fn unhex(text: &str) -> Option<Vec<u8>> {
 /// The ids of a layer, if it is one refstore can build on.
 fn parse_layer(
     bytes: &[u8],
-    hash: gix_hash::Kind,
+    format: ObjectFormat,
     checksum: &[u8],
     bases: &[&[u8]],
 ) -> Option<Vec<Vec<u8>>> {
-    let hash_len = hash.len_in_bytes();
+    let hash_len = format.raw_len();
     if bytes.len() < 8 + hash_len || &bytes[..4] != b"CGPH" || bytes[4] != 1 {
         return None;
     }
-    let wanted_hash = match hash {
-        gix_hash::Kind::Sha256 => 2,
-        _ => 1,
-    };
+    let wanted_hash = format.file_id();
     if bytes[5] != wanted_hash || usize::from(bytes[7]) != bases.len() {
         return None;
     }
     let (body, trailer) = bytes.split_at(bytes.len() - hash_len);
-    if trailer != checksum || crate::checksum::of(body, hash).ok()? != checksum {
+    if trailer != checksum || crate::checksum::of(body, format).ok()? != checksum {
         return None;
     }
     let chunks = usize::from(bytes[6]);
@@ -159,7 +157,7 @@ pub(crate) fn install(
     left: &[ExistingLayer],
     content: &[u8],
 ) -> Result<Vec<u8>, MaintError> {
-    let hash_len = repo.hash().len_in_bytes();
+    let hash_len = repo.object_format().raw_len();
     let checksum = content[content.len() - hash_len..].to_vec();
     // Layers leaving the chain: their grace period starts now.
     for layer in left {

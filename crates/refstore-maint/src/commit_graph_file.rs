@@ -25,6 +25,7 @@
 
 use crate::commit::Commit;
 use crate::error::MaintError;
+use refstore_refs::ObjectFormat;
 use std::collections::HashMap;
 
 const PARENT_NONE: u32 = 0x7000_0000;
@@ -103,7 +104,7 @@ pub(crate) fn build(
     layer: &Layer<'_>,
     commits: &HashMap<Vec<u8>, Commit>,
     generations: &HashMap<&[u8], Generation>,
-    hash: gix_hash::Kind,
+    format: ObjectFormat,
 ) -> Result<Vec<u8>, MaintError> {
     let ids = layer.ids;
     let mut oidf = Vec::with_capacity(1024);
@@ -117,7 +118,7 @@ pub(crate) fn build(
         oidf.extend_from_slice(&total.to_be_bytes());
     }
     let oidl: Vec<u8> = ids.concat();
-    let mut cdat = Vec::with_capacity(ids.len() * (hash.len_in_bytes() + 16));
+    let mut cdat = Vec::with_capacity(ids.len() * (format.raw_len() + 16));
     let mut gda2 = Vec::with_capacity(ids.len() * 4);
     let mut gdo2 = Vec::new();
     let mut edge = Vec::new();
@@ -177,15 +178,12 @@ pub(crate) fn build(
     let mut out = Vec::new();
     out.extend_from_slice(b"CGPH");
     out.push(1);
-    out.push(match hash {
-        gix_hash::Kind::Sha256 => 2,
-        _ => 1,
-    });
+    out.push(format.file_id());
     out.push(chunks.len() as u8);
     out.push(u8::try_from(layer.bases.len()).map_err(|_| {
         MaintError::Format("a commit-graph chain cannot have more than 255 layers".into())
     })?);
     crate::chunk_file::append_chunks(&mut out, &chunks);
-    crate::checksum::append(&mut out, hash)?;
+    crate::checksum::append(&mut out, format)?;
     Ok(out)
 }

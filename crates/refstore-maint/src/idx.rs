@@ -8,6 +8,7 @@
 //! a checksum of everything before it.
 
 use crate::error::MaintError;
+use refstore_refs::ObjectFormat;
 
 const MAGIC: [u8; 8] = [0xff, b't', b'O', b'c', 0, 0, 0, 2];
 
@@ -99,10 +100,10 @@ pub struct Written {
 pub fn write(
     entries: &mut [Written],
     pack_checksum: &[u8],
-    hash: gix_hash::Kind,
+    format: ObjectFormat,
 ) -> Result<Vec<u8>, MaintError> {
     entries.sort_unstable_by(|a, b| a.id.cmp(&b.id));
-    let mut out = Vec::with_capacity(8 + 1024 + entries.len() * (hash.len_in_bytes() + 12) + 40);
+    let mut out = Vec::with_capacity(8 + 1024 + entries.len() * (format.raw_len() + 12) + 40);
     out.extend_from_slice(&MAGIC);
     let mut fanout = [0u32; 256];
     for entry in entries.iter() {
@@ -131,6 +132,6 @@ pub fn write(
     }
     out.extend_from_slice(&large);
     out.extend_from_slice(pack_checksum);
-    crate::checksum::append(&mut out, hash)?;
+    crate::checksum::append(&mut out, format)?;
     Ok(out)
 }

@@ -32,7 +32,7 @@ pub struct Installed {
 pub fn install(repo: &Repo, pack: FinishedPack) -> Result<Installed, MaintError> {
     let vfs = &repo.vfs;
     let dir = repo.pack_dir();
-    let hash = repo.hash();
+    let format = repo.object_format();
     let FinishedPack {
         file,
         temp_path,
@@ -42,7 +42,7 @@ pub fn install(repo: &Repo, pack: FinishedPack) -> Result<Installed, MaintError>
     let mut temps = TempFiles::new(vfs.clone());
     temps.remove_later(temp_path.clone());
     let objects = entries.len() as u32;
-    let index = crate::idx::write(&mut entries, &checksum, hash)?;
+    let index = crate::idx::write(&mut entries, &checksum, format)?;
     let hex: String = checksum.iter().map(|b| format!("{b:02x}")).collect();
     let name = format!("pack-{hex}");
     let base = dir.join(&name);

@@ -78,7 +78,7 @@ impl Inventory {
         }
         packs.sort_by(|a, b| a.name.cmp(&b.name));
         let midx = match vfs.read_mapped(&dir.join("multi-pack-index")) {
-            Ok(bytes) => match Midx::parse(&bytes, repo.hash().len_in_bytes()) {
+            Ok(bytes) => match Midx::parse(&bytes, repo.object_format().raw_len()) {
                 Ok(midx) => Some(midx),
                 Err(e) => {
                     tracing::warn!("ignoring the multi-pack-index: {e}");

@@ -64,7 +64,7 @@ pub fn run(repo: &Repo) -> Result<String, MaintError> {
         let mut out = PackOut::start(
             &repo.vfs,
             &repo.pack_dir(),
-            repo.hash(),
+            repo.object_format(),
             objects.len() as u32,
         )?;
         let temp = out.temp_path().to_owned();
@@ -115,7 +115,7 @@ fn write_all(
 /// The indexes of every visible pack.
 fn packed_indexes(repo: &Repo) -> Result<Vec<IndexEntries>, MaintError> {
     let inventory = Inventory::read(repo)?;
-    let hash_len = repo.hash().len_in_bytes();
+    let hash_len = repo.object_format().raw_len();
     let mut indexes = Vec::with_capacity(inventory.packs.len());
     for pack in &inventory.packs {
         match repo.vfs.read_mapped(&Inventory::index_path(repo, pack)) {

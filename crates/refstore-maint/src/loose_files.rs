@@ -20,7 +20,7 @@ pub struct LooseObject {
 pub fn list(repo: &Repo) -> Result<Vec<LooseObject>, MaintError> {
     let vfs = repo.vfs.as_ref();
     let objects = repo.objects_dir();
-    let hex_len = repo.hash().len_in_hex();
+    let hex_len = repo.object_format().hex_len();
     let mut found = Vec::new();
     let dirs = match vfs.read_dir(objects) {
         Ok(entries) => entries,
@@ -81,7 +81,7 @@ pub fn read_checked(
     if size != (raw.len() - nul - 1) as u64 {
         return Ok(None);
     }
-    let mut hasher = gix_hash::hasher(repo.hash());
+    let mut hasher = gix_hash::hasher(repo.object_format().gix_kind());
     hasher.update(&raw);
     match hasher.try_finalize() {
         Ok(id) if id.as_slice() == object.id.as_slice() => {}

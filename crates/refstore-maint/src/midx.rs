@@ -22,6 +22,7 @@
 
 use crate::error::MaintError;
 use crate::idx::IndexEntries;
+use refstore_refs::ObjectFormat;
 
 const OIDF: u32 = u32::from_be_bytes(*b"OIDF");
 const OIDL: u32 = u32::from_be_bytes(*b"OIDL");
@@ -160,8 +161,8 @@ pub struct Written {
 /// Builds a multi-pack-index over `packs`, the first of them the preferred
 /// pack. Where an object is in several packs, the copy in the pack listed
 /// first in `packs` is chosen.
-pub fn write(packs: &[MidxPack<'_>], hash: gix_hash::Kind) -> Result<Written, MaintError> {
-    let hash_len = hash.len_in_bytes();
+pub fn write(packs: &[MidxPack<'_>], format: ObjectFormat) -> Result<Written, MaintError> {
+    let hash_len = format.raw_len();
     // Pack numbers follow the sorted names.
     let mut order: Vec<usize> = (0..packs.len()).collect();
     order.sort_by(|&a, &b| packs[a].index_name.cmp(&packs[b].index_name));
@@ -234,10 +235,7 @@ pub fn write(packs: &[MidxPack<'_>], hash: gix_hash::Kind) -> Result<Written, Ma
     let mut out = Vec::new();
     out.extend_from_slice(b"MIDX");
     out.push(1);
-    out.push(match hash {
-        gix_hash::Kind::Sha256 => 2,
-        _ => 1,
-    });
+    out.push(format.file_id());
     out.push(chunks.len() as u8);
     out.push(0);
     out.extend_from_slice(&(packs.len() as u32).to_be_bytes());
@@ -246,7 +244,7 @@ pub fn write(packs: &[MidxPack<'_>], hash: gix_hash::Kind) -> Result<Written, Ma
         .map(|(id, chunk)| (id.to_be_bytes(), chunk))
         .collect();
     crate::chunk_file::append_chunks(&mut out, &chunks);
-    crate::checksum::append(&mut out, hash)?;
+    crate::checksum::append(&mut out, format)?;
     let midx = Midx {
         packs: order.iter().map(|&p| packs[p].index_name.clone()).collect(),
         ids: oidl,
@@ -286,7 +284,7 @@ mod tests {
                 crc: 0,
             })
             .collect();
-        let bytes = idx::write(&mut written, &[0; 20], gix_hash::Kind::Sha1).unwrap();
+        let bytes = idx::write(&mut written, &[0; 20], ObjectFormat::Sha1).unwrap();
         idx::read(&bytes, 20).unwrap()
     }
 
@@ -306,7 +304,7 @@ mod tests {
                 entries: &a,
             },
         ];
-        let written = write(&packs, gix_hash::Kind::Sha1).unwrap();
+        let written = write(&packs, ObjectFormat::Sha1).unwrap();
         let (bytes, midx) = (&written.bytes, &written.midx);
         assert_eq!(midx.packs, ["pack-a.idx", "pack-b.idx"]);
         let parsed = Midx::parse(bytes, 20).unwrap();

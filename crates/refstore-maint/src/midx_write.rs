@@ -36,7 +36,7 @@ pub struct Outcome {
 /// Writes the multi-pack-index over the packs `covered` (names
 /// `pack-<hash>` with their `.idx` paths).
 pub fn write(repo: &Repo, covered: &[(String, PathBuf)]) -> Result<Outcome, MaintError> {
-    let hash_len = repo.hash().len_in_bytes();
+    let hash_len = repo.object_format().raw_len();
     let mut entries: Vec<IndexEntries> = Vec::with_capacity(covered.len());
     for (_, path) in covered {
         let index = repo.vfs.read_mapped(path)?;
@@ -61,7 +61,7 @@ pub fn write(repo: &Repo, covered: &[(String, PathBuf)]) -> Result<Outcome, Main
             entries: &entries[n],
         })
         .collect();
-    let written = crate::midx::write(&packs, repo.hash())?;
+    let written = crate::midx::write(&packs, repo.object_format())?;
     let mut summary = format!("multi-pack-index over {} packs", covered.len());
     let mut bitmap = None;
     if repo.maint.writes_bitmaps(repo.is_bare()) {

@@ -15,6 +15,7 @@ use crate::error::MaintError;
 use crate::idx::Written;
 use refstore_fs::{Vfs, VfsFile};
 use refstore_odb::ObjectKind;
+use refstore_refs::ObjectFormat;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -67,14 +68,14 @@ impl PackOut {
     pub fn start(
         vfs: &Arc<dyn Vfs>,
         dir: &Path,
-        hash: gix_hash::Kind,
+        format: ObjectFormat,
         objects: u32,
     ) -> Result<PackOut, MaintError> {
         let (path, file) = refstore_fs::temp::create(vfs.as_ref(), dir, "tmp_pack_")?;
         let mut out = PackOut {
             file,
             path,
-            hasher: gix_hash::hasher(hash),
+            hasher: gix_hash::hasher(format.gix_kind()),
             buf: Vec::with_capacity(BUFFER),
             offset: 0,
             declared: objects,

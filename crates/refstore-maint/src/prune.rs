@@ -187,7 +187,7 @@ fn reflog_ids(repo: &Repo, dir: &Path, out: &mut Vec<ObjectId>) -> Result<(), Ma
 /// Every object reachable from `roots` (missing ones are skipped).
 fn walk(repo: &Repo, roots: Vec<ObjectId>) -> Result<HashSet<Vec<u8>>, MaintError> {
     let odb = repo.objects()?;
-    let hash_len = repo.hash().len_in_bytes();
+    let hash_len = repo.object_format().raw_len();
     let mut seen: HashSet<Vec<u8>> = HashSet::new();
     let mut queue = roots;
     while let Some(id) = queue.pop() {

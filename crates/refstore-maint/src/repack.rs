@@ -98,7 +98,7 @@ pub fn run(repo: &Repo) -> Result<String, MaintError> {
         Some(midx) => midx.packs != wanted || crate::midx_write::lacks_bitmap(repo, midx),
         None => true,
     };
-    let hash_len = repo.hash().len_in_bytes();
+    let hash_len = repo.object_format().raw_len();
     let midx = if stale && !covered.is_empty() {
         let outcome = crate::midx_write::write(repo, &covered)?;
         summary.push_str(&outcome.summary);
@@ -154,7 +154,7 @@ pub fn run(repo: &Repo) -> Result<String, MaintError> {
 
 /// Writes one pack holding every object of `rolled`, once.
 fn roll_up(repo: &Repo, rolled: &[&PackInfo]) -> Result<crate::install::Installed, MaintError> {
-    let hash_len = repo.hash().len_in_bytes();
+    let hash_len = repo.object_format().raw_len();
     let paths: Vec<PathBuf> = rolled
         .iter()
         .map(|p| Inventory::index_path(repo, p))
@@ -170,7 +170,7 @@ fn roll_up(repo: &Repo, rolled: &[&PackInfo]) -> Result<crate::install::Installe
         .flat_map(|index| (0..index.len()).map(move |n| index.id(n)))
         .collect();
     let total = unique.len() as u32;
-    let mut out = PackOut::start(&repo.vfs, &repo.pack_dir(), repo.hash(), total)?;
+    let mut out = PackOut::start(&repo.vfs, &repo.pack_dir(), repo.object_format(), total)?;
     let temp = out.temp_path().to_owned();
     let result = copy_all(repo, &packs, &indexes, &unique, &mut out)
         .and_then(|_| out.finish())

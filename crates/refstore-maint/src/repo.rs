@@ -56,11 +56,6 @@ impl Repo {
         self.objects_dir().join("pack")
     }
 
-    /// The gix hash kind of the object format.
-    pub fn hash(&self) -> gix_hash::Kind {
-        self.object_format().gix_kind()
-    }
-
     pub(crate) fn fsync(&self) -> &refstore_fs::config::FsyncSettings {
         &self.settings.fsync
     }

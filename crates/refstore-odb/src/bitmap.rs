@@ -24,6 +24,7 @@
 
 use crate::ewah::{self, Bitmap};
 use crate::{ObjectKind, OdbError};
+use refstore_hash::ObjectId;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
@@ -73,11 +74,11 @@ impl PackBitmap {
     pub fn parse(
         data: refstore_fs::Mapped,
         objects: u32,
-        checksum: &[u8],
-        hash: gix_hash::Kind,
+        checksum: &ObjectId,
     ) -> Result<PackBitmap, OdbError> {
         let bad = |what: String| OdbError::Pack(format!("corrupt bitmap: {what}"));
-        let hash_len = hash.len_in_bytes();
+        let format = checksum.format();
+        let hash_len = format.raw_len();
         let bytes: &[u8] = &data;
         let header_len = 12 + hash_len;
         if bytes.len() < header_len + hash_len {
@@ -95,11 +96,11 @@ impl PackBitmap {
             return Err(bad("not a full-closure bitmap".into()));
         }
         let entry_count = u32::from_be_bytes(bytes[8..12].try_into().expect("four bytes")) as usize;
-        if &bytes[12..header_len] != checksum {
+        if &bytes[12..header_len] != checksum.as_bytes() {
             return Err(bad("it belongs to another pack".into()));
         }
         let body_end = bytes.len() - hash_len;
-        let mut hasher = gix_hash::hasher(hash);
+        let mut hasher = gix_hash::hasher(format.gix_kind());
         hasher.update(&bytes[..body_end]);
         let computed = hasher
             .try_finalize()

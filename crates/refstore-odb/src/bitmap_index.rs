@@ -22,6 +22,7 @@ use crate::bitmap::PackBitmap;
 use crate::ewah::Bitmap;
 use crate::{OdbError, PackedAt, Packs};
 use refstore_fs::Vfs;
+use refstore_hash::ObjectId;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -62,7 +63,7 @@ impl BitmapIndex {
             };
             let objects = packs.objects_in(pack);
             let checksum = packs.pack_checksum(pack);
-            let bitmap = PackBitmap::parse(data, objects, checksum.as_slice(), checksum.kind())
+            let bitmap = PackBitmap::parse(data, objects, &checksum)
                 .map_err(|e| OdbError::Pack(format!("{}: {e}", path.display())))?;
             let keys: Vec<u32> = packs.pack_order(pack).collect();
             let stored = keys
@@ -143,13 +144,13 @@ fn open_midx_bitmap(
     let ridx = ridx_chunk(&midx_data);
     let midx = gix_pack::multi_index::File::from_data(midx_data, midx_path.clone(), None)
         .map_err(|e| bad(&e.to_string()))?;
-    let checksum = midx.checksum();
+    let checksum = ObjectId::from_gix(&midx.checksum());
     let bitmap_path = pack_dir.join(format!("multi-pack-index-{checksum}.bitmap"));
     let Some(data) = read(vfs, &bitmap_path)? else {
         return Ok(None);
     };
     let objects = midx.num_objects();
-    let bitmap = PackBitmap::parse(data, objects, checksum.as_slice(), checksum.kind())
+    let bitmap = PackBitmap::parse(data, objects, &checksum)
         .map_err(|e| OdbError::Pack(format!("{}: {e}", bitmap_path.display())))?;
     // The pseudo-pack order: the RIDX chunk, or the .rev file.
     let keys = match ridx {
@@ -159,7 +160,7 @@ fn open_midx_bitmap(
             let rev = read(vfs, &rev_path)?.ok_or_else(|| {
                 bad("its bitmap has no object order (no RIDX chunk, no .rev file)")
             })?;
-            rev_positions(&rev, objects as usize, checksum.as_slice())
+            rev_positions(&rev, objects as usize, checksum.as_bytes())
                 .ok_or_else(|| OdbError::Pack(format!("{}: corrupt", rev_path.display())))?
         }
     };
@@ -187,7 +188,7 @@ fn open_midx_bitmap(
             .ok_or_else(|| bad("it names a pack that is not there"))?;
         let at = packs
             .at_offset(pack, offset)
-            .filter(|&at| packs.id(at) == midx.oid_at_index(key))
+            .filter(|&at| packs.id(at) == ObjectId::from_gix(midx.oid_at_index(key)))
             .ok_or_else(|| bad("it does not match its packs"))?;
         let table = &mut bits[pack as usize];
         if table.is_empty() {

@@ -21,9 +21,8 @@
 //! such a graph with a warning.
 
 use crate::OdbError;
-use gix_hash::{oid, ObjectId};
 use refstore_fs::Vfs;
-use refstore_hash::ObjectFormat;
+use refstore_hash::{ObjectFormat, ObjectId};
 use std::path::{Path, PathBuf};
 
 /// A parent slot that holds no parent.
@@ -62,6 +61,7 @@ struct Layer {
 /// A repository's commit-graph.
 pub struct CommitGraph {
     layers: Vec<Layer>,
+    format: ObjectFormat,
     hash_len: usize,
     total: u32,
 }
@@ -121,14 +121,14 @@ impl CommitGraph {
                 files
             }
         };
-        let hash = format.gix_kind();
         let mut graph = CommitGraph {
             layers: Vec::new(),
-            hash_len: hash.len_in_bytes(),
+            format,
+            hash_len: format.raw_len(),
             total: 0,
         };
         for (path, data) in paths {
-            let layer = graph.parse_layer(path, data, hash)?;
+            let layer = graph.parse_layer(path, data)?;
             graph.total = graph
                 .total
                 .checked_add(layer.commits)
@@ -140,12 +140,7 @@ impl CommitGraph {
     }
 
     /// Checks one file and finds its chunks; `self.layers` are its bases.
-    fn parse_layer(
-        &self,
-        path: PathBuf,
-        data: refstore_fs::Mapped,
-        hash: gix_hash::Kind,
-    ) -> Result<Layer, OdbError> {
+    fn parse_layer(&self, path: PathBuf, data: refstore_fs::Mapped) -> Result<Layer, OdbError> {
         let bad = |what: &str| OdbError::Pack(format!("{}: {what}", path.display()));
         let bytes: &[u8] = &data;
         let h = self.hash_len;
@@ -158,11 +153,7 @@ impl CommitGraph {
                 bytes[4]
             )));
         }
-        let hash_id = match hash {
-            gix_hash::Kind::Sha1 => 1,
-            _ => 2,
-        };
-        if bytes[5] != hash_id {
+        if bytes[5] != self.format.file_id() {
             return Err(bad("the commit-graph is of another object format"));
         }
         let chunks = bytes[6] as usize;
@@ -171,7 +162,7 @@ impl CommitGraph {
             return Err(bad("its number of base graphs does not match the chain"));
         }
         let end = bytes.len() - h;
-        let mut hasher = gix_hash::hasher(hash);
+        let mut hasher = gix_hash::hasher(self.format.gix_kind());
         hasher.update(&bytes[..end]);
         let checksum = hasher
             .try_finalize()
@@ -268,7 +259,7 @@ impl CommitGraph {
     }
 
     /// The position of commit `id`, if the graph has it.
-    pub fn lookup(&self, id: &oid) -> Option<u32> {
+    pub fn lookup(&self, id: &ObjectId) -> Option<u32> {
         let first = *id.as_bytes().first()? as usize;
         let h = self.hash_len;
         self.layers.iter().rev().find_map(|layer| {
@@ -291,10 +282,15 @@ impl CommitGraph {
     }
 
     /// The id of the commit at `position` (below [`CommitGraph::len`]).
-    pub fn id(&self, position: u32) -> &oid {
+    pub fn id(&self, position: u32) -> ObjectId {
         let (layer, n) = self.layer_of(position);
         let at = layer.ids + n * self.hash_len;
-        oid::from_bytes_unchecked(&layer.data[at..at + self.hash_len])
+        self.id_from(&layer.data[at..at + self.hash_len])
+    }
+
+    /// The id whose raw bytes are `raw`, of the graph's length.
+    fn id_from(&self, raw: &[u8]) -> ObjectId {
+        ObjectId::from_raw(raw).expect("the graph's ids have its format's length")
     }
 
     fn layer_of(&self, position: u32) -> (&Layer, usize) {
@@ -362,7 +358,7 @@ impl CommitGraph {
         }
         let (high, low) = (word(2), word(3));
         Ok(GraphCommit {
-            tree: ObjectId::from_bytes_or_panic(&record[..h]),
+            tree: self.id_from(&record[..h]),
             parents,
             time: (i64::from(high & 3) << 32) | i64::from(low),
             generation: high >> 2,

@@ -9,7 +9,6 @@
 //! Probes compare the first eight bytes as one number and the rest only
 //! when those are equal.
 
-use gix_hash::oid;
 use std::cmp::Ordering;
 
 /// Guessing stops after this many probes, or once the range is this
@@ -23,10 +22,9 @@ fn prefix(id: &[u8]) -> u64 {
     u64::from_be_bytes(id[..8].try_into().expect("ids are longer than eight bytes"))
 }
 
-/// The position of `id` among `count` ids sorted ascending, of which
-/// `id_at` gives each; `None` if it is not one of them.
-pub(crate) fn find<'a>(count: u32, id: &oid, id_at: impl Fn(u32) -> &'a oid) -> Option<u32> {
-    let wanted = id.as_bytes();
+/// The position of the raw id `wanted` among `count` raw ids sorted
+/// ascending, of which `id_at` gives each; `None` if it is not one of them.
+pub(crate) fn find<'a>(count: u32, wanted: &[u8], id_at: impl Fn(u32) -> &'a [u8]) -> Option<u32> {
     let key = prefix(wanted);
     // The range still possible, [lo, hi), and the prefixes just outside
     // it (the ends of the id space at first).
@@ -43,7 +41,7 @@ pub(crate) fn find<'a>(count: u32, id: &oid, id_at: impl Fn(u32) -> &'a oid) -> 
             lo + span / 2
         };
         probes += 1;
-        let probed = id_at(at).as_bytes();
+        let probed = id_at(at);
         let probed_key = prefix(probed);
         let order = probed_key
             .cmp(&key)
@@ -69,9 +67,7 @@ mod tests {
     use proptest::prelude::*;
 
     fn search(ids: &[[u8; 20]], id: &[u8; 20]) -> Option<u32> {
-        find(ids.len() as u32, oid::from_bytes_unchecked(id), |i| {
-            oid::from_bytes_unchecked(&ids[i as usize])
-        })
+        find(ids.len() as u32, id, |i| &ids[i as usize])
     }
 
     proptest! {

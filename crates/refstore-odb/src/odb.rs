@@ -95,16 +95,16 @@ impl Odb {
     /// True if the object is in the database (loose, packed, or in an
     /// alternate). An id of the other format is never contained.
     pub fn contains(&self, id: &ObjectId) -> bool {
-        id.format() == self.format && self.handle.exists(&id.to_gix())
+        id.format() == self.format && self.handle.exists(id.as_gix())
     }
 
     /// The object's kind, or `None` if it is missing. Reads only the
     /// object's header.
     pub fn kind(&self, id: &ObjectId) -> Result<Option<ObjectKind>, OdbError> {
-        let gid = self.to_gix_checked(id)?;
+        self.check_format(id)?;
         let header = self
             .handle
-            .try_header(&gid)
+            .try_header(id.as_gix())
             .map_err(|source| OdbError::Read { id: *id, source })?;
         Ok(header.map(|h| ObjectKind::from_gix(h.kind)))
     }
@@ -113,10 +113,10 @@ impl Odb {
     /// the object's header: how a large object is judged without being
     /// inflated.
     pub fn header(&self, id: &ObjectId) -> Result<Option<(ObjectKind, u64)>, OdbError> {
-        let gid = self.to_gix_checked(id)?;
+        self.check_format(id)?;
         let header = self
             .handle
-            .try_header(&gid)
+            .try_header(id.as_gix())
             .map_err(|source| OdbError::Read { id: *id, source })?;
         Ok(header.map(|h| (ObjectKind::from_gix(h.kind), h.size)))
     }
@@ -124,11 +124,11 @@ impl Odb {
     /// The object's kind and its content (without the `<type> <size>\0`
     /// header), or `None` if it is missing.
     pub fn read(&self, id: &ObjectId) -> Result<Option<(ObjectKind, Vec<u8>)>, OdbError> {
-        let gid = self.to_gix_checked(id)?;
+        self.check_format(id)?;
         let mut buf = Vec::new();
         let found = self
             .handle
-            .try_find(&gid, &mut buf)
+            .try_find(id.as_gix(), &mut buf)
             .map_err(|source| OdbError::Read { id: *id, source })?;
         let Some(data) = found else {
             return Ok(None);
@@ -184,10 +184,11 @@ impl Odb {
         Ok(ObjectId::from_gix(&target))
     }
 
-    fn to_gix_checked(&self, id: &ObjectId) -> Result<gix_hash::ObjectId, OdbError> {
+    /// An error unless `id` is of this database's format.
+    fn check_format(&self, id: &ObjectId) -> Result<(), OdbError> {
         if id.format() != self.format {
             return Err(OdbError::wrong_format(*id, self.format));
         }
-        Ok(id.to_gix())
+        Ok(())
     }
 }

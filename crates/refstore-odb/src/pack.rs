@@ -224,13 +224,8 @@ fn build(input: impl BufRead, options: &PackOptions<'_>) -> Result<Built, OdbErr
         let trailer = aside
             .trailer
             .ok_or_else(|| OdbError::Pack("the pack has no checksum".into()))?;
-        index = crate::idx_v2::add_entries(
-            &index,
-            options.format,
-            &aside.entries,
-            &ObjectId::from_gix(&trailer),
-        )?;
-        outcome.data_hash = trailer;
+        index = crate::idx_v2::add_entries(&index, options.format, &aside.entries, &trailer)?;
+        outcome.data_hash = trailer.to_gix();
         outcome.num_objects += aside.entries.len() as u32;
     }
     Ok((pack, index, outcome))

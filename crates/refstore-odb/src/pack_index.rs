@@ -11,6 +11,7 @@
 //! cache.
 
 use crate::OdbError;
+use refstore_hash::ObjectFormat;
 use std::path::Path;
 
 /// Where an open index is mapped, to give its resident pages back.
@@ -45,7 +46,7 @@ impl IndexPages {
 /// the opening checks; and where it is mapped.
 pub(crate) fn open_index(
     path: &Path,
-    hash: gix_hash::Kind,
+    format: ObjectFormat,
 ) -> Result<(gix_pack::index::File, IndexPages), OdbError> {
     let error =
         |e: &dyn std::fmt::Display| OdbError::Pack(format!("cannot read {}: {e}", path.display()));
@@ -60,8 +61,8 @@ pub(crate) fn open_index(
         start: map.as_ptr() as usize,
         len: map.len(),
     };
-    let index =
-        gix_pack::index::File::from_data(map, path.to_owned(), hash).map_err(|e| error(&e))?;
+    let index = gix_pack::index::File::from_data(map, path.to_owned(), format.gix_kind())
+        .map_err(|e| error(&e))?;
     // SAFETY: `index` owns the mapping and is open for this whole call.
     #[allow(unsafe_code)]
     unsafe {
@@ -103,13 +104,14 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("pack-test.idx");
         let ids = write_index(&path);
-        let (index, pages) = super::open_index(&path, gix_hash::Kind::Sha1).unwrap();
+        let (index, pages) = super::open_index(&path, refstore_hash::ObjectFormat::Sha1).unwrap();
         // The checks read the whole offset table (OBJECTS * 4 bytes).
         let opened = refstore_fs::resident::mapping_resident_kib(pages.start).unwrap();
         assert!(opened < 64, "{opened} kB resident after opening");
         // Lookups read the pages back as they were.
         for (position, id) in ids.iter().enumerate().step_by(4099) {
-            let found = index.lookup(gix_hash::oid::from_bytes_unchecked(id));
+            let id = refstore_hash::ObjectId::from_raw(id).unwrap();
+            let found = index.lookup(id.as_gix());
             assert_eq!(found, Some(position as u32));
             assert_eq!(
                 index.pack_offset_at_index(position as u32),

@@ -14,9 +14,8 @@
 //! keyed by object ids.
 
 use crate::{ObjectKind, OdbError};
-use gix_hash::{oid, ObjectId};
 use gix_pack::data::entry::Header;
-use refstore_hash::ObjectFormat;
+use refstore_hash::{ObjectFormat, ObjectId};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
@@ -98,11 +97,17 @@ impl ByOffset {
 }
 
 impl Pack {
-    /// The index position of `id`, if the pack holds it.
-    fn lookup(&self, id: &oid) -> Option<u32> {
+    /// The index position of the object whose raw id is `id`, if the
+    /// pack holds it.
+    fn lookup(&self, id: &[u8]) -> Option<u32> {
         crate::idx_search::find(self.index.num_objects(), id, |position| {
-            self.index.oid_at_index(position)
+            self.index.oid_at_index(position).as_bytes()
         })
+    }
+
+    /// The id at index position `position`.
+    fn id_at(&self, position: u32) -> ObjectId {
+        ObjectId::from_gix(self.index.oid_at_index(position))
     }
 
     fn by_offset(&self) -> &ByOffset {
@@ -124,7 +129,7 @@ impl Pack {
 /// The packs of an object database, read as stored.
 pub struct Packs {
     packs: Vec<Pack>,
-    hash: gix_hash::Kind,
+    format: ObjectFormat,
 }
 
 impl std::fmt::Debug for Packs {
@@ -148,12 +153,11 @@ impl Packs {
     /// Opens the packs whose `.idx` files are `index_paths`, numbered in
     /// that order (for housekeeping, which rewrites chosen packs).
     pub fn open_indexes(index_paths: &[PathBuf], format: ObjectFormat) -> Result<Packs, OdbError> {
-        let hash = format.gix_kind();
         let mut packs = Vec::with_capacity(index_paths.len());
         for index_path in index_paths {
-            let (index, index_pages) = crate::pack_index::open_index(index_path, hash)?;
+            let (index, index_pages) = crate::pack_index::open_index(index_path, format)?;
             let pack_path = index_path.with_extension("pack");
-            let data = gix_pack::data::File::at(&pack_path, hash)
+            let data = gix_pack::data::File::at(&pack_path, format.gix_kind())
                 .map_err(|e| OdbError::Pack(format!("cannot read {}: {e}", pack_path.display())))?;
             packs.push(Pack {
                 index,
@@ -166,7 +170,7 @@ impl Packs {
         // objects a fetch asks for, and a lookup that misses in one costs
         // little; a miss in a large index costs page faults.
         packs.sort_by_key(|pack| pack.index.num_objects());
-        Ok(Packs { packs, hash })
+        Ok(Packs { packs, format })
     }
 
     /// How many packs there are.
@@ -191,7 +195,7 @@ impl Packs {
 
     /// The checksum that ends pack `pack` (its name), as its index records it.
     pub fn pack_checksum(&self, pack: u32) -> ObjectId {
-        self.packs[pack as usize].index.pack_checksum()
+        ObjectId::from_gix(&self.packs[pack as usize].index.pack_checksum())
     }
 
     /// The index positions of pack `pack`'s objects in the order they are
@@ -205,12 +209,13 @@ impl Packs {
     }
 
     /// The first stored entry of `id`, or `None` if no pack has it.
-    pub fn locate(&self, id: &oid) -> Option<PackedAt> {
+    pub fn locate(&self, id: &ObjectId) -> Option<PackedAt> {
         self.locate_all(id).next()
     }
 
     /// Every stored entry of `id`, pack by pack.
-    pub fn locate_all<'a>(&'a self, id: &'a oid) -> impl Iterator<Item = PackedAt> + 'a {
+    pub fn locate_all<'a>(&'a self, id: &'a ObjectId) -> impl Iterator<Item = PackedAt> + 'a {
+        let id = id.as_bytes();
         self.packs.iter().enumerate().filter_map(move |(n, pack)| {
             pack.lookup(id).map(|position| PackedAt {
                 pack: n as u32,
@@ -220,8 +225,8 @@ impl Packs {
     }
 
     /// The id of the object at `at`.
-    pub fn id(&self, at: PackedAt) -> &oid {
-        self.packs[at.pack as usize].index.oid_at_index(at.position)
+    pub fn id(&self, at: PackedAt) -> ObjectId {
+        self.packs[at.pack as usize].id_at(at.position)
     }
 
     /// The object whose entry starts at `offset` of `pack`.
@@ -243,7 +248,7 @@ impl Packs {
             OdbError::Pack(format!(
                 "{}: entry of {} at offset {offset}: {what}",
                 pack.data.path().display(),
-                pack.index.oid_at_index(at.position)
+                pack.id_at(at.position)
             ))
         };
         let n = by_offset
@@ -254,7 +259,7 @@ impl Packs {
             .data
             .entry_slice(offset..end)
             .ok_or_else(|| corrupt("beyond the end of the pack"))?;
-        let entry = gix_pack::data::Entry::from_bytes(raw, offset, self.hash)
+        let entry = gix_pack::data::Entry::from_bytes(raw, offset, self.format.gix_kind())
             .map_err(|e| corrupt(&e.to_string()))?;
         let kind = match entry.header {
             Header::Commit => StoredKind::Whole(ObjectKind::Commit),
@@ -267,7 +272,9 @@ impl Packs {
                     .filter(|&base| base > 0)
                     .ok_or_else(|| corrupt("delta base offset before the pack's start"))?,
             },
-            Header::RefDelta { base_id } => StoredKind::RefDelta { base: base_id },
+            Header::RefDelta { base_id } => StoredKind::RefDelta {
+                base: ObjectId::from_gix(&base_id),
+            },
         };
         let data_start = (entry.data_offset - offset) as usize;
         if data_start > raw.len() {
@@ -409,7 +416,7 @@ impl Packs {
                         .ok_or_else(|| failed(offset, "bad delta base offset".into()))?;
                 }
                 Header::RefDelta { base_id } => {
-                    let Some(position) = pack.lookup(&base_id) else {
+                    let Some(position) = pack.lookup(base_id.as_bytes()) else {
                         return Ok(None);
                     };
                     chain.push(offset);
@@ -476,7 +483,7 @@ impl Packs {
                     Some(base) => base,
                     None => break,
                 },
-                Header::RefDelta { base_id } => match pack.lookup(&base_id) {
+                Header::RefDelta { base_id } => match pack.lookup(base_id.as_bytes()) {
                     Some(position) => pack.index.pack_offset_at_index(position),
                     None => return Ok(None),
                 },
@@ -498,15 +505,15 @@ impl Packs {
             OdbError::Pack(format!(
                 "{}: cannot decode {}: {e}",
                 pack.data.path().display(),
-                pack.index.oid_at_index(at.position)
+                pack.id_at(at.position)
             ))
         };
         let entry = pack
             .data
             .entry(pack.index.pack_offset_at_index(at.position))
             .map_err(failed)?;
-        let resolve = |id: &oid, _: &mut Vec<u8>| {
-            Ok(pack.lookup(id).and_then(|position| {
+        let resolve = |id: &gix_hash::oid, _: &mut Vec<u8>| {
+            Ok(pack.lookup(id.as_bytes()).and_then(|position| {
                 pack.data
                     .entry(pack.index.pack_offset_at_index(position))
                     .ok()

@@ -11,7 +11,7 @@ use crate::idx_v2::IndexEntry;
 use crate::large::{hash_compressed, IngestLimits};
 use crate::{ObjectKind, OdbError};
 use gix_pack::data::input::Entry;
-use refstore_hash::ObjectFormat;
+use refstore_hash::{ObjectFormat, ObjectId};
 use std::cell::RefCell;
 use std::rc::Rc;
 
@@ -20,7 +20,7 @@ use std::rc::Rc;
 #[derive(Debug, Default)]
 pub(crate) struct Aside {
     pub(crate) entries: Vec<IndexEntry>,
-    pub(crate) trailer: Option<gix_hash::ObjectId>,
+    pub(crate) trailer: Option<ObjectId>,
 }
 
 /// The entries of `inner` but those of large objects.
@@ -83,14 +83,16 @@ where
             let entry = match self.inner.next() {
                 None => {
                     let mut last = self.held.take()?;
-                    last.trailer = last.trailer.or(self.aside.borrow().trailer);
+                    last.trailer = last
+                        .trailer
+                        .or_else(|| self.aside.borrow().trailer.map(|id| id.to_gix()));
                     return Some(Ok(last));
                 }
                 Some(Err(e)) => return Some(Err(e)),
                 Some(Ok(entry)) => entry,
             };
-            if let Some(trailer) = entry.trailer {
-                self.aside.borrow_mut().trailer = Some(trailer);
+            if let Some(trailer) = &entry.trailer {
+                self.aside.borrow_mut().trailer = Some(ObjectId::from_gix(trailer));
             }
             let large = entry
                 .header

@@ -8,7 +8,7 @@
 
 use proptest::prelude::*;
 use refstore_fs::real::RealFs;
-use refstore_hash::ObjectFormat;
+use refstore_hash::{ObjectFormat, ObjectId};
 use refstore_odb::ewah::{self, Bitmap};
 use refstore_odb::{BitmapIndex, CommitGraph, ObjectKind, Packs};
 use std::collections::{BTreeMap, BTreeSet};
@@ -100,9 +100,9 @@ fn check_commit_graph(path: &Path) {
     let mut seen = 0;
     for line in log.lines() {
         let fields: Vec<&str> = line.split(' ').filter(|f| !f.is_empty()).collect();
-        let id = gix_hash::ObjectId::from_hex(fields[0].as_bytes()).unwrap();
+        let id = ObjectId::from_hex(fields[0].as_bytes()).unwrap();
         let position = graph.lookup(&id).expect("every commit is in the graph");
-        assert_eq!(graph.id(position), id.as_ref());
+        assert_eq!(graph.id(position), id);
         let commit = graph.commit(position).unwrap();
         assert_eq!(commit.tree.to_string(), fields[1]);
         assert_eq!(commit.time.to_string(), fields[2]);
@@ -117,7 +117,7 @@ fn check_commit_graph(path: &Path) {
     assert_eq!(seen, graph.len() as usize);
     // An id that is no commit is not found.
     let blob = run(path, &["rev-parse", "b0:d0/f0.txt"]);
-    let blob = gix_hash::ObjectId::from_hex(blob.as_bytes()).unwrap();
+    let blob = ObjectId::from_hex(blob.as_bytes()).unwrap();
     assert_eq!(graph.lookup(&blob), None);
 }
 

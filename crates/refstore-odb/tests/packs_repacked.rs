@@ -6,7 +6,7 @@
 
 mod support;
 
-use refstore_hash::ObjectFormat;
+use refstore_hash::{ObjectFormat, ObjectId};
 use refstore_odb::Packs;
 use std::path::Path;
 use support::run;
@@ -60,7 +60,7 @@ fn packs_a_multi_pack_index_names_but_a_repack_deleted_are_left_out() {
     assert_eq!(packs.len(), 1);
     let all = run(dir, &["rev-list", "--objects", "--all"]);
     for line in all.lines() {
-        let id = gix_hash::ObjectId::from_hex(&line.as_bytes()[..40]).unwrap();
+        let id = ObjectId::from_hex(&line.as_bytes()[..40]).unwrap();
         assert!(packs.locate(&id).is_some(), "{id} is not found");
     }
 }

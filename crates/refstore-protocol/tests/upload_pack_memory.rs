@@ -91,7 +91,9 @@ fn file_text(file: usize) -> String {
 /// upload-pack added while making it.
 fn shallow_fetch(dir: &Path, want: &str) -> (Vec<u8>, usize) {
     let input = support::fetch_request(&[&format!("want {want}"), "deepen 1", "done"]);
-    let repo = Repository::open(Arc::new(RealFs::new()), dir, &[]).unwrap();
+    let repo = refstore_repo::Repository::open(Arc::new(RealFs::new()), dir, &[])
+        .and_then(Repository::serve)
+        .unwrap();
     let options = Options {
         stateless_rpc: true,
         advertise_refs: false,
@@ -144,7 +146,7 @@ fn a_shallow_clone_of_old_versions_stored_as_deltas_stays_within_a_bound() {
     let stored_as_deltas = old_blobs
         .iter()
         .filter(|id| {
-            let id = gix_hash::ObjectId::from_hex(id.as_bytes()).unwrap();
+            let id = refstore_refs::ObjectId::from_hex(id.as_bytes()).unwrap();
             let at = packs.locate(&id).unwrap();
             !matches!(packs.entry(at).unwrap().kind, StoredKind::Whole(_))
         })

@@ -17,8 +17,9 @@
 //! bitmap's cache, for the delta search of objects compressed afresh.
 
 use super::contents::{include_tags, path_hash, PackContents, NO_PATH, ROOT};
-use super::graph::{Graph, IdHasher};
+use super::graph::Graph;
 use super::UploadPackError;
+use refstore_hash::IdHasher;
 use refstore_odb::ewah::Bitmap;
 use refstore_odb::{BitmapIndex, ObjectKind};
 use refstore_refs::ObjectId;
@@ -67,7 +68,7 @@ pub(crate) fn pack_contents(
         let (id, path) = if bit < objects {
             let at = index.at_bit(bit);
             contents.located.push(Some(at));
-            let id = ObjectId::from_gix(packs.id(at));
+            let id = packs.id(at);
             let path = if file.of_kind(ObjectKind::Commit).get(bit)
                 || file.of_kind(ObjectKind::Tag).get(bit)
             {
@@ -143,7 +144,7 @@ impl Counter {
     fn known_bit(&self, graph: &Graph, id: &ObjectId) -> Option<usize> {
         graph
             .packs()
-            .locate_all(id.as_gix())
+            .locate_all(id)
             .find_map(|at| self.index.bit_of(at))
             .or_else(|| self.extended.get(id).copied())
     }
@@ -152,7 +153,7 @@ impl Counter {
     fn bit(&mut self, graph: &Graph, id: &ObjectId, path: u64) -> usize {
         if let Some(bit) = graph
             .packs()
-            .locate_all(id.as_gix())
+            .locate_all(id)
             .find_map(|at| self.index.bit_of(at))
         {
             return bit;

@@ -10,8 +10,8 @@
 //! out is not sent even if a later path would include it.
 
 use super::filter::{Filter, Place};
-use super::graph::IdHasher;
 use super::UploadPackError;
+use refstore_hash::IdHasher;
 use refstore_refs::ObjectId;
 use std::collections::HashMap;
 

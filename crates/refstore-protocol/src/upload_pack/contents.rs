@@ -3,8 +3,9 @@
 //! `filtered_walk.rs`, `sparse.rs`) and by the code that writes it; the
 //! path hashes; and adding the annotated tags a client asked to follow.
 
-use super::graph::{Graph, IdHasher};
+use super::graph::Graph;
 use super::UploadPackError;
+use refstore_hash::IdHasher;
 use refstore_refs::ObjectId;
 use std::collections::{hash_map, HashMap, HashSet};
 

@@ -19,6 +19,7 @@ use super::graph::Graph;
 use super::walk;
 use super::UploadPackError;
 use gix_object::Kind;
+use refstore_hash::IdHasher;
 use refstore_refs::ObjectId;
 use std::collections::{HashMap, HashSet};
 
@@ -148,7 +149,7 @@ impl Dir {
 struct TreeWalk<'a> {
     filter: &'a Filter,
     excluded: &'a IdSet,
-    met: HashMap<ObjectId, u64, super::graph::IdHasher>,
+    met: HashMap<ObjectId, u64, IdHasher>,
     /// Depth matters (`tree:`); otherwise every object is met once.
     depths: bool,
     /// How many `sparse:oid` parts the filter has. With any, a tree met
@@ -323,7 +324,7 @@ fn named_entries(
 /// The size of blob `id`: from its entry header when stored whole, from
 /// the start of its delta when stored as one, else by reading it.
 fn blob_size(graph: &mut Graph, id: &ObjectId) -> Result<u64, UploadPackError> {
-    if let Some(at) = graph.packs().locate(id.as_gix()) {
+    if let Some(at) = graph.packs().locate(id) {
         let entry = graph
             .packs()
             .entry(at)

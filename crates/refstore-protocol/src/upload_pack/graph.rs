@@ -15,7 +15,7 @@
 
 use super::UploadPackError;
 use gix_object::Find;
-use refstore_refs::ObjectId;
+use refstore_hash::{IdHasher, ObjectFormat, ObjectId};
 use std::collections::HashMap;
 use std::rc::Rc;
 
@@ -39,8 +39,7 @@ pub(crate) struct Graph {
     /// The packs as stored, for copying their entries.
     packs: std::sync::Arc<refstore_odb::Packs>,
     objects_dir: std::path::PathBuf,
-    format: refstore_refs::ObjectFormat,
-    hash: gix_hash::Kind,
+    format: ObjectFormat,
     commits: HashMap<ObjectId, Rc<Commit>, IdHasher>,
     /// Inflated delta bases of packed objects read so far.
     cache: refstore_odb::DeltaBaseCache,
@@ -66,7 +65,6 @@ impl Graph {
     ) -> Result<Graph, UploadPackError> {
         let objects_dir = objects.objects_dir();
         let format = objects.format();
-        let hash = format.gix_kind();
         let mut handle = objects.store().to_cache_arc();
         // The pack writer copies entries by their pack location: packs must
         // stay mapped while it runs, even if a repack removes them.
@@ -85,7 +83,6 @@ impl Graph {
             packs,
             objects_dir: objects_dir.to_owned(),
             format,
-            hash,
             commits: HashMap::default(),
             cache: refstore_odb::DeltaBaseCache::new(1 << 16, 64 << 20),
             buf: Vec::new(),
@@ -128,14 +125,14 @@ impl Graph {
     /// The commit `id` as the commit-graph records it, if it does.
     fn commit_from_graph(&mut self, id: &ObjectId) -> Option<Commit> {
         let graph = self.commit_graph.as_ref()?;
-        let position = graph.lookup(id.as_gix())?;
+        let position = graph.lookup(id)?;
         match graph.commit(position) {
             Ok(commit) => Some(Commit {
-                tree: ObjectId::from_gix(&commit.tree),
+                tree: commit.tree,
                 parents: commit
                     .parents
                     .iter()
-                    .map(|&parent| ObjectId::from_gix(graph.id(parent)))
+                    .map(|&parent| graph.id(parent))
                     .collect(),
                 time: commit.time,
             }),
@@ -156,13 +153,8 @@ impl Graph {
         }
     }
 
-    /// The object format's gix name.
-    pub fn hash_kind(&self) -> gix_hash::Kind {
-        self.hash
-    }
-
     /// The object format of its ids.
-    pub fn object_format(&self) -> refstore_refs::ObjectFormat {
+    pub fn object_format(&self) -> ObjectFormat {
         self.format
     }
 
@@ -191,7 +183,7 @@ impl Graph {
         if self.commits.contains_key(id) {
             return Ok(Some(gix_object::Kind::Commit));
         }
-        if let Some(at) = self.packs.locate(id.as_gix()) {
+        if let Some(at) = self.packs.locate(id) {
             let kind = self
                 .packs
                 .kind(at)
@@ -219,7 +211,7 @@ impl Graph {
         &mut self,
         id: &ObjectId,
     ) -> Result<Option<(gix_object::Kind, &[u8])>, UploadPackError> {
-        if let Some(at) = self.packs.locate(id.as_gix()) {
+        if let Some(at) = self.packs.locate(id) {
             let read = self
                 .packs
                 .read_held(at, &mut self.cache, &mut self.buf)
@@ -232,7 +224,7 @@ impl Graph {
                 return Ok(Some((kind.to_gix(), data)));
             }
         }
-        if let Some(kind) = read_loose(&self.objects_dir, self.hash, id, &mut self.buf)? {
+        if let Some(kind) = read_loose(&self.objects_dir, self.format, id, &mut self.buf)? {
             return Ok(Some((kind, &self.buf)));
         }
         let found = self
@@ -255,7 +247,7 @@ impl Graph {
             self.commits.insert(*id, commit.clone());
             return Ok(Some(commit));
         }
-        let hash = self.hash;
+        let hash = self.format.gix_kind();
         let grafted = self.grafted.contains(id);
         let Some((gix_object::Kind::Commit, data)) = self.read(id)? else {
             return Ok(None);
@@ -288,7 +280,7 @@ impl Graph {
     /// The object an annotated tag points at, or `None` if `id` is not a
     /// tag.
     pub fn tag_target(&mut self, id: &ObjectId) -> Result<Option<ObjectId>, UploadPackError> {
-        let hash = self.hash;
+        let hash = self.format.gix_kind();
         let Some((gix_object::Kind::Tag, data)) = self.read(id)? else {
             return Ok(None);
         };
@@ -330,9 +322,9 @@ impl Graph {
         id: &ObjectId,
         visit: impl FnMut(super::tree_scan::TreeEntry<'_>),
     ) -> Result<(), UploadPackError> {
-        let hash = self.hash;
+        let format = self.format;
         let data = self.tree_data(id)?;
-        super::tree_scan::scan_tree(data, hash, visit)
+        super::tree_scan::scan_tree(data, format, visit)
             .map_err(|e| UploadPackError::Objects(format!("corrupt tree {id}: {e}")))
     }
 
@@ -369,7 +361,7 @@ impl Graph {
         id: &ObjectId,
         mut each: impl FnMut(ObjectId, bool, &[u8]),
     ) -> Result<(), UploadPackError> {
-        let hash = self.hash;
+        let hash = self.format.gix_kind();
         let Some((gix_object::Kind::Tree, data)) = self.read(id)? else {
             return Err(UploadPackError::Objects(format!(
                 "missing tree {id}: the repository is incomplete"
@@ -396,46 +388,12 @@ impl Graph {
 /// (it may be in an alternate).
 pub(crate) fn read_loose(
     objects_dir: &std::path::Path,
-    hash: gix_hash::Kind,
+    format: ObjectFormat,
     id: &ObjectId,
     buf: &mut Vec<u8>,
 ) -> Result<Option<gix_object::Kind>, UploadPackError> {
-    gix_odb::loose::Store::at(objects_dir, hash)
+    gix_odb::loose::Store::at(objects_dir, format.gix_kind())
         .try_find(id.as_gix(), buf)
         .map(|found| found.map(|data| data.kind))
         .map_err(|e| UploadPackError::objects(&format!("cannot read object {id}"), e))
-}
-
-/// Hashing for maps keyed by object ids: an id is already a uniformly
-/// distributed hash, so its first eight bytes serve (SipHash, the
-/// default, cost as much as the inserts themselves in a large walk).
-#[derive(Default, Clone, Copy)]
-pub(crate) struct IdHasher;
-
-impl std::hash::BuildHasher for IdHasher {
-    type Hasher = IdHash;
-    fn build_hasher(&self) -> IdHash {
-        IdHash(0)
-    }
-}
-
-/// The hasher [`IdHasher`] builds.
-pub(crate) struct IdHash(u64);
-
-impl std::hash::Hasher for IdHash {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        // Ids are written whole (after a short discriminant): keep the
-        // first eight bytes of the longest write, mixed with what came
-        // before for anything shorter.
-        if bytes.len() >= 8 {
-            self.0 ^= u64::from_le_bytes(bytes[..8].try_into().expect("eight bytes"));
-        } else {
-            for &b in bytes {
-                self.0 = self.0.rotate_left(8) ^ u64::from(b);
-            }
-        }
-    }
 }

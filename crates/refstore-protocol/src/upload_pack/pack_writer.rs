@@ -8,6 +8,7 @@
 //! an offset delta then gives the distance back to its base in git's
 //! big-endian base-128 form where each continuation adds one.
 
+use refstore_hash::ObjectFormat;
 use refstore_refs::ObjectId;
 use std::io::Write;
 
@@ -37,12 +38,12 @@ impl<'w> PackWriter<'w> {
     /// Starts a pack of `objects` entries.
     pub fn start(
         out: &'w mut dyn Write,
-        hash: gix_hash::Kind,
+        format: ObjectFormat,
         objects: u32,
     ) -> std::io::Result<Self> {
         let mut writer = PackWriter {
             out,
-            hasher: gix_hash::hasher(hash),
+            hasher: gix_hash::hasher(format.gix_kind()),
             offset: 0,
             header: Vec::with_capacity(32),
         };

@@ -322,7 +322,7 @@ impl<'a> Peeler<'a> {
         if id.format() != self.objects.format() {
             return Ok(None);
         }
-        match packs.locate(id.as_gix()) {
+        match packs.locate(id) {
             Some(at) => packs.kind(at),
             None => Ok(None),
         }

@@ -16,8 +16,9 @@
 //! (unchanged entries are not recorded: there are thousands of them).
 
 use super::contents::{path_hash, IdSet, PackContents, ROOT};
-use super::graph::{Graph, IdHasher};
+use super::graph::Graph;
 use super::UploadPackError;
+use refstore_hash::{IdHasher, ObjectFormat};
 use refstore_refs::ObjectId;
 use std::cmp::Ordering;
 use std::collections::HashMap;
@@ -77,7 +78,7 @@ impl Sparse<'_> {
         if !self.add(tree, ROOT, &bases, contents) {
             return Ok(());
         }
-        let hash = self.graph.hash_kind();
+        let format = self.graph.object_format();
         let corrupt = |id: &ObjectId| {
             UploadPackError::Objects(format!("corrupt tree {id}: an entry is cut short"))
         };
@@ -87,7 +88,7 @@ impl Sparse<'_> {
         while let Some((tree, path, bases)) = stack.pop() {
             let mut cursors = Vec::with_capacity(bases.len());
             for base in &bases {
-                cursors.push(Cursor::new(self.base_tree(base)?, hash));
+                cursors.push(Cursor::new(self.base_tree(base)?, format));
             }
             sent.clear();
             sent.extend_from_slice(self.tree(&tree)?);
@@ -101,7 +102,7 @@ impl Sparse<'_> {
                         break;
                     }
                 }
-                let entry = Entry::parse(&sent, at, hash).ok_or_else(|| corrupt(&tree))?;
+                let entry = Entry::parse(&sent, at, format).ok_or_else(|| corrupt(&tree))?;
                 at = entry.end;
                 if entry.is_submodule {
                     continue;
@@ -161,8 +162,8 @@ impl Sparse<'_> {
         if let Some(tree) = self.base_trees.get(id) {
             return Ok(tree.clone());
         }
-        let hash = self.graph.hash_kind();
-        let tree = Rc::new(BaseTree::new(self.tree(id)?.to_vec(), hash));
+        let format = self.graph.object_format();
+        let tree = Rc::new(BaseTree::new(self.tree(id)?.to_vec(), format));
         self.base_trees.insert(*id, tree.clone());
         Ok(tree)
     }
@@ -192,10 +193,10 @@ struct Entry {
 impl Entry {
     /// The entry of `data` that starts at `start`; `None` if it is cut
     /// short.
-    fn parse(data: &[u8], start: usize, hash: gix_hash::Kind) -> Option<Entry> {
+    fn parse(data: &[u8], start: usize, format: ObjectFormat) -> Option<Entry> {
         let space = start + data[start..].iter().position(|&b| b == b' ')?;
         let nul = space + 1 + data[space + 1..].iter().position(|&b| b == 0)?;
-        let end = nul + 1 + hash.len_in_bytes();
+        let end = nul + 1 + format.raw_len();
         if end > data.len() {
             return None;
         }
@@ -237,11 +238,11 @@ struct BaseTree {
 }
 
 impl BaseTree {
-    fn new(data: Vec<u8>, hash: gix_hash::Kind) -> Self {
+    fn new(data: Vec<u8>, format: ObjectFormat) -> Self {
         let mut starts = vec![0];
         let mut at = 0;
         while let Some(entry) = (at < data.len())
-            .then(|| Entry::parse(&data, at, hash))
+            .then(|| Entry::parse(&data, at, format))
             .flatten()
         {
             at = entry.end;
@@ -257,17 +258,17 @@ struct Cursor {
     tree: Rc<BaseTree>,
     at: usize,
     current: Option<Entry>,
-    hash: gix_hash::Kind,
+    format: ObjectFormat,
 }
 
 impl Cursor {
-    fn new(tree: Rc<BaseTree>, hash: gix_hash::Kind) -> Self {
-        let current = Entry::parse(&tree.data, 0, hash);
+    fn new(tree: Rc<BaseTree>, format: ObjectFormat) -> Self {
+        let current = Entry::parse(&tree.data, 0, format);
         Cursor {
             tree,
             at: 0,
             current,
-            hash,
+            format,
         }
     }
 
@@ -332,7 +333,7 @@ impl Cursor {
     fn next(&mut self, at: usize) {
         self.at = at;
         self.current = match at < self.tree.data.len() {
-            true => Entry::parse(&self.tree.data, at, self.hash),
+            true => Entry::parse(&self.tree.data, at, self.format),
             false => None,
         };
     }

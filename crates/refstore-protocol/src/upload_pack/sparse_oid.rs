@@ -73,7 +73,7 @@ fn resolve(
         Some((id, Kind::Tree)) => id,
         _ => return Ok(None),
     };
-    let hash = graph.hash_kind();
+    let hash = graph.object_format().gix_kind();
     for component in path.split('/').filter(|c| !c.is_empty()) {
         let Some((Kind::Tree, data)) = graph.read(&tree)? else {
             return Ok(None);

@@ -20,6 +20,7 @@ use super::graph::{read_loose, Graph};
 use super::sparse::tree_order;
 use super::UploadPackError;
 use gix_object::Find;
+use refstore_hash::ObjectFormat;
 use refstore_refs::ObjectId;
 use std::cmp::Ordering;
 use std::collections::HashMap;
@@ -110,9 +111,9 @@ impl ThinBases {
             sent_tree.clear();
             sent_tree.extend_from_slice(reader.tree(&sent)?);
             differing.clear();
-            same_path_pairs(&sent_tree, &base_tree, reader.hash, &mut differing).map_err(|e| {
-                UploadPackError::objects(&format!("corrupt tree {sent} or {base}"), e)
-            })?;
+            same_path_pairs(&sent_tree, &base_tree, reader.format, &mut differing).map_err(
+                |e| UploadPackError::objects(&format!("corrupt tree {sent} or {base}"), e),
+            )?;
             for &(id, base_id, is_tree) in &differing {
                 let Some(&entry_slot) = contents.slots.get(&id) else {
                     continue;
@@ -145,7 +146,7 @@ pub(crate) struct ObjectReader<'g> {
     packs: &'g refstore_odb::Packs,
     objects_dir: &'g std::path::Path,
     handle: gix_odb::HandleArc,
-    hash: gix_hash::Kind,
+    format: ObjectFormat,
     cache: refstore_odb::DeltaBaseCache,
     buf: Vec<u8>,
 }
@@ -156,7 +157,7 @@ impl<'g> ObjectReader<'g> {
             packs: graph.packs(),
             objects_dir: graph.objects_dir(),
             handle: graph.handle(),
-            hash: graph.hash_kind(),
+            format: graph.object_format(),
             // Boundary trees are read once each, their delta chains
             // resolved through this cache.
             cache: refstore_odb::DeltaBaseCache::new(1024, 16 << 20),
@@ -173,7 +174,7 @@ impl<'g> ObjectReader<'g> {
         let failed = |e: &dyn std::fmt::Display| {
             UploadPackError::objects(&format!("cannot read object {id}"), e)
         };
-        if let Some(at) = self.packs.locate(id.as_gix()) {
+        if let Some(at) = self.packs.locate(id) {
             let read = self
                 .packs
                 .read_held(at, &mut self.cache, &mut self.buf)
@@ -186,7 +187,7 @@ impl<'g> ObjectReader<'g> {
                 return Ok(Some((kind.to_gix(), data)));
             }
         }
-        if let Some(kind) = read_loose(self.objects_dir, self.hash, id, &mut self.buf)? {
+        if let Some(kind) = read_loose(self.objects_dir, self.format, id, &mut self.buf)? {
             return Ok(Some((kind, &self.buf)));
         }
         let found = self
@@ -198,7 +199,7 @@ impl<'g> ObjectReader<'g> {
 
     /// The root tree of `id`, or `None` if it is not a commit.
     fn commit_tree(&mut self, id: &ObjectId) -> Result<Option<ObjectId>, UploadPackError> {
-        let hash = self.hash;
+        let hash = self.format.gix_kind();
         match self.read(id)? {
             Some((gix_object::Kind::Commit, data)) => {
                 gix_object::CommitRefIter::from_bytes(data, hash)
@@ -231,13 +232,13 @@ impl<'g> ObjectReader<'g> {
 fn same_path_pairs(
     sent: &[u8],
     base: &[u8],
-    hash: gix_hash::Kind,
+    format: ObjectFormat,
     out: &mut Vec<(ObjectId, ObjectId, bool)>,
 ) -> Result<(), String> {
-    let mut base_entries = gix_object::TreeRefIter::from_bytes(base, hash);
+    let mut base_entries = gix_object::TreeRefIter::from_bytes(base, format.gix_kind());
     let mut next = move || base_entries.next().transpose().map_err(|e| e.to_string());
     let mut next_base = next()?;
-    for entry in gix_object::TreeRefIter::from_bytes(sent, hash) {
+    for entry in gix_object::TreeRefIter::from_bytes(sent, format.gix_kind()) {
         let entry = entry.map_err(|e| e.to_string())?;
         let is_tree = entry.mode.is_tree();
         while let Some(b) = next_base {

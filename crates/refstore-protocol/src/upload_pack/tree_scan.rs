@@ -5,6 +5,7 @@
 //!
 //! A tree is a sequence of `<octal mode> <name>\0<id>` records.
 
+use refstore_hash::ObjectFormat;
 use refstore_refs::ObjectId;
 
 /// One entry of a tree, borrowed from the tree's data.
@@ -40,10 +41,10 @@ const COMMIT: u32 = 0o160_000;
 /// with it.
 pub(crate) fn scan_tree<'a>(
     data: &'a [u8],
-    hash: gix_hash::Kind,
+    format: ObjectFormat,
     mut visit: impl FnMut(TreeEntry<'a>),
 ) -> Result<(), &'static str> {
-    let id_len = hash.len_in_bytes();
+    let id_len = format.raw_len();
     let mut rest = data;
     while !rest.is_empty() {
         let space = rest
@@ -94,10 +95,10 @@ pub(crate) struct Entries<'a> {
 }
 
 impl<'a> Entries<'a> {
-    pub fn new(data: &'a [u8], hash: gix_hash::Kind) -> Self {
+    pub fn new(data: &'a [u8], format: ObjectFormat) -> Self {
         Entries {
             rest: data,
-            id_len: hash.len_in_bytes(),
+            id_len: format.raw_len(),
         }
     }
 }
@@ -137,7 +138,7 @@ mod tests {
 
     fn entries(data: &[u8]) -> Result<Vec<Read>, &'static str> {
         let mut out = Vec::new();
-        scan_tree(data, gix_hash::Kind::Sha1, |e| {
+        scan_tree(data, ObjectFormat::Sha1, |e| {
             out.push((e.id().to_string(), e.name.to_vec(), e.is_tree, e.is_commit))
         })?;
         Ok(out)
@@ -157,21 +158,22 @@ mod tests {
         data.extend(record("120000", "link", 4));
         data.extend(record("100755", "run", 5));
         let ours = entries(&data).unwrap();
-        let theirs: Vec<_> = gix_object::TreeRefIter::from_bytes(&data, gix_hash::Kind::Sha1)
-            .map(|e| {
-                let e = e.unwrap();
-                (
-                    e.oid.to_string(),
-                    e.filename.to_vec(),
-                    e.mode.is_tree(),
-                    e.mode.is_commit(),
-                )
-            })
-            .collect();
+        let theirs: Vec<_> =
+            gix_object::TreeRefIter::from_bytes(&data, ObjectFormat::Sha1.gix_kind())
+                .map(|e| {
+                    let e = e.unwrap();
+                    (
+                        e.oid.to_string(),
+                        e.filename.to_vec(),
+                        e.mode.is_tree(),
+                        e.mode.is_commit(),
+                    )
+                })
+                .collect();
         assert_eq!(ours, theirs);
         assert_eq!(ours[1].1, b"dir");
         let mut records = Vec::new();
-        scan_tree(&data, gix_hash::Kind::Sha1, |e| {
+        scan_tree(&data, ObjectFormat::Sha1, |e| {
             records.extend_from_slice(e.record)
         })
         .unwrap();
@@ -183,7 +185,7 @@ mod tests {
     fn entries_give_names_and_ids() {
         let mut data = record("100644", "a.txt", 1);
         data.extend(record("40000", "dir", 2));
-        let got: Vec<_> = Entries::new(&data, gix_hash::Kind::Sha1).collect();
+        let got: Vec<_> = Entries::new(&data, ObjectFormat::Sha1).collect();
         assert_eq!(
             got,
             [(&b"a.txt"[..], &[1; 20][..]), (&b"dir"[..], &[2; 20][..])]

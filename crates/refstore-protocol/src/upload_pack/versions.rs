@@ -10,8 +10,8 @@
 //! skipping changes nothing in what is sent. Directories are known by the
 //! hash of their path; two paths with one hash only make skips rarer.
 
-use super::graph::IdHasher;
 use super::tree_scan::Entries;
+use refstore_hash::{IdHasher, ObjectFormat};
 use std::cmp::Ordering;
 use std::collections::HashMap;
 
@@ -56,9 +56,9 @@ pub(crate) struct Unchanged<'a> {
 }
 
 impl<'a> Unchanged<'a> {
-    pub fn new(previous: &'a [u8], hash: gix_hash::Kind) -> Self {
+    pub fn new(previous: &'a [u8], format: ObjectFormat) -> Self {
         Unchanged {
-            previous: Entries::new(previous, hash),
+            previous: Entries::new(previous, format),
         }
     }
 
@@ -120,7 +120,7 @@ mod tests {
             ("40000", "foo", 3),
             ("100644", "z", 4),
         ]);
-        let mut unchanged = Unchanged::new(&previous, gix_hash::Kind::Sha1);
+        let mut unchanged = Unchanged::new(&previous, ObjectFormat::Sha1);
         assert!(check(&mut unchanged, "100644", "a", 1));
         assert!(!check(&mut unchanged, "100644", "b", 9));
         assert!(check(&mut unchanged, "100644", "foo.c", 2));

@@ -14,10 +14,11 @@
 //! instead, and this walk is what remains without one.
 
 use super::contents::{include_tags, path_hash, IdSet, PackContents, NO_PATH, ROOT};
-use super::graph::{Graph, IdHasher};
+use super::graph::Graph;
 use super::tree_scan::scan_tree;
 use super::versions::{LastVersions, Unchanged};
 use super::UploadPackError;
+use refstore_hash::IdHasher;
 use refstore_refs::ObjectId;
 use std::collections::{BinaryHeap, HashMap};
 
@@ -241,7 +242,7 @@ fn add_tree(
     // before (a commit changes few files): for them, one lookup is all.
     let mut stack = vec![(tree, ROOT)];
     let check_excluded = !excluded.is_empty();
-    let hash = graph.hash_kind();
+    let hash = graph.object_format();
     while let Some((tree, path)) = stack.pop() {
         let previous = versions.take(path);
         let data = graph.tree_data(&tree)?;

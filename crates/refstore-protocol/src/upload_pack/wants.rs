@@ -12,10 +12,11 @@
 //! Anything else — a missing object, or a commit only unreachable history
 //! holds — is refused with git's `not our ref`.
 
-use super::graph::{Graph, IdHasher};
+use super::graph::Graph;
 use super::refs::RefSnapshot;
 use super::UploadPackError;
 use refstore_fs::config::Config;
+use refstore_hash::IdHasher;
 use refstore_refs::ObjectId;
 use std::collections::{HashSet, VecDeque};
 

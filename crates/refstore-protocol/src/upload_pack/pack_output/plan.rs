@@ -5,9 +5,10 @@
 
 use crate::upload_pack::contents::{PackContents, NO_PATH};
 use crate::upload_pack::delta_search::MAX_DEPTH;
-use crate::upload_pack::graph::{Graph, IdHasher};
+use crate::upload_pack::graph::Graph;
 use crate::upload_pack::thin::ThinBases;
 use crate::upload_pack::UploadPackError;
+use refstore_hash::IdHasher;
 use refstore_odb::{PackedAt, StoredKind};
 use refstore_refs::ObjectId;
 
@@ -79,7 +80,7 @@ pub(super) fn plan(
     let mut located = Vec::with_capacity(ids.len());
     for (slot, id) in ids.iter().enumerate() {
         let known = contents.located.get(slot).copied().flatten();
-        let at = known.or_else(|| packs.locate(id.as_gix()));
+        let at = known.or_else(|| packs.locate(id));
         if let Some(at) = at {
             let table = &mut slot_at[at.pack as usize];
             if table.is_empty() {
@@ -123,7 +124,7 @@ pub(super) fn plan(
             }
             StoredKind::OfsDelta { base_offset } => match packs.at_offset(at.pack, base_offset) {
                 Some(base) => {
-                    let id = ObjectId::from_gix(packs.id(base));
+                    let id = packs.id(base);
                     let slot = match slot_at[base.pack as usize][base.position as usize] {
                         NONE => slot_of_id(&id),
                         slot => Some(slot),
@@ -132,10 +133,7 @@ pub(super) fn plan(
                 }
                 None => (None, None),
             },
-            StoredKind::RefDelta { base } => {
-                let base = ObjectId::from_gix(&base);
-                (slot_of_id(&base), Some(base))
-            }
+            StoredKind::RefDelta { base } => (slot_of_id(&base), Some(base)),
         };
         let how = match (base, base_id) {
             (Some(base), _) if base as usize != slot => How::Delta(base),

@@ -45,7 +45,7 @@ pub(super) fn write(
     // them into full side-band packets.
     let mut buffered =
         std::io::BufWriter::with_capacity(SidebandMode::SideBand64k.max_content_len(), out);
-    let pack = PackWriter::start(&mut buffered, graph.hash_kind(), object_count).map_err(io)?;
+    let pack = PackWriter::start(&mut buffered, graph.object_format(), object_count).map_err(io)?;
     let mut writer = Writer {
         graph,
         contents,
@@ -176,10 +176,10 @@ impl Writer<'_, '_> {
                     }
                     (kind, How::ClientDelta) => {
                         let base = match kind {
-                            StoredKind::RefDelta { base } => ObjectId::from_gix(&base),
+                            StoredKind::RefDelta { base } => base,
                             StoredKind::OfsDelta { base_offset } => packs
                                 .at_offset(at.pack, base_offset)
-                                .map(|base| ObjectId::from_gix(packs.id(base)))
+                                .map(|base| packs.id(base))
                                 .ok_or_else(|| {
                                     UploadPackError::Objects(format!(
                                         "the delta base of {id} is not where its entry says"
@@ -393,13 +393,13 @@ impl Writer<'_, '_> {
         damaged_at: PackedAt,
     ) -> Result<(gix_object::Kind, Vec<u8>), UploadPackError> {
         let packs = self.graph.packs();
-        let hash = self.graph.hash_kind();
+        let hash = self.graph.object_format().gix_kind();
         let matches = |kind: gix_object::Kind, data: &[u8]| {
             gix_object::compute_hash(hash, kind, data)
                 .is_ok_and(|computed| ObjectId::from_gix(&computed) == *id)
         };
         let mut data = Vec::new();
-        for at in packs.locate_all(id.as_gix()).filter(|&at| at != damaged_at) {
+        for at in packs.locate_all(id).filter(|&at| at != damaged_at) {
             if let Ok(kind) = packs.decode(at, &mut data) {
                 let kind = kind.to_gix();
                 if matches(kind, &data) {
