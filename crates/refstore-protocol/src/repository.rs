@@ -15,13 +15,9 @@
 //!   was down). upload-pack then judges the wants as always: what is
 //!   still missing is refused as git refuses it.
 
-use refstore_fs::config::Override;
-use refstore_fs::discover::Location;
-use refstore_fs::Vfs;
 use refstore_odb::Odb;
 use refstore_refs::backend::Backend;
 use refstore_refs::{ObjectFormat, ObjectId};
-use std::path::Path;
 use std::sync::Arc;
 
 pub use refstore_repo::OpenError;
@@ -78,27 +74,6 @@ impl std::ops::Deref for Repository {
 }
 
 impl Repository {
-    /// Opens the repository at `path` (a work tree or a git directory),
-    /// as git finds the repository a client names.
-    pub fn open(
-        vfs: Arc<dyn Vfs>,
-        path: &Path,
-        overrides: &[Override],
-    ) -> Result<Repository, OpenError> {
-        Self::serve(refstore_repo::Repository::open(vfs, path, overrides)?)
-    }
-
-    /// Opens the repository found by discovery.
-    pub fn open_location(
-        vfs: Arc<dyn Vfs>,
-        location: Location,
-        overrides: &[Override],
-    ) -> Result<Repository, OpenError> {
-        Self::serve(refstore_repo::Repository::open_location(
-            vfs, location, overrides,
-        )?)
-    }
-
     /// An opened repository made ready to serve: a request needs its refs
     /// and objects, so a repository lacking either is refused up front.
     pub fn serve(opened: refstore_repo::Repository) -> Result<Repository, OpenError> {

@@ -54,7 +54,9 @@ use support::pkt;
 fn repository() -> (tempfile::TempDir, Repository, String) {
     let (tmp, commit) = support::push_target();
     let dir = tmp.path().join("repo.git");
-    let repo = Repository::open(Arc::new(RealFs::new()), &dir, &[]).unwrap();
+    let repo = refstore_repo::Repository::open(Arc::new(RealFs::new()), &dir, &[])
+        .and_then(Repository::serve)
+        .unwrap();
     (tmp, repo, commit)
 }
 

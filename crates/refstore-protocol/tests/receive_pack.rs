@@ -14,7 +14,9 @@ mod support;
 use support::{git_ok as git, pkt, push_target as repository};
 
 fn open(tmp: &tempfile::TempDir) -> Repository {
-    Repository::open(Arc::new(RealFs::new()), &tmp.path().join("repo.git"), &[]).unwrap()
+    refstore_repo::Repository::open(Arc::new(RealFs::new()), &tmp.path().join("repo.git"), &[])
+        .and_then(Repository::serve)
+        .unwrap()
 }
 
 #[test]

@@ -26,7 +26,9 @@ fn fetch(dir: &Path, wants: &[String], haves: &[String]) -> Vec<u8> {
     arguments.push("done".into());
     let arguments: Vec<&str> = arguments.iter().map(String::as_str).collect();
     let input = support::fetch_request(&arguments);
-    let repo = Repository::open(Arc::new(RealFs::new()), dir, &[]).unwrap();
+    let repo = refstore_repo::Repository::open(Arc::new(RealFs::new()), dir, &[])
+        .and_then(Repository::serve)
+        .unwrap();
     let options = Options {
         stateless_rpc: true,
         advertise_refs: false,

@@ -28,7 +28,9 @@ fn repository() -> tempfile::TempDir {
 }
 
 fn open(dir: &Path) -> Repository {
-    Repository::open(Arc::new(RealFs::new()), dir, &[]).unwrap()
+    refstore_repo::Repository::open(Arc::new(RealFs::new()), dir, &[])
+        .and_then(Repository::serve)
+        .unwrap()
 }
 
 fn stateless(version: ProtocolVersion) -> Options {

@@ -40,7 +40,9 @@ fn commit_versions(path: &Path, from: usize, count: usize) {
 /// (empty when the fetch fails) and the progress text.
 fn fetch(dir: &Path, want: &str) -> (Result<(), String>, Vec<u8>, String) {
     let input = support::fetch_request(&[&format!("want {want}"), "done"]);
-    let repo = Repository::open(Arc::new(RealFs::new()), dir, &[]).unwrap();
+    let repo = refstore_repo::Repository::open(Arc::new(RealFs::new()), dir, &[])
+        .and_then(Repository::serve)
+        .unwrap();
     let options = Options {
         stateless_rpc: true,
         advertise_refs: false,

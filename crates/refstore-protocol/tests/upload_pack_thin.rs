@@ -59,7 +59,9 @@ fn packets(lines: &[&str]) -> Vec<u8> {
 
 /// A stateless request to refstore's upload-pack in `dir`; its response.
 fn serve(dir: &Path, version: ProtocolVersion, input: &[u8]) -> Vec<u8> {
-    let repo = Repository::open(Arc::new(RealFs::new()), dir, &[]).unwrap();
+    let repo = refstore_repo::Repository::open(Arc::new(RealFs::new()), dir, &[])
+        .and_then(Repository::serve)
+        .unwrap();
     let options = Options {
         stateless_rpc: true,
         advertise_refs: false,

@@ -40,7 +40,9 @@ fn repository() -> tempfile::TempDir {
 
 /// Our answer to `input`.
 fn ours(dir: &Path, options: Options, input: &[u8]) -> Vec<u8> {
-    let repo = Repository::open(Arc::new(RealFs::new()), dir, &[]).unwrap();
+    let repo = refstore_repo::Repository::open(Arc::new(RealFs::new()), dir, &[])
+        .and_then(Repository::serve)
+        .unwrap();
     let mut output = Vec::new();
     upload_pack(&repo, &options, &mut &input[..], &mut output).unwrap();
     output

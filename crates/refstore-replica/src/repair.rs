@@ -59,7 +59,8 @@ impl Replica {
     pub fn repair(&self, vfs: &Arc<dyn Vfs>, root: &Path, overrides: &[Override]) -> usize {
         let mut added = 0;
         for name in repositories(vfs.as_ref(), root) {
-            match Repository::open(vfs.clone(), &root.join(&name), overrides) {
+            let opened = refstore_repo::Repository::open(vfs.clone(), &root.join(&name), overrides);
+            match opened.and_then(Repository::serve) {
                 Ok(repo) => added += self.catch_up(&repo, &name),
                 Err(e) => tracing::warn!(repo = name, "repair cannot open the repository: {e}"),
             }

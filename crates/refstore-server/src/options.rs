@@ -112,7 +112,9 @@ impl ServeOptions {
         served: &Served,
     ) -> Result<Repository, OpenError> {
         let overrides = self.repository_overrides();
-        let mut repo = Repository::open_location(vfs, served.location.clone(), &overrides)?;
+        let opened =
+            refstore_repo::Repository::open_location(vfs, served.location.clone(), &overrides)?;
+        let mut repo = Repository::serve(opened)?;
         if let Some(source) = &self.ref_source {
             repo.refs = source.refs(&repo, &served.name);
         }

@@ -53,8 +53,10 @@ pub fn run(args: Args, globals: &Globals) -> Result<u8, Fatal> {
 fn import(args: ImportArgs, globals: &Globals) -> Result<u8, Fatal> {
     let config = read_config(globals.vfs().as_ref(), &globals.cwd().join(&args.cluster))?;
     let path = globals.cwd().join(&args.repository);
-    let repo = Repository::open(globals.vfs().clone(), &path, globals.config_overrides())
-        .map_err(Fatal::new)?;
+    let repo =
+        refstore_repo::Repository::open(globals.vfs().clone(), &path, globals.config_overrides())
+            .and_then(Repository::serve)
+            .map_err(Fatal::new)?;
     let name = match args.name {
         Some(name) => name,
         None => {

@@ -27,13 +27,15 @@ pub struct Args {
 pub fn run(args: Args, globals: &Globals) -> Result<u8, Fatal> {
     let dir = globals.cwd().join(&args.dir);
     let overrides = globals.config_overrides();
-    let repo = Repository::open(globals.vfs().clone(), &dir, overrides).map_err(|e| match e {
-        OpenError::NotARepository(_) => Fatal::new(format!(
-            "'{}' does not appear to be a git repository",
-            args.dir.display()
-        )),
-        other => Fatal::new(other),
-    })?;
+    let repo = refstore_repo::Repository::open(globals.vfs().clone(), &dir, overrides)
+        .and_then(Repository::serve)
+        .map_err(|e| match e {
+            OpenError::NotARepository(_) => Fatal::new(format!(
+                "'{}' does not appear to be a git repository",
+                args.dir.display()
+            )),
+            other => Fatal::new(other),
+        })?;
     let options = Options {
         stateless_rpc: args.stateless_rpc,
         advertise_refs: args.advertise_refs,

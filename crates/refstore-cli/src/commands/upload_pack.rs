@@ -56,10 +56,15 @@ pub fn run(args: Args, globals: &Globals) -> Result<u8, Fatal> {
         };
         let location = discover::discover(globals.vfs().as_ref(), &dir, &options)
             .map_err(|_| not_a_repository())?;
-        Repository::open_location(globals.vfs().clone(), location, globals.config_overrides())
+        refstore_repo::Repository::open_location(
+            globals.vfs().clone(),
+            location,
+            globals.config_overrides(),
+        )
     } else {
-        Repository::open(globals.vfs().clone(), &dir, globals.config_overrides())
+        refstore_repo::Repository::open(globals.vfs().clone(), &dir, globals.config_overrides())
     }
+    .and_then(Repository::serve)
     .map_err(|e| match e {
         OpenError::NotARepository(_) => not_a_repository(),
         other => Fatal::new(other),

@@ -125,11 +125,12 @@ fn serve(
     ask: &Ask,
     pack: Option<&[u8]>,
 ) -> Result<Vec<u8>, (u16, String)> {
-    let repo = Repository::open_location(
+    let repo = refstore_repo::Repository::open_location(
         state.vfs.clone(),
         served.location,
         &state.options.repository_overrides(),
     )
+    .and_then(Repository::serve)
     .map_err(|e| match e {
         OpenError::NotARepository(_) => (404, "repository not found".to_owned()),
         e => (500, e.to_string()),
