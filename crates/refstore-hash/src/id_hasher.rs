@@ -3,6 +3,8 @@
 //! An id is already a uniformly distributed hash, so its first eight bytes
 //! serve as the map's hash: SipHash, the standard library's default, costs
 //! as much as the inserts themselves in a walk over a large history.
+//! Its methods are marked for inlining: maps in other crates call them in
+//! their innermost loops.
 
 /// Builds [`IdHash`]ers: `HashMap<ObjectId, V, IdHasher>`.
 #[derive(Debug, Default, Clone, Copy)]
@@ -10,6 +12,7 @@ pub struct IdHasher;
 
 impl std::hash::BuildHasher for IdHasher {
     type Hasher = IdHash;
+    #[inline]
     fn build_hasher(&self) -> IdHash {
         IdHash(0)
     }
@@ -20,9 +23,11 @@ impl std::hash::BuildHasher for IdHasher {
 pub struct IdHash(u64);
 
 impl std::hash::Hasher for IdHash {
+    #[inline]
     fn finish(&self) -> u64 {
         self.0
     }
+    #[inline]
     fn write(&mut self, bytes: &[u8]) {
         // Ids are written whole (after a short discriminant): keep the
         // first eight bytes of the longest write, mixed with what came

@@ -107,6 +107,7 @@ pub enum ParseOidError {
 
 impl ObjectId {
     /// Builds an id from raw bytes; `None` unless `raw` has 20 or 32 bytes.
+    #[inline]
     pub fn from_raw(raw: &[u8]) -> Option<Self> {
         let format = match raw.len() {
             20 => ObjectFormat::Sha1,
@@ -163,17 +164,20 @@ impl ObjectId {
     }
 
     /// The format this id belongs to.
+    #[inline]
     pub fn format(&self) -> ObjectFormat {
         self.format
     }
 
     /// The raw bytes (20 or 32).
+    #[inline]
     pub fn as_bytes(&self) -> &[u8] {
         &self.bytes[..self.format.raw_len()]
     }
 
     /// The same id as gitoxide's borrowed id type, for calls into gix
     /// crates (pack indexes, object lookups).
+    #[inline]
     pub fn as_gix(&self) -> &gix_hash::oid {
         gix_hash::oid::from_bytes_unchecked(self.as_bytes())
     }
@@ -185,6 +189,7 @@ impl ObjectId {
 
     /// An id read by a gix crate (always 20 or 32 bytes, so this cannot
     /// fail).
+    #[inline]
     pub fn from_gix(id: &gix_hash::oid) -> Self {
         Self::from_raw(id.as_bytes()).expect("gix ids are 20 or 32 bytes")
     }

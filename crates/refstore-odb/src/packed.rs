@@ -106,6 +106,7 @@ impl Pack {
     }
 
     /// The id at index position `position`.
+    #[inline]
     fn id_at(&self, position: u32) -> ObjectId {
         ObjectId::from_gix(self.index.oid_at_index(position))
     }
@@ -225,6 +226,7 @@ impl Packs {
     }
 
     /// The id of the object at `at`.
+    #[inline]
     pub fn id(&self, at: PackedAt) -> ObjectId {
         self.packs[at.pack as usize].id_at(at.position)
     }
