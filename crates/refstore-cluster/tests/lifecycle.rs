@@ -1,0 +1,187 @@
+//! Creating, deleting, renaming and listing repositories against a real
+//! etcd: each is one transaction over the record and the repository's
+//! keys, names are checked, and the records' watch reports every change.
+
+mod support;
+
+use refstore_cluster::lifecycle::{LifecycleError, NewRepository};
+use refstore_cluster::records::{RefFormat, State};
+use refstore_cluster::{Cluster, ClusterConfig};
+use refstore_refs::value::Target;
+use refstore_refs::{Backend, ObjectFormat, RefName};
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+use support::etcd::EtcdCluster;
+
+fn cluster(etcd: &EtcdCluster) -> Arc<Cluster> {
+    let text = format!(
+        "etcd = {}\nnode = \"n1\"\netcd_timeout_ms = 2000\n[nodes]\nn1 = \"http://127.0.0.1:1\"\n",
+        etcd.endpoints_toml()
+    );
+    Cluster::connect(ClusterConfig::parse(&text, Path::new("cluster.toml")).unwrap()).unwrap()
+}
+
+fn head(cluster: &Arc<Cluster>, name: &str) -> Option<Target> {
+    let refs = cluster.refs(name, ObjectFormat::Sha1);
+    refs.read(&RefName::new("HEAD").unwrap())
+        .unwrap()
+        .map(|r| r.target)
+}
+
+#[test]
+fn create_delete_rename_and_list() {
+    let etcd = EtcdCluster::start(1);
+    let c = cluster(&etcd);
+    let watch = c.watch_records(c.records().unwrap().1);
+    let new = NewRepository {
+        initial_branch: "main".into(),
+        ..NewRepository::default()
+    };
+    let a = c.create("a.git", &new).unwrap();
+    assert_eq!(a.head, "refs/heads/main");
+    assert_eq!(
+        head(&c, "a.git"),
+        Some(Target::Symbolic(RefName::new("refs/heads/main").unwrap()))
+    );
+    assert!(matches!(
+        c.create("a.git", &new),
+        Err(LifecycleError::Exists(_))
+    ));
+    let sha256 = NewRepository {
+        object_format: ObjectFormat::Sha256,
+        ref_format: RefFormat::Reftable,
+        initial_branch: "trunk".into(),
+    };
+    c.create("team/b.git", &sha256).unwrap();
+    let listed: Vec<(String, ObjectFormat, RefFormat)> = c
+        .list()
+        .unwrap()
+        .into_iter()
+        .map(|(n, r)| (n, r.object_format, r.ref_format))
+        .collect();
+    assert_eq!(
+        listed,
+        [
+            ("a.git".into(), ObjectFormat::Sha1, RefFormat::Files),
+            (
+                "team/b.git".into(),
+                ObjectFormat::Sha256,
+                RefFormat::Reftable
+            ),
+        ]
+    );
+
+    // A rename moves the keys and the incarnation, and leaves a tombstone.
+    let moved = c.rename("a.git", "c.git").unwrap();
+    assert_eq!(moved.id, a.id);
+    assert_eq!(head(&c, "a.git"), None);
+    assert!(head(&c, "c.git").is_some());
+    assert_eq!(c.record("a.git").unwrap().unwrap().state, State::Deleted);
+    assert!(matches!(
+        c.rename("c.git", "team/b.git"),
+        Err(LifecycleError::Exists(_))
+    ));
+    assert!(matches!(
+        c.rename("a.git", "d.git"),
+        Err(LifecycleError::NotFound(_))
+    ));
+
+    // Deleted, then created again: a new incarnation.
+    let gone = c.delete("c.git").unwrap();
+    assert_eq!(gone.state, State::Deleted);
+    assert_eq!(head(&c, "c.git"), None);
+    assert!(matches!(
+        c.delete("c.git"),
+        Err(LifecycleError::NotFound(_))
+    ));
+    let again = c.create("c.git", &new).unwrap();
+    assert_ne!(again.id, a.id);
+    let names: Vec<String> = c.list().unwrap().into_iter().map(|(n, _)| n).collect();
+    assert_eq!(names, ["c.git", "team/b.git"]);
+
+    // The watch saw every change, in order (a rename's two records in
+    // one transaction).
+    let mut seen = Vec::new();
+    while seen.len() < 6 {
+        let batch = watch
+            .recv_timeout(Duration::from_secs(10))
+            .expect("a change of the records");
+        seen.extend(
+            batch
+                .into_iter()
+                .map(|(name, r)| (name, r.map(|r| r.state))),
+        );
+    }
+    let live = Some(State::Live);
+    let deleted = Some(State::Deleted);
+    let expected: Vec<(String, Option<State>)> = vec![
+        ("a.git".into(), live),
+        ("team/b.git".into(), live),
+        ("c.git".into(), live),
+        ("a.git".into(), deleted),
+        ("c.git".into(), deleted),
+        ("c.git".into(), live),
+    ];
+    assert_eq!(seen, expected);
+}
+
+/// Names made of pieces that are fine alone and hostile together, and
+/// what [`refstore_cluster::records::check_name`] must say of each.
+fn generated_names() -> Vec<(String, bool)> {
+    let stems = ["a", "r-1", "ünï", "日本", "x.y"];
+    let hostile_components = [
+        "..",
+        ".",
+        "",
+        ".git",
+        ".hidden",
+        "a b",
+        "a\\b",
+        "a:b",
+        "é\u{202e}",
+    ];
+    let mut names = Vec::new();
+    for stem in stems {
+        names.push((format!("{stem}.git"), true));
+        names.push((format!("team/{stem}.git"), true));
+        names.push((stem.to_owned(), false));
+        names.push((format!("{stem}.git.git"), false));
+        names.push((format!("{stem}.GIT"), false));
+        names.push((format!("/{stem}.git"), false));
+        names.push((format!("{stem}.git/"), false));
+        names.push((format!("{stem}.git/x.git"), false));
+        for bad in hostile_components {
+            names.push((format!("{bad}/{stem}.git"), false));
+            names.push((format!("{stem}/{bad}/{stem}.git"), false));
+        }
+    }
+    names
+}
+
+#[test]
+fn hostile_names_change_nothing() {
+    let etcd = EtcdCluster::start(1);
+    let c = cluster(&etcd);
+    c.create("keep.git", &NewRepository::default()).unwrap();
+    let before = c.records().unwrap().0;
+    for (name, valid) in generated_names() {
+        assert_eq!(
+            refstore_cluster::records::check_name(&name).is_ok(),
+            valid,
+            "{name:?}"
+        );
+        if valid {
+            continue;
+        }
+        let refused = |r: Result<_, LifecycleError>| matches!(r, Err(LifecycleError::BadName(_)));
+        assert!(
+            refused(c.create(&name, &NewRepository::default())),
+            "{name:?}"
+        );
+        assert!(refused(c.delete(&name)), "{name:?}");
+        assert!(refused(c.rename("keep.git", &name)), "{name:?}");
+        assert!(refused(c.rename(&name, "other.git")), "{name:?}");
+    }
+    assert_eq!(c.records().unwrap().0, before);
+}
