@@ -26,6 +26,11 @@ impl Fatal {
         }
     }
 
+    /// The message, without `fatal: `.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
     /// Prints the message and returns the exit code.
     pub fn exit(self) -> u8 {
         eprintln!("fatal: {}", self.message);
