@@ -333,8 +333,8 @@ fn hostile_names_are_refused_with_nothing_changed() {
     }
     assert_eq!(ok(&c.cluster("list", &[])), listed);
     std::thread::sleep(Duration::from_millis(200));
-    for i in 0..3 {
-        assert_eq!(tree(&c.nodes[i].root), roots[i], "node {i}'s root changed");
+    for (node, before) in c.nodes.iter().zip(&roots) {
+        assert_eq!(&tree(&node.root), before, "{}'s root changed", node.name);
     }
     // The valid ones are created on every node, where their names say.
     for (name, _) in names.iter().filter(|(_, valid)| *valid) {

@@ -32,6 +32,9 @@ pub enum ImportError {
     /// Reading the local refs or talking to etcd failed.
     #[error("{0}")]
     Read(#[from] ReadError),
+    /// `--record-only` for a name with a live record or without refs.
+    #[error("cluster: '{0}' has a record already, or etcd holds no refs of it; --record-only only adds the record of a repository imported before the cluster kept records")]
+    NoRecordToAdd(String),
     /// The name cannot name a repository of the cluster.
     #[error("cluster: {0}")]
     BadName(#[from] crate::records::BadName),
@@ -118,6 +121,34 @@ pub fn import(
         }
     }
     Ok(refs.len())
+}
+
+/// Writes only the record of `name`, whose refs etcd holds already: for
+/// repositories imported before the cluster kept records. Refuses a name
+/// whose record is live, or without refs in etcd.
+pub fn record_only(target: &EtcdBackend, name: &str, record: Record) -> Result<(), ImportError> {
+    crate::records::check_name(name)?;
+    let cluster = target.cluster();
+    let key = cluster.record_keys().record(name);
+    let (existing, revision) = cluster
+        .read_record(name, Consistency::Quorum)
+        .map_err(|e| ImportError::Read(unavailable(e)))?;
+    if existing.as_ref().is_some_and(Record::is_live) || !target.has_refs()? {
+        return Err(ImportError::NoRecordToAdd(name.to_owned()));
+    }
+    let applied = run(target, move || {
+        Txn::new()
+            .when([Compare::mod_revision(
+                key.clone(),
+                CompareOp::Equal,
+                revision,
+            )])
+            .and_then([TxnOp::put(key.clone(), record.encode(), None)])
+    })?;
+    match applied {
+        true => Ok(()),
+        false => Err(ImportError::NoRecordToAdd(name.to_owned())),
+    }
 }
 
 /// Runs the transaction `make` builds; true if its condition held.

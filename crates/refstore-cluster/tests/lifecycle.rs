@@ -185,3 +185,52 @@ fn hostile_names_change_nothing() {
     }
     assert_eq!(c.records().unwrap().0, before);
 }
+
+#[test]
+fn a_repository_imported_before_records_gets_its_record_alone() {
+    use refstore_cluster::import::{record_only, ImportError};
+    use refstore_refs::files::transaction::CommitOptions;
+    use refstore_refs::transaction::{Change, Expected, Transaction, Update};
+    let etcd = EtcdCluster::start(1);
+    let c = cluster(&etcd);
+    let refs = c.refs("old.git", ObjectFormat::Sha1);
+    let record = || {
+        c.new_record(
+            ObjectFormat::Sha1,
+            RefFormat::Files,
+            "refs/heads/main".into(),
+        )
+    };
+    // Without refs in etcd there is nothing to record.
+    assert!(matches!(
+        record_only(&refs, "old.git", record()),
+        Err(ImportError::NoRecordToAdd(_))
+    ));
+    let tx = Transaction {
+        updates: vec![Update {
+            name: RefName::new("HEAD").unwrap(),
+            change: Change::Set(Target::Symbolic(RefName::new("refs/heads/main").unwrap())),
+            expected: Expected::Any,
+            no_deref: true,
+        }],
+        ..Transaction::default()
+    };
+    let options = CommitOptions {
+        flush: refstore_fs::flush::FlushMethod::None,
+        lock_timeout: Duration::from_millis(100),
+        packed_refs_timeout: Duration::ZERO,
+        log_updates: refstore_fs::config::LogRefUpdates::Never,
+        signature: String::new(),
+    };
+    refs.commit(&tx, &options).unwrap();
+    assert!(c.list().unwrap().is_empty());
+    record_only(&refs, "old.git", record()).unwrap();
+    let names: Vec<String> = c.list().unwrap().into_iter().map(|(n, _)| n).collect();
+    assert_eq!(names, ["old.git"]);
+    assert!(head(&c, "old.git").is_some(), "the refs stay");
+    // Once recorded, not again.
+    assert!(matches!(
+        record_only(&refs, "old.git", record()),
+        Err(ImportError::NoRecordToAdd(_))
+    ));
+}

@@ -100,8 +100,13 @@ struct ImportArgs {
     #[arg(long, value_name = "name")]
     name: Option<String>,
     /// Replace the refs etcd holds for the repository already.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "record_only")]
     force: bool,
+    /// Copy no refs: only record that the cluster holds the repository,
+    /// whose refs etcd holds already (one imported before the cluster
+    /// kept records).
+    #[arg(long)]
+    record_only: bool,
     /// The repository.
     repository: PathBuf,
 }
@@ -196,6 +201,11 @@ fn import(args: ImportArgs, globals: &Globals) -> Result<u8, Fatal> {
         RefStorage::Reftable => RefFormat::Reftable,
     };
     let record = cluster.new_record(repo.object_format(), ref_format, head);
+    if args.record_only {
+        refstore_cluster::import::record_only(&target, &name, record).map_err(Fatal::new)?;
+        eprintln!("recorded '{name}' in the cluster");
+        return Ok(0);
+    }
     let copied =
         refstore_cluster::import::import(&target, repo.refs.as_ref(), &name, record, args.force)
             .map_err(Fatal::new)?;

@@ -97,8 +97,10 @@ pub struct Args {
     #[arg(long, value_name = "n", default_value_t = 1)]
     maintenance_workers: usize,
     /// Who may read and push which repository: lines
-    /// `<user|*> <read|write> <repo-glob>` (write implies read; `*` as
-    /// the user is everyone, anonymous clients included). Read again on
+    /// `<user|*> <read|write|admin> <repo-glob>` (write implies read;
+    /// admin implies write and, with --cluster, allows the admin
+    /// endpoint's operations; `*` as the user is everyone, anonymous
+    /// clients included). Read again on
     /// SIGHUP. Without it everyone reads and --credentials users push
     /// with --allow-push.
     #[arg(long, value_name = "file")]

@@ -262,7 +262,7 @@ impl NodeCatalog {
             fsync: FsyncSettings::default(),
             mechanism: BatchMechanism::Auto,
         };
-        init::create(&self.vfs, &staging, &new).map_err(|e| e.message().to_owned())?;
+        init::create(&self.vfs, &staging, &new).map_err(|e| e.to_string())?;
         self.write_marker(&staging, &record.id)?;
         let dir = self.root.join(name);
         let parent = dir.parent().unwrap_or(&self.root);
