@@ -50,12 +50,7 @@ pub fn import(
     mut record: Record,
     force: bool,
 ) -> Result<usize, ImportError> {
-    crate::records::check_name(name)?;
-    let cluster = target.cluster();
-    let record_key = cluster.record_keys().record(name);
-    let (existing, record_revision) = cluster
-        .read_record(name, Consistency::Quorum)
-        .map_err(|e| ImportError::Read(unavailable(e)))?;
+    let (record_key, existing, record_revision) = current_record(target, name)?;
     if let Some(existing) = existing.filter(Record::is_live) {
         record.id = existing.id;
     }
@@ -127,12 +122,7 @@ pub fn import(
 /// repositories imported before the cluster kept records. Refuses a name
 /// whose record is live, or without refs in etcd.
 pub fn record_only(target: &EtcdBackend, name: &str, record: Record) -> Result<(), ImportError> {
-    crate::records::check_name(name)?;
-    let cluster = target.cluster();
-    let key = cluster.record_keys().record(name);
-    let (existing, revision) = cluster
-        .read_record(name, Consistency::Quorum)
-        .map_err(|e| ImportError::Read(unavailable(e)))?;
+    let (key, existing, revision) = current_record(target, name)?;
     if existing.as_ref().is_some_and(Record::is_live) || !target.has_refs()? {
         return Err(ImportError::NoRecordToAdd(name.to_owned()));
     }
@@ -149,6 +139,20 @@ pub fn record_only(target: &EtcdBackend, name: &str, record: Record) -> Result<(
         true => Ok(()),
         false => Err(ImportError::NoRecordToAdd(name.to_owned())),
     }
+}
+
+/// The key of `name`'s record, the record, and the revision it was last
+/// written at; refuses a name the cluster cannot hold.
+fn current_record(
+    target: &EtcdBackend,
+    name: &str,
+) -> Result<(Vec<u8>, Option<Record>, i64), ImportError> {
+    crate::records::check_name(name)?;
+    let cluster = target.cluster();
+    let (record, revision) = cluster
+        .read_record(name, Consistency::Quorum)
+        .map_err(|e| ImportError::Read(unavailable(e)))?;
+    Ok((cluster.record_keys().record(name), record, revision))
 }
 
 /// Runs the transaction `make` builds; true if its condition held.

@@ -126,16 +126,7 @@ impl Cluster {
     pub fn records(&self) -> Result<(Vec<(String, Record)>, i64), EtcdError> {
         let keys = self.record_keys();
         let (start, end) = keys.all();
-        let (kvs, revision) = self.etcd().call(Consistency::Quorum, move |mut client| {
-            let (start, end) = (start.clone(), end.clone());
-            async move {
-                let mut response = client
-                    .get(start, Some(GetOptions::new().with_range(end)))
-                    .await?;
-                let revision = response.header().map_or(0, |h| h.revision());
-                Ok((response.take_kvs(), revision))
-            }
-        })?;
+        let (kvs, revision) = self.range(start, end)?;
         let mut records: Vec<(String, Record)> = kvs
             .iter()
             .filter_map(|kv| {
@@ -151,6 +142,26 @@ impl Cluster {
             .collect();
         records.sort_by(|a, b| a.0.cmp(&b.0));
         Ok((records, revision))
+    }
+
+    /// Every key in `[start, end)`, read linearizably, and the revision it
+    /// was read at (one request: records and a repository's keys are few
+    /// enough for one transaction anyway).
+    fn range(
+        &self,
+        start: Vec<u8>,
+        end: Vec<u8>,
+    ) -> Result<(Vec<etcd_client::KeyValue>, i64), EtcdError> {
+        self.etcd().call(Consistency::Quorum, move |mut client| {
+            let (start, end) = (start.clone(), end.clone());
+            async move {
+                let mut response = client
+                    .get(start, Some(GetOptions::new().with_range(end)))
+                    .await?;
+                let revision = response.header().map_or(0, |h| h.revision());
+                Ok((response.take_kvs(), revision))
+            }
+        })
     }
 
     /// The repositories the cluster holds, sorted by name.
@@ -268,19 +279,7 @@ impl Cluster {
         let old = self.repo_keys(from);
         let new = self.repo_keys(to);
         let (start, end) = old.all();
-        let (kvs, at) = {
-            let (start, end) = (start.clone(), end.clone());
-            self.etcd().call(Consistency::Quorum, move |mut client| {
-                let (start, end) = (start.clone(), end.clone());
-                async move {
-                    let mut response = client
-                        .get(start, Some(GetOptions::new().with_range(end)))
-                        .await?;
-                    let at = response.header().map_or(0, |h| h.revision());
-                    Ok((response.take_kvs(), at))
-                }
-            })?
-        };
+        let (kvs, at) = self.range(start.clone(), end.clone())?;
         let records = self.record_keys();
         guards.push(Compare::mod_revision(
             records.record(from),

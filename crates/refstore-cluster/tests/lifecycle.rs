@@ -126,46 +126,13 @@ fn create_delete_rename_and_list() {
     assert_eq!(seen, expected);
 }
 
-/// Names made of pieces that are fine alone and hostile together, and
-/// what [`refstore_cluster::records::check_name`] must say of each.
-fn generated_names() -> Vec<(String, bool)> {
-    let stems = ["a", "r-1", "ünï", "日本", "x.y"];
-    let hostile_components = [
-        "..",
-        ".",
-        "",
-        ".git",
-        ".hidden",
-        "a b",
-        "a\\b",
-        "a:b",
-        "é\u{202e}",
-    ];
-    let mut names = Vec::new();
-    for stem in stems {
-        names.push((format!("{stem}.git"), true));
-        names.push((format!("team/{stem}.git"), true));
-        names.push((stem.to_owned(), false));
-        names.push((format!("{stem}.git.git"), false));
-        names.push((format!("{stem}.GIT"), false));
-        names.push((format!("/{stem}.git"), false));
-        names.push((format!("{stem}.git/"), false));
-        names.push((format!("{stem}.git/x.git"), false));
-        for bad in hostile_components {
-            names.push((format!("{bad}/{stem}.git"), false));
-            names.push((format!("{stem}/{bad}/{stem}.git"), false));
-        }
-    }
-    names
-}
-
 #[test]
 fn hostile_names_change_nothing() {
     let etcd = EtcdCluster::start(1);
     let c = cluster(&etcd);
     c.create("keep.git", &NewRepository::default()).unwrap();
     let before = c.records().unwrap().0;
-    for (name, valid) in generated_names() {
+    for (name, valid) in refstore_testsupport::names::repository_names() {
         assert_eq!(
             refstore_cluster::records::check_name(&name).is_ok(),
             valid,
