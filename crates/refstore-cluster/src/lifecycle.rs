@@ -176,17 +176,39 @@ impl Cluster {
     }
 
     /// The condition that `name` is free: no live record (a tombstone, as
-    /// read, may be replaced) and no key of a repository.
+    /// read, may be replaced) and no key of a repository. Keys under a
+    /// tombstone are a push that raced the deletion (planned before it,
+    /// committed after): they are cleared first. Keys without any record
+    /// are a repository imported before the cluster kept records, which
+    /// is not free.
     fn free(&self, name: &str) -> Result<Vec<Compare>, LifecycleError> {
         let (record, revision) = self.read_record(name, Consistency::Quorum)?;
         if record.as_ref().is_some_and(Record::is_live) {
             return Err(LifecycleError::Exists(name.to_owned()));
         }
+        let record_key = self.record_keys().record(name);
         let (start, end) = self.repo_keys(name).all();
-        Ok(vec![
-            Compare::mod_revision(self.record_keys().record(name), CompareOp::Equal, revision),
-            Compare::version(start, CompareOp::Equal, 0).with_range(end),
-        ])
+        let unchanged = Compare::mod_revision(record_key, CompareOp::Equal, revision);
+        let empty = Compare::version(start.clone(), CompareOp::Equal, 0).with_range(end.clone());
+        if record.is_some() {
+            // etcd refuses to delete a range and write in it in one
+            // transaction: the leftovers go in one of their own.
+            let clear = Txn::new()
+                .when([unchanged.clone()])
+                .and_then([TxnOp::delete(
+                    start,
+                    Some(DeleteOptions::new().with_range(end)),
+                )]);
+            if !self.run(clear)? {
+                return Err(LifecycleError::Changed(name.to_owned()));
+            }
+        } else if !self.run(Txn::new().when([empty.clone()]))? {
+            return Err(LifecycleError::Invalid(format!(
+                "etcd holds refs of '{name}' but no record (imported before the cluster kept \
+                 records?); record it with `refstore cluster import --record-only`"
+            )));
+        }
+        Ok(vec![unchanged, empty])
     }
 
     /// Runs one transaction; true if its condition held.

@@ -22,6 +22,21 @@ fn cluster(etcd: &EtcdCluster) -> Arc<Cluster> {
     Cluster::connect(ClusterConfig::parse(&text, Path::new("cluster.toml")).unwrap()).unwrap()
 }
 
+/// Writes a key behind the cluster's back.
+fn put(etcd: &EtcdCluster, key: &[u8], value: &[u8]) {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let mut client = etcd_client::Client::connect(etcd.endpoints(), None)
+            .await
+            .unwrap();
+        client.put(key, value, None).await.unwrap();
+    });
+}
+
 fn head(cluster: &Arc<Cluster>, name: &str) -> Option<Target> {
     let refs = cluster.refs(name, ObjectFormat::Sha1);
     refs.read(&RefName::new("HEAD").unwrap())
@@ -200,4 +215,33 @@ fn a_repository_imported_before_records_gets_its_record_alone() {
         record_only(&refs, "old.git", record()),
         Err(ImportError::NoRecordToAdd(_))
     ));
+}
+
+#[test]
+fn keys_left_under_a_tombstone_are_cleared_and_keys_without_a_record_kept() {
+    use refstore_cluster::keys::RepoKeys;
+    let etcd = EtcdCluster::start(1);
+    let c = cluster(&etcd);
+    c.create("x.git", &NewRepository::default()).unwrap();
+    c.delete("x.git").unwrap();
+    // A push planned before the deletion and committed after it.
+    let stray = RepoKeys::new("/refstore/", "x.git").reference(b"refs/heads/late");
+    put(&etcd, &stray, &[b'1'; 40]);
+    let again = c.create("x.git", &NewRepository::default()).unwrap();
+    assert!(again.is_live());
+    let refs = c.refs("x.git", ObjectFormat::Sha1);
+    assert!(refs
+        .read(&RefName::new("refs/heads/late").unwrap())
+        .unwrap()
+        .is_none());
+
+    // Refs without any record: a repository imported before records.
+    let legacy = RepoKeys::new("/refstore/", "legacy.git").reference(b"HEAD");
+    put(&etcd, &legacy, b"ref: refs/heads/main");
+    let refused = c.create("legacy.git", &NewRepository::default());
+    assert!(
+        matches!(&refused, Err(LifecycleError::Invalid(m)) if m.contains("--record-only")),
+        "{refused:?}"
+    );
+    assert!(head(&c, "legacy.git").is_some());
 }
