@@ -17,6 +17,13 @@ pub struct Fatal {
     code: u8,
 }
 
+/// The message, without `fatal: `.
+impl fmt::Display for Fatal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
 impl Fatal {
     /// `fatal: <message>`, exit code 128.
     pub fn new(message: impl fmt::Display) -> Self {

@@ -7,11 +7,15 @@
 //! repository are deleted first and replaced. The refs are written in transactions of
 //! [`CHUNK`] refs, within etcd's default limit on operations per
 //! transaction; the first one checks that etcd holds no ref of the
-//! repository, so two imports cannot interleave.
+//! repository, so two imports cannot interleave, and writes the
+//! repository's record ([`crate::records`]), so the nodes serve it.
+//! A forced import over a live repository keeps its incarnation id: the
+//! nodes' copies stay theirs.
 
 use crate::cluster::EtcdBackend;
 use crate::etcd::{unavailable, Consistency, EtcdError};
 use crate::keys::Value;
+use crate::records::Record;
 use etcd_client::{Compare, CompareOp, DeleteOptions, Txn, TxnOp};
 use refstore_refs::value::{Peeled, Target};
 use refstore_refs::{Backend, ReadError, RefName};
@@ -28,17 +32,28 @@ pub enum ImportError {
     /// Reading the local refs or talking to etcd failed.
     #[error("{0}")]
     Read(#[from] ReadError),
+    /// `--record-only` for a name with a live record or without refs.
+    #[error("cluster: '{0}' has a record already, or etcd holds no refs of it; --record-only only adds the record of a repository imported before the cluster kept records")]
+    NoRecordToAdd(String),
+    /// The name cannot name a repository of the cluster.
+    #[error("cluster: {0}")]
+    BadName(#[from] crate::records::BadName),
 }
 
 /// Copies every ref of `source` (HEAD and the refs below `refs/`) into the
-/// cluster's store `target` for the repository `name`. Returns the number
-/// of refs copied.
+/// cluster's store `target` for the repository `name`, and writes its
+/// `record`. Returns the number of refs copied.
 pub fn import(
     target: &EtcdBackend,
     source: &dyn Backend,
     name: &str,
+    mut record: Record,
     force: bool,
 ) -> Result<usize, ImportError> {
+    let (record_key, existing, record_revision) = current_record(target, name)?;
+    if let Some(existing) = existing.filter(Record::is_live) {
+        record.id = existing.id;
+    }
     let mut refs = source.list(b"refs/")?.refs;
     let head = RefName::new("HEAD").expect("valid");
     if let Some(head) = source.read(&head)? {
@@ -57,7 +72,11 @@ pub fn import(
             )])
         })?;
     }
-    for (n, chunk) in refs.chunks(CHUNK).enumerate() {
+    let chunks: Vec<&[refstore_refs::value::Ref]> = match refs.is_empty() {
+        true => vec![&[]],
+        false => refs.chunks(CHUNK).collect(),
+    };
+    for (n, chunk) in chunks.into_iter().enumerate() {
         let mut writes: Vec<TxnOp> = chunk
             .iter()
             .map(|r| {
@@ -78,18 +97,62 @@ pub fn import(
             target.cluster().config.node.as_bytes(),
             None,
         ));
-        let guard = (n == 0)
-            .then(|| Compare::version(start.clone(), CompareOp::Equal, 0).with_range(end.clone()));
+        let mut guards = Vec::new();
+        if n == 0 {
+            guards
+                .push(Compare::version(start.clone(), CompareOp::Equal, 0).with_range(end.clone()));
+            guards.push(Compare::mod_revision(
+                record_key.clone(),
+                CompareOp::Equal,
+                record_revision,
+            ));
+            writes.push(TxnOp::put(record_key.clone(), record.encode(), None));
+        }
         let applied = run(target, move || {
-            Txn::new()
-                .when(guard.clone().into_iter().collect::<Vec<_>>())
-                .and_then(writes.clone())
+            Txn::new().when(guards.clone()).and_then(writes.clone())
         })?;
         if !applied {
             return Err(ImportError::AlreadyThere(name.to_owned()));
         }
     }
     Ok(refs.len())
+}
+
+/// Writes only the record of `name`, whose refs etcd holds already: for
+/// repositories imported before the cluster kept records. Refuses a name
+/// whose record is live, or without refs in etcd.
+pub fn record_only(target: &EtcdBackend, name: &str, record: Record) -> Result<(), ImportError> {
+    let (key, existing, revision) = current_record(target, name)?;
+    if existing.as_ref().is_some_and(Record::is_live) || !target.has_refs()? {
+        return Err(ImportError::NoRecordToAdd(name.to_owned()));
+    }
+    let applied = run(target, move || {
+        Txn::new()
+            .when([Compare::mod_revision(
+                key.clone(),
+                CompareOp::Equal,
+                revision,
+            )])
+            .and_then([TxnOp::put(key.clone(), record.encode(), None)])
+    })?;
+    match applied {
+        true => Ok(()),
+        false => Err(ImportError::NoRecordToAdd(name.to_owned())),
+    }
+}
+
+/// The key of `name`'s record, the record, and the revision it was last
+/// written at; refuses a name the cluster cannot hold.
+fn current_record(
+    target: &EtcdBackend,
+    name: &str,
+) -> Result<(Vec<u8>, Option<Record>, i64), ImportError> {
+    crate::records::check_name(name)?;
+    let cluster = target.cluster();
+    let (record, revision) = cluster
+        .read_record(name, Consistency::Quorum)
+        .map_err(|e| ImportError::Read(unavailable(e)))?;
+    Ok((cluster.record_keys().record(name), record, revision))
 }
 
 /// Runs the transaction `make` builds; true if its condition held.

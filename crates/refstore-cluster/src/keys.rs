@@ -14,6 +14,11 @@
 //!   It sorts right after the `r/` range, so one watch covers both.
 //! - `…/log/<time>-<node>-<n>`: one record per transaction, the reflog lines
 //!   of its updates (`<refname> <old> <new> <signature>\t<message>`).
+//!
+//! Apart from them, `<prefix>records/<name>` (the name escaped alike) holds
+//! each repository's record ([`crate::records`]): whether the cluster holds
+//! it, its formats and its HEAD. Records sit outside every repository's
+//! range, so the whole list is one small range, and one watch covers it.
 
 use refstore_refs::value::{Peeled, Target};
 use refstore_refs::{ObjectFormat, ObjectId, RefName};
@@ -29,13 +34,7 @@ impl RepoKeys {
     pub fn new(prefix: &str, name: &str) -> RepoKeys {
         let mut base = prefix.as_bytes().to_vec();
         base.extend_from_slice(b"repos/");
-        for &b in name.as_bytes() {
-            match b {
-                b'%' => base.extend_from_slice(b"%25"),
-                b'/' => base.extend_from_slice(b"%2F"),
-                b => base.push(b),
-            }
-        }
+        escape_into(name, &mut base);
         base.push(b'/');
         RepoKeys { base }
     }
@@ -91,6 +90,67 @@ impl RepoKeys {
         key.extend_from_slice(b"log/");
         key.extend_from_slice(id.as_bytes());
         key
+    }
+}
+
+/// Appends `name` with its `%` and `/` escaped, so that no name is a
+/// prefix of another's keys.
+fn escape_into(name: &str, out: &mut Vec<u8>) {
+    for &b in name.as_bytes() {
+        match b {
+            b'%' => out.extend_from_slice(b"%25"),
+            b'/' => out.extend_from_slice(b"%2F"),
+            b => out.push(b),
+        }
+    }
+}
+
+/// The keys of the repositories' records: `<prefix>records/<name>`.
+#[derive(Debug, Clone)]
+pub struct RecordKeys {
+    base: Vec<u8>,
+}
+
+impl RecordKeys {
+    /// The records of the cluster whose keys start with `prefix`.
+    pub fn new(prefix: &str) -> RecordKeys {
+        let mut base = prefix.as_bytes().to_vec();
+        base.extend_from_slice(b"records/");
+        RecordKeys { base }
+    }
+
+    /// Every record: `[start, end)`.
+    pub fn all(&self) -> (Vec<u8>, Vec<u8>) {
+        (self.base.clone(), range_end(&self.base))
+    }
+
+    /// The record of the repository `name`.
+    pub fn record(&self, name: &str) -> Vec<u8> {
+        let mut key = self.base.clone();
+        escape_into(name, &mut key);
+        key
+    }
+
+    /// The repository name of a record's key; `None` for a key outside
+    /// the records or one not escaped as [`RecordKeys::record`] escapes.
+    pub fn name_of(&self, key: &[u8]) -> Option<String> {
+        let escaped = key.strip_prefix(self.base.as_slice())?;
+        let mut name = Vec::with_capacity(escaped.len());
+        let mut rest = escaped;
+        while let Some((&b, tail)) = rest.split_first() {
+            if b == b'%' {
+                match tail.get(..2)? {
+                    b"25" => name.push(b'%'),
+                    b"2F" => name.push(b'/'),
+                    _ => return None,
+                }
+                rest = &tail[2..];
+            } else {
+                name.push(b);
+                rest = tail;
+            }
+        }
+        String::from_utf8(name).ok()
     }
 }
 
@@ -196,6 +256,21 @@ mod tests {
             a.ref_name(&a.reference(b"refs/x/y")),
             Some(&b"refs/x/y"[..])
         );
+    }
+
+    #[test]
+    fn record_keys_name_their_repository_and_lie_outside_every_repository() {
+        let records = RecordKeys::new("/refstore/");
+        for name in ["a.git", "team/r.git", "100%.git", "x%2F.git", "é/ü.git"] {
+            let key = records.record(name);
+            assert_eq!(records.name_of(&key).as_deref(), Some(name));
+            let (start, end) = records.all();
+            assert!(key >= start && key < end);
+            let (start, end) = RepoKeys::new("/refstore/", name).all();
+            assert!(!(key >= start && key < end));
+        }
+        assert_eq!(records.name_of(b"/refstore/records/a%zz"), None);
+        assert_eq!(records.name_of(b"/other/records/a"), None);
     }
 
     #[test]

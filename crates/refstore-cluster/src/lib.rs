@@ -15,6 +15,10 @@
 //! - [`cache`]: each node's watched copy of a repository's refs, for
 //!   advertisements.
 //! - [`import`]: seeding etcd with a repository's existing refs.
+//! - [`records`]: each repository's record (held or deleted, formats,
+//!   HEAD, incarnation) and the names repositories may have.
+//! - [`lifecycle`]: creating, deleting, renaming and listing repositories,
+//!   and watching their records.
 #![deny(missing_docs, unsafe_code)]
 
 pub mod backend;
@@ -24,6 +28,8 @@ pub mod config;
 pub mod etcd;
 pub mod import;
 pub mod keys;
+pub mod lifecycle;
+pub mod records;
 mod transaction;
 
 pub use cluster::{Cluster, EtcdBackend};

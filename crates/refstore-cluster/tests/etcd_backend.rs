@@ -433,6 +433,7 @@ fn without_quorum_writes_are_refused_and_reads_still_answer() {
 #[test]
 fn import_copies_refs_once_and_force_replaces_them() {
     use refstore_cluster::import::{import, ImportError};
+    use refstore_cluster::records::RefFormat;
     let etcd = EtcdCluster::start(1);
     let node = cluster(&etcd, "n1");
     let source = node.refs("source.git", ObjectFormat::Sha1);
@@ -455,17 +456,27 @@ fn import_copies_refs_once_and_force_replaces_them() {
     source.commit(&tx(updates, false), &o).unwrap();
 
     let target = node.refs("target.git", ObjectFormat::Sha1);
+    let record = || {
+        node.new_record(
+            ObjectFormat::Sha1,
+            RefFormat::Files,
+            "refs/heads/b000".into(),
+        )
+    };
     assert_eq!(
-        import(&target, source.as_ref(), "target.git", false).unwrap(),
+        import(&target, source.as_ref(), "target.git", record(), false).unwrap(),
         251
     );
+    let imported = node.record("target.git").unwrap().unwrap();
+    assert!(imported.is_live());
+    assert_eq!(imported.head, "refs/heads/b000");
     assert_eq!(names(&target, b"refs/"), names(&source, b"refs/"));
     assert_eq!(
         target.resolve(&name("HEAD")).unwrap().unwrap().name,
         name("refs/heads/b000")
     );
     assert!(matches!(
-        import(&target, source.as_ref(), "target.git", false),
+        import(&target, source.as_ref(), "target.git", record(), false),
         Err(ImportError::AlreadyThere(_))
     ));
 
@@ -473,10 +484,12 @@ fn import_copies_refs_once_and_force_replaces_them() {
     let extra = create_one("refs/heads/zzz", 9);
     target.commit(&extra, &o).unwrap();
     assert_eq!(
-        import(&target, source.as_ref(), "target.git", true).unwrap(),
+        import(&target, source.as_ref(), "target.git", record(), true).unwrap(),
         251
     );
     assert_eq!(names(&target, b"refs/"), names(&source, b"refs/"));
+    // The repository is the same one: the nodes' copies stay theirs.
+    assert_eq!(node.record("target.git").unwrap().unwrap().id, imported.id);
 }
 
 #[test]

@@ -1,6 +1,6 @@
 //! Who may read and who may push which repository: `--access <file>`.
 //!
-//! The file holds one rule per line, `<user|*> <read|write> <repo-glob>`:
+//! The file holds one rule per line, `<user|*> <read|write|admin> <repo-glob>`:
 //!
 //! ```text
 //! # anyone may clone the public repositories
@@ -9,7 +9,10 @@
 //! bob   read  priv/*
 //! ```
 //!
-//! `write` implies `read`. `*` as the user matches everyone, anonymous
+//! `write` implies `read`; `admin` implies both and also lets the user
+//! create, delete and rename the matching repositories through a cluster
+//! node's admin endpoint (`/_refstore/admin/repositories`), where every
+//! request is authenticated, anonymous ones never allowed. `*` as the user matches everyone, anonymous
 //! clients included; a push always needs an authenticated user (an HTTP
 //! user of `--credentials` or an SSH key), so `* write` grants pushes to
 //! every authenticated user. In the glob, `*` and `?` match any characters
@@ -43,6 +46,7 @@ struct Rule {
     /// `None` for `*`.
     user: Option<String>,
     write: bool,
+    admin: bool,
     glob: String,
 }
 
@@ -78,17 +82,23 @@ impl AccessRules {
             let fields: Vec<&str> = line.split_whitespace().collect();
             let [user, right, glob] = fields[..] else {
                 return Err(error(format!(
-                    "expected '<user|*> <read|write> <repo-glob>', found '{line}'"
+                    "expected '<user|*> <read|write|admin> <repo-glob>', found '{line}'"
                 )));
             };
-            let write = match right {
-                "read" => false,
-                "write" => true,
-                other => return Err(error(format!("'{other}' is neither 'read' nor 'write'"))),
+            let (write, admin) = match right {
+                "read" => (false, false),
+                "write" => (true, false),
+                "admin" => (true, true),
+                other => {
+                    return Err(error(format!(
+                        "'{other}' is not 'read', 'write' or 'admin'"
+                    )))
+                }
             };
             rules.push(Rule {
                 user: (user != "*").then(|| user.to_owned()),
                 write,
+                admin,
                 glob: glob.trim_matches('/').to_owned(),
             });
         }
@@ -104,6 +114,24 @@ impl AccessRules {
                 && rule.user.as_deref().is_none_or(|name| Some(name) == user)
                 && glob_matches(&rule.glob, repo)
         })
+    }
+
+    /// True if `user` (authenticated) may create, delete and rename the
+    /// repository `repo` (a name, or a name to be).
+    pub fn allows_admin(&self, user: &str, repo: &str) -> bool {
+        self.rules.iter().any(|rule| {
+            rule.admin
+                && rule.user.as_deref().is_none_or(|name| name == user)
+                && glob_matches(&rule.glob, repo)
+        })
+    }
+
+    /// True if some rule grants `user` administration of some repository:
+    /// who may list repositories at all.
+    pub fn grants_admin(&self, user: &str) -> bool {
+        self.rules
+            .iter()
+            .any(|rule| rule.admin && rule.user.as_deref().is_none_or(|name| name == user))
     }
 }
 
@@ -272,9 +300,9 @@ carol write team/*.git
 
     #[test]
     fn malformed_lines_are_refused_with_their_number() {
-        let error = AccessRules::parse("* read pub/*\nalice admin *\n").unwrap_err();
+        let error = AccessRules::parse("* read pub/*\nalice owner *\n").unwrap_err();
         assert_eq!(error.line, 2);
-        assert!(error.reason.contains("'admin'"), "{error}");
+        assert!(error.reason.contains("'owner'"), "{error}");
         let error = AccessRules::parse("alice write\n").unwrap_err();
         assert_eq!(error.line, 1);
         assert!(AccessRules::parse("a read b c\n").is_err());
@@ -282,6 +310,17 @@ carol write team/*.git
             AccessRules::parse("\n# only comments\n").unwrap(),
             AccessRules::default()
         );
+    }
+
+    #[test]
+    fn admin_implies_write_and_is_granted_by_name_only() {
+        let rules = AccessRules::parse("webapp admin team/*\n* read *\nbob write *\n").unwrap();
+        assert!(rules.allows_admin("webapp", "team/a.git"));
+        assert!(!rules.allows_admin("webapp", "other.git"));
+        assert!(!rules.allows_admin("bob", "team/a.git"));
+        assert!(rules.allows(Some("webapp"), "team/a.git", Want::Write));
+        assert!(rules.grants_admin("webapp"));
+        assert!(!rules.grants_admin("bob"));
     }
 
     #[test]

@@ -7,6 +7,7 @@ pub mod access;
 pub mod auth;
 pub mod authorize;
 pub mod capacity;
+pub mod catalog;
 pub mod confine;
 pub mod http;
 pub mod maintenance;

@@ -4,6 +4,7 @@
 
 use crate::access::{AccessRules, Reloadable};
 use crate::auth::Credentials;
+use crate::catalog::Catalog;
 use crate::confine::Served;
 use crate::metrics::Metrics;
 use crate::ref_source::RefSource;
@@ -62,6 +63,10 @@ pub struct ServeOptions {
     /// Where served repositories' refs are kept instead of their own ref
     /// store (`--cluster`); `None`: their own.
     pub ref_source: Option<Arc<dyn RefSource>>,
+    /// Which repositories may be served, and the admin endpoint's
+    /// operations on them (`--cluster`: the cluster's records); `None`:
+    /// every repository below the root, and no admin endpoint.
+    pub catalog: Option<Arc<dyn Catalog>>,
 }
 
 impl ServeOptions {
@@ -83,6 +88,7 @@ impl ServeOptions {
             tls: None,
             replication: None,
             ref_source: None,
+            catalog: None,
         }
     }
 

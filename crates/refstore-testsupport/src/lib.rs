@@ -15,6 +15,7 @@ pub mod faults;
 pub mod fixtures;
 pub mod git;
 pub mod jgit;
+pub mod names;
 pub mod pkt_line;
 pub mod porcupine;
 pub mod process;

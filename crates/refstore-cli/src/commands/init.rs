@@ -80,62 +80,45 @@ fn point_head(
     Ok(())
 }
 
-/// Creates the repository, or reports that it exists already.
-pub fn run(args: Args, globals: &Globals) -> Result<u8, Fatal> {
-    let config = globals.config_outside_repository()?;
-    let ref_storage = match args.ref_format.as_deref() {
-        None => RefStorage::Files,
-        Some(name) => RefStorage::from_name(name)
-            .ok_or_else(|| Fatal::new(format!("unknown ref storage format '{name}'")))?,
-    };
-    let object_format = args.object_format.as_deref().unwrap_or("sha1");
-    if !matches!(object_format, "sha1" | "sha256") {
-        return Err(Fatal::new(format!(
-            "unknown hash algorithm '{object_format}'"
-        )));
-    }
-    let branch = args
-        .initial_branch
-        .clone()
-        .or_else(|| config.string("init.defaultbranch"))
-        .unwrap_or_else(|| "master".to_owned());
-    if check(
-        format!("refs/heads/{branch}").as_bytes(),
-        CheckOptions::default(),
-    )
-    .is_err()
-    {
-        return Err(Fatal::new(format!(
-            "invalid initial branch name: '{branch}'"
-        )));
-    }
+/// What [`create`] makes.
+pub struct NewRepository<'a> {
+    /// No work tree: the repository is the directory itself.
+    pub bare: bool,
+    /// `sha1` or `sha256`.
+    pub object_format: &'a str,
+    /// Its ref storage.
+    pub ref_storage: RefStorage,
+    /// The branch HEAD points at (checked by the caller).
+    pub branch: &'a str,
+    /// How its files are flushed.
+    pub fsync: FsyncSettings,
+    /// How a batch flush point flushes.
+    pub mechanism: refstore_fs::flush::BatchMechanism,
+}
 
-    let vfs = globals.vfs();
-    let top = absolute(
-        globals.cwd(),
-        args.directory.as_deref().unwrap_or(Path::new(".")),
-    );
-    let git_dir = if args.bare {
-        top.clone()
+/// Creates the repository `new` describes at `top` (its git directory
+/// is `top` when bare, `top/.git` otherwise), or completes an existing
+/// one there as git's re-init does: its git directory, and true for a
+/// re-init.
+pub fn create(
+    vfs: &std::sync::Arc<dyn refstore_fs::Vfs>,
+    top: &Path,
+    new: &NewRepository<'_>,
+) -> Result<(PathBuf, bool), Fatal> {
+    let (object_format, ref_storage, branch, fsync) =
+        (new.object_format, new.ref_storage, new.branch, &new.fsync);
+    let git_dir = if new.bare {
+        top.to_owned()
     } else {
         top.join(".git")
     };
     let reinit = is_git_directory(vfs.as_ref(), &git_dir);
-    let fsync = {
-        let mut warnings = Vec::new();
-        FsyncSettings::parse(
-            config.string("core.fsync").as_deref(),
-            config.string("core.fsyncmethod").as_deref(),
-            &mut warnings,
-        )
-    };
-    let mechanism = config.batch_flush().map_err(Fatal::new)?;
     let mut batch = FlushBatch::new(
         vfs.clone(),
         fsync.method_for(Component::Reference),
-        top.clone(),
+        top.to_owned(),
     )
-    .with_mechanism(mechanism);
+    .with_mechanism(new.mechanism);
     let fail = |e: &dyn std::fmt::Display| Fatal::new(e.to_string());
 
     let reftable = ref_storage == RefStorage::Reftable;
@@ -165,17 +148,13 @@ pub fn run(args: Args, globals: &Globals) -> Result<u8, Fatal> {
             .create_dir_all(&git_dir.join(dir))
             .map_err(|e| fail(&e))?;
     }
-    if reinit {
-        if args.initial_branch.is_some() {
-            eprintln!("warning: re-init: ignored --initial-branch={branch}");
-        }
-    } else {
+    if !reinit {
         let mut config_text = format!(
             "[core]\n\trepositoryformatversion = {}\n\tfilemode = true\n\tbare = {}\n",
             u8::from(object_format != "sha1" || reftable),
-            args.bare
+            new.bare
         );
-        if !args.bare {
+        if !new.bare {
             config_text.push_str("\tlogallrefupdates = true\n");
         }
         if object_format != "sha1" || reftable {
@@ -219,9 +198,69 @@ pub fn run(args: Args, globals: &Globals) -> Result<u8, Fatal> {
             vfs,
             &git_dir,
             format,
-            &branch,
+            branch,
             fsync.method_for(Component::Reference),
         )?;
+    }
+
+    Ok((git_dir, reinit))
+}
+
+/// Creates the repository, or reports that it exists already.
+pub fn run(args: Args, globals: &Globals) -> Result<u8, Fatal> {
+    let config = globals.config_outside_repository()?;
+    let ref_storage = match args.ref_format.as_deref() {
+        None => RefStorage::Files,
+        Some(name) => RefStorage::from_name(name)
+            .ok_or_else(|| Fatal::new(format!("unknown ref storage format '{name}'")))?,
+    };
+    let object_format = args.object_format.as_deref().unwrap_or("sha1");
+    if !matches!(object_format, "sha1" | "sha256") {
+        return Err(Fatal::new(format!(
+            "unknown hash algorithm '{object_format}'"
+        )));
+    }
+    let branch = args
+        .initial_branch
+        .clone()
+        .or_else(|| config.string("init.defaultbranch"))
+        .unwrap_or_else(|| "master".to_owned());
+    if check(
+        format!("refs/heads/{branch}").as_bytes(),
+        CheckOptions::default(),
+    )
+    .is_err()
+    {
+        return Err(Fatal::new(format!(
+            "invalid initial branch name: '{branch}'"
+        )));
+    }
+
+    let vfs = globals.vfs();
+    let top = absolute(
+        globals.cwd(),
+        args.directory.as_deref().unwrap_or(Path::new(".")),
+    );
+    let fsync = {
+        let mut warnings = Vec::new();
+        FsyncSettings::parse(
+            config.string("core.fsync").as_deref(),
+            config.string("core.fsyncmethod").as_deref(),
+            &mut warnings,
+        )
+    };
+    let mechanism = config.batch_flush().map_err(Fatal::new)?;
+    let new = NewRepository {
+        bare: args.bare,
+        object_format,
+        ref_storage,
+        branch: &branch,
+        fsync,
+        mechanism,
+    };
+    let (git_dir, reinit) = create(vfs, &top, &new)?;
+    if reinit && args.initial_branch.is_some() {
+        eprintln!("warning: re-init: ignored --initial-branch={branch}");
     }
 
     if !args.quiet {

@@ -1,6 +1,8 @@
 //! `refstore serve`: smart HTTP, and SSH with `--ssh-listen`, for every
 //! repository below a directory.
 
+#[cfg(feature = "cluster")]
+mod catalog;
 mod replicate;
 
 use crate::context::{Fatal, Globals};
@@ -95,8 +97,10 @@ pub struct Args {
     #[arg(long, value_name = "n", default_value_t = 1)]
     maintenance_workers: usize,
     /// Who may read and push which repository: lines
-    /// `<user|*> <read|write> <repo-glob>` (write implies read; `*` as
-    /// the user is everyone, anonymous clients included). Read again on
+    /// `<user|*> <read|write|admin> <repo-glob>` (write implies read;
+    /// admin implies write and, with --cluster, allows the admin
+    /// endpoint's operations; `*` as the user is everyone, anonymous
+    /// clients included). Read again on
     /// SIGHUP. Without it everyone reads and --credentials users push
     /// with --allow-push.
     #[arg(long, value_name = "file")]
@@ -143,8 +147,10 @@ pub struct Args {
     #[command(flatten)]
     replicate: Box<replicate::ReplicationArgs>,
     /// Join the cluster this file describes: the served repositories'
-    /// refs are kept in the cluster's etcd (seed them once with
-    /// `refstore cluster import`), pushes are stored as packs, and
+    /// refs are kept in the cluster's etcd, only the repositories the
+    /// cluster holds are served (`refstore cluster create`, or `import`
+    /// for an existing one) and the node creates, removes and renames its
+    /// copies as the cluster says; pushes are stored as packs, and
     /// background maintenance is off.
     #[arg(long, value_name = "file")]
     cluster: Option<PathBuf>,
@@ -313,7 +319,11 @@ fn join_cluster(options: &mut ServeOptions, globals: &Globals, path: &Path) -> R
     let cluster = refstore_cluster::Cluster::connect(config).map_err(Fatal::new)?;
     // Repositories are named by the server (`refstore_server::authorize`):
     // their resolved path below the root, as opened.
-    options.ref_source = Some(Arc::new(super::cluster::ClusterRefs::new(cluster)));
+    options.ref_source = Some(Arc::new(super::cluster::ClusterRefs::new(cluster.clone())));
+    // What the records say is applied before anything is served.
+    let catalog = catalog::NodeCatalog::new(cluster, globals.vfs().clone(), options.root.clone());
+    catalog.start();
+    options.catalog = Some(catalog);
     options.maintenance_workers = 0;
     Ok(())
 }

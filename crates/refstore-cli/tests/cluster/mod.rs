@@ -28,7 +28,47 @@ pub struct Node {
 impl Node {
     /// The push URL of `repo.git` (with the test user).
     pub fn url(&self) -> String {
-        format!("http://alice:pw@127.0.0.1:{}/repo.git", self.port)
+        self.url_of("repo.git")
+    }
+
+    /// The push URL of the repository `name` (with the test user).
+    pub fn url_of(&self, name: &str) -> String {
+        format!("http://alice:pw@127.0.0.1:{}/{name}", self.port)
+    }
+
+    /// One HTTP/1.0 request to the node, with Basic credentials if given:
+    /// the status and the body.
+    pub fn http(
+        &self,
+        method: &str,
+        path: &str,
+        login: Option<(&str, &str)>,
+        body: &[u8],
+    ) -> (u16, String) {
+        use base64::Engine as _;
+        use std::io::{Read, Write};
+        let mut head = format!("{method} {path} HTTP/1.0\r\nHost: x\r\n");
+        if let Some((user, password)) = login {
+            let encoded =
+                base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"));
+            head.push_str(&format!("Authorization: Basic {encoded}\r\n"));
+        }
+        head.push_str(&format!("Content-Length: {}\r\n\r\n", body.len()));
+        let mut stream = std::net::TcpStream::connect(("127.0.0.1", self.port)).unwrap();
+        stream.write_all(head.as_bytes()).unwrap();
+        stream.write_all(body).unwrap();
+        let mut answer = Vec::new();
+        stream.read_to_end(&mut answer).unwrap();
+        let answer = String::from_utf8_lossy(&answer).into_owned();
+        let status = answer
+            .split(' ')
+            .nth(1)
+            .and_then(|s| s.parse().ok())
+            .unwrap_or_else(|| panic!("no status in {answer:?}"));
+        let body = answer
+            .split_once("\r\n\r\n")
+            .map_or(String::new(), |(_, b)| b.to_owned());
+        (status, body)
     }
 
     pub fn pid(&self) -> u32 {
@@ -64,6 +104,8 @@ pub struct TestCluster {
     pub shared: PathBuf,
     /// A work tree with `main` at the imported commit.
     pub work: PathBuf,
+    /// More arguments for every node's `refstore serve`.
+    pub serve_args: Vec<String>,
 }
 
 impl TestCluster {
@@ -120,6 +162,7 @@ impl TestCluster {
             nodes: Vec::new(),
             shared: shared.clone(),
             work,
+            serve_args: Vec::new(),
         };
         for (name, port) in names.iter().zip(&ports) {
             let root = home.join(format!("root-{name}"));
@@ -188,6 +231,18 @@ impl TestCluster {
         ])
     }
 
+    /// `refstore cluster <subcommand> --cluster <node 0's file> <args>`.
+    pub fn cluster(&self, subcommand: &str, args: &[&str]) -> Output {
+        let mut all = vec![
+            "cluster",
+            subcommand,
+            "--cluster",
+            self.nodes[0].config.to_str().unwrap(),
+        ];
+        all.extend_from_slice(args);
+        self.refstore(&all)
+    }
+
     /// Starts node `i` (again) and waits until it listens.
     pub fn start_node(&mut self, i: usize) {
         let node = &mut self.nodes[i];
@@ -202,6 +257,7 @@ impl TestCluster {
             .arg(self.home.join("users"))
             .arg("--cluster")
             .arg(&node.config)
+            .args(&self.serve_args)
             .stdout(Stdio::piped())
             .stderr(
                 std::fs::OpenOptions::new()
@@ -217,9 +273,10 @@ impl TestCluster {
             .unwrap();
         assert!(
             !line.is_empty(),
-            "node {} did not start; see {}.log",
+            "node {} did not start: {}",
             node.name,
-            node.name
+            std::fs::read_to_string(self.home.join(format!("{}.log", node.name)))
+                .unwrap_or_default()
         );
         node.child = Some(child);
     }

@@ -80,6 +80,9 @@ async fn answer_request(
     if target.starts_with(refstore_replica::ENDPOINT_PREFIX) {
         return super::replicate::handle(state, request, answer, &target).await;
     }
+    if target.starts_with(super::admin::ENDPOINT_PREFIX) {
+        return super::admin::handle(state, request, answer, &target).await;
+    }
     let route = match route::route(request.method().as_str(), &target) {
         Ok(route) => route,
         Err(refusal) => {
@@ -127,15 +130,26 @@ async fn answer_request(
             rules.clone(),
         );
         blocking(move || {
-            authorize(
-                state.vfs.as_ref(),
-                &state.options.root,
-                rules.as_deref(),
-                state.options.allow_push,
-                user.as_deref(),
-                &repo,
-                want,
-            )
+            let decide = || {
+                authorize(
+                    state.vfs.as_ref(),
+                    &state.options.root,
+                    rules.as_deref(),
+                    state.options.allow_push,
+                    user.as_deref(),
+                    &repo,
+                    want,
+                )
+            };
+            let decision = decide();
+            // A repository created in the catalog a moment ago may not be
+            // on this server's disk yet.
+            match &state.options.catalog {
+                Some(catalog) if decision.served.is_none() && catalog.materialize(&repo) => {
+                    decide()
+                }
+                _ => decision,
+            }
         })
         .await
     };
@@ -176,6 +190,16 @@ async fn answer_request(
     let Some(path) = decision.served else {
         return answer.text(404, "repository not found", &[]);
     };
+    if let Some(catalog) = state.options.catalog.clone() {
+        let name = path.name.clone();
+        match blocking(move || catalog.admit(&name)).await {
+            Some(Ok(())) => {}
+            Some(Err(message)) => {
+                return not_admitted(state, answer, route.endpoint, route.service, &message)
+            }
+            None => return answer.text(500, "cannot look up the repository", &[]),
+        }
+    }
     let version = services::version(field("Git-Protocol").as_deref());
 
     if route.endpoint == Endpoint::Advertisement {
@@ -266,6 +290,26 @@ async fn answer_request(
             push::push(state, answer, &route, path, input, encoding, limit).await
         }
     }
+}
+
+/// Refuses a repository the catalog does not admit: an advertisement
+/// answers with an `ERR` packet, which git's client shows as `fatal:
+/// remote error: <message>`; any other request with 403 and the message.
+fn not_admitted(
+    state: &State,
+    answer: &mut Answer,
+    endpoint: Endpoint,
+    service: Service,
+    message: &str,
+) -> Response<Reply> {
+    if endpoint != Endpoint::Advertisement {
+        return refuse(state, answer, Rejection::Forbidden, 403, message, &[]);
+    }
+    state.options.metrics.rejected(Rejection::Forbidden);
+    let line = format!("ERR {message}\n");
+    let body = format!("{:04x}{line}", line.len() + 4).into_bytes();
+    let content_type = format!("application/x-{}-advertisement", service.name());
+    answer.whole(&content_type, body)
 }
 
 /// The pkt-line and flush that start a v0 advertisement over HTTP.

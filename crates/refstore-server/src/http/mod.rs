@@ -19,6 +19,7 @@
 //! the shutdown flag stops taking new connections; requests in flight
 //! complete.
 
+mod admin;
 mod body;
 mod bridge;
 mod conn;

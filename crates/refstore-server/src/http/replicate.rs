@@ -78,9 +78,17 @@ pub(super) async fn handle(
     };
     let located = {
         let (state, repo) = (state.clone(), repo.clone());
-        blocking(move || confine::repository(state.vfs.as_ref(), &state.options.root, &repo).ok())
-            .await
-            .flatten()
+        blocking(move || {
+            let find = || confine::repository(state.vfs.as_ref(), &state.options.root, &repo).ok();
+            // A repository created in the catalog a moment ago may not be
+            // on this node's disk yet when a peer sends it a push's pack.
+            find().or_else(|| match &state.options.catalog {
+                Some(catalog) if catalog.materialize(&repo) => find(),
+                _ => None,
+            })
+        })
+        .await
+        .flatten()
     };
     let Some(served) = located else {
         return answer.text(404, "repository not found", &[]);

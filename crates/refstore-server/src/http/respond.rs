@@ -210,6 +210,13 @@ impl Answer {
         self.build(200, &headers, Content::Whole(Some(Bytes::from(body))))
     }
 
+    /// A JSON document answered with `status` (the admin endpoint's).
+    pub fn json(&mut self, status: u16, body: Vec<u8>) -> Response<Reply> {
+        let mut headers = NO_CACHE.to_vec();
+        headers.push((CONTENT_TYPE.as_str(), "application/json"));
+        self.build(status, &headers, Content::Whole(Some(Bytes::from(body))))
+    }
+
     /// A 200 protocol response whose body arrives through `rx`. An error
     /// on the channel cuts the body short (no last chunk), so the client
     /// sees the failure.

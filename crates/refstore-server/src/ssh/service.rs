@@ -244,15 +244,24 @@ fn finish(
 fn permitted(shared: &Shared, user: &str, command: &Command) -> Result<Served, Outcome> {
     let options = &shared.options;
     let rules = options.access.as_ref().map(|rules| rules.get());
-    let decision = authorize(
-        shared.vfs.as_ref(),
-        &options.root,
-        rules.as_deref(),
-        options.allow_push,
-        Some(user),
-        command.relative(),
-        command.service.want(),
-    );
+    let decide = || {
+        authorize(
+            shared.vfs.as_ref(),
+            &options.root,
+            rules.as_deref(),
+            options.allow_push,
+            Some(user),
+            command.relative(),
+            command.service.want(),
+        )
+    };
+    let mut decision = decide();
+    if let Some(catalog) = &options.catalog {
+        // A repository created a moment ago may not be on disk yet.
+        if decision.served.is_none() && catalog.materialize(command.relative()) {
+            decision = decide();
+        }
+    }
     match decision.verdict {
         Verdict::Allowed => decision.served.ok_or_else(|| not_found(command)),
         Verdict::NotFound | Verdict::AuthenticationRequired => {
@@ -268,6 +277,12 @@ fn permitted(shared: &Shared, user: &str, command: &Command) -> Result<Served, O
 
 fn open(shared: &Shared, served: &Served, command: &Command) -> Result<Repository, Outcome> {
     let options = &shared.options;
+    if let Some(catalog) = &options.catalog {
+        if let Err(message) = catalog.admit(&served.name) {
+            options.metrics.rejected(Rejection::Forbidden);
+            return Err(Outcome::failed(128, 403, format!("fatal: {message}")));
+        }
+    }
     match options.open_repository(shared.vfs.clone(), served) {
         Ok(repo) => Ok(repo),
         Err(OpenError::NotARepository(_)) => Err(not_found(command)),
