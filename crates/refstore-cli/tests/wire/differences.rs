@@ -5,6 +5,7 @@
 
 use super::server::Invocation;
 use super::stream::Item;
+use std::collections::{HashMap, HashSet};
 
 /// A difference refstore makes on purpose.
 pub struct Difference {
@@ -32,6 +33,17 @@ pub const DIFFERENCES: &[Difference] = &[
               upload-pack (a flush-pkt alone); refstore sends the `capabilities^{}` line that \
               git >= 2.41 sends, which tells a client cloning an empty repository the object \
               format: the line is dropped from refstore's answer when git is older than 2.41",
+    },
+    Difference {
+        name: "v2-acks-once",
+        why: "in a v2 `acknowledgments` section git before 2.52 acknowledges every have it \
+              has, in the client's order, repeated ones too and parents of commits named \
+              before (2.45 to 2.51 repeat only haves that are no commits); refstore \
+              acknowledges each common object once and not one the client was known to \
+              have, as git >= 2.52 does: the client learns nothing from the others (it \
+              marks an acknowledged commit's ancestors common itself), and a request \
+              repeating a have cannot grow the answer. When git is older than 2.52, git's \
+              acknowledgments are reduced by that rule, using the commits' parents",
     },
     Difference {
         name: "shallow-order",
@@ -70,6 +82,21 @@ pub const DIFFERENCES: &[Difference] = &[
               haves. A request is exempt only if its answers first differ at an `ACK`/`NAK` \
               line and one of them said ready; the test counts and prints such requests",
     },
+    Difference {
+        name: "v2-session-grafts",
+        why: "in a stateful v2 session (SSH, git://; never HTTP, where each command is a \
+              process of its own), git's upload-pack keeps the shallow boundary of a fetch \
+              command that sent a pack (the client's `shallow` commits, or the boundary a \
+              deepen request drew) as grafts for the rest of the session, so a later fetch \
+              command of the same session sees those commits without parents: its \
+              negotiation may not find the client's haves (no `ready`), its deepen walk \
+              stops early. refstore answers each command from the request alone, as git \
+              answers the same command in a session of its own; git's clients send the \
+              same `shallow` lines in every command of a session, so they do not meet this. \
+              A request is exempt only if a fetch command with `shallow` or deepen lines \
+              came before another and the answers first differ after that command's pack; \
+              the test counts and prints such requests",
+    },
 ];
 
 /// What a normalisation may need to know about the request.
@@ -82,6 +109,11 @@ pub struct Context {
     /// Whether the request has client `shallow` lines or a deepen line
     /// (the known difference in pack contents).
     pub shallow: bool,
+    /// In a v2 session, the index among its fetch commands of the first
+    /// with `shallow` or deepen lines, if another fetch follows it.
+    pub shallow_fetch_before_others: Option<usize>,
+    /// The parents of the served repository's commits, by id.
+    pub parents: HashMap<String, Vec<String>>,
     /// Requests that had one of the known (not fixed) differences.
     pub known_pack_differences: std::cell::Cell<usize>,
 }
@@ -99,6 +131,9 @@ pub fn normalise(context: &Context, theirs: &mut Vec<Item>, ours: &mut Vec<Item>
     let upload_pack = context.how.service == "upload-pack";
     if upload_pack && context.how.version == 2 {
         theirs.retain(|item| *item != Item::Line(b"object-info\n".to_vec()));
+        if context.git_version < (2, 52) {
+            acknowledge_once(theirs, &context.parents);
+        }
     }
     if upload_pack && context.how.version < 2 && context.git_version < (2, 41) {
         let empty = |line: &[u8]| line.get(40..57) == Some(&b" capabilities^{}\0"[..]);
@@ -123,6 +158,37 @@ pub fn normalise(context: &Context, theirs: &mut Vec<Item>, ours: &mut Vec<Item>
     }
 }
 
+/// `v2-acks-once`: drops from each `acknowledgments` section the `ACK`
+/// of an object the client was known to have already (acknowledged
+/// before in the section, or a parent of a commit acknowledged before).
+fn acknowledge_once(items: &mut Vec<Item>, parents: &HashMap<String, Vec<String>>) {
+    let mut in_section = false;
+    let mut they_have: HashSet<String> = HashSet::new();
+    items.retain(|item| match item {
+        Item::Line(line) if line == b"acknowledgments\n" => {
+            in_section = true;
+            they_have.clear();
+            true
+        }
+        Item::Line(line) if in_section => {
+            let Some(id) = line
+                .strip_prefix(b"ACK ")
+                .and_then(|rest| rest.strip_suffix(b"\n"))
+            else {
+                return true;
+            };
+            let id = String::from_utf8_lossy(id).into_owned();
+            they_have.extend(parents.get(&id).into_iter().flatten().cloned());
+            they_have.insert(id)
+        }
+        Item::Line(_) => true,
+        _ => {
+            in_section = false;
+            true
+        }
+    });
+}
+
 /// The known difference `v0-shallow-ready`: true if the answers to a v0
 /// request with shallow or deepen lines first differ at an `ACK` or `NAK`
 /// line and either side said it was ready.
@@ -140,6 +206,32 @@ pub fn v0_shallow_ready(context: &Context, theirs: &[Item], ours: &[Item]) -> bo
         )
     };
     negotiation(theirs.get(first)) && negotiation(ours.get(first)) && (ready(theirs) || ready(ours))
+}
+
+/// The known difference `v2-session-grafts`: where the answers are cut
+/// for it, each just after the pack of the session's first fetch command
+/// with `shallow` or deepen lines; `None` if the request is not such a
+/// session or an answer has no such pack. What comes before the cut must
+/// still agree.
+pub fn v2_session_grafts_cut(
+    context: &Context,
+    theirs: &[Item],
+    ours: &[Item],
+) -> Option<(usize, usize)> {
+    let shallow_fetch = context.shallow_fetch_before_others?;
+    if context.how.version != 2 || context.how.stateless_rpc {
+        return None;
+    }
+    let cut = |items: &[Item]| {
+        let packfile = items
+            .iter()
+            .enumerate()
+            .filter(|(_, i)| matches!(i, Item::Line(l) if l == b"packfile\n"))
+            .nth(shallow_fetch)?
+            .0;
+        Some((packfile + 2).min(items.len()))
+    };
+    Some((cut(theirs)?, cut(ours)?))
 }
 
 /// `agent=<value>` with the value replaced by `*`, wherever it is a

@@ -133,7 +133,9 @@ fn parse_command(line: &[u8], format: ObjectFormat) -> Result<Command, ReceivePa
         ))
     };
     let hex = format.hex_len();
-    if line.len() < 2 * hex + 3 || line[hex] != b' ' || line[2 * hex + 1] != b' ' {
+    // The name may be empty: git takes the line, and refuses the update
+    // as a funny ref name in the report.
+    if line.len() < 2 * hex + 2 || line[hex] != b' ' || line[2 * hex + 1] != b' ' {
         return Err(malformed());
     }
     let id = |bytes: &[u8]| ObjectId::from_hex_in(bytes, format).map_err(|_| malformed());
