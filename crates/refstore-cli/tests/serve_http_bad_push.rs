@@ -56,8 +56,14 @@ fn malformed_command(rng: &mut Rng, main: &str) -> String {
         0 => format!("{old} {new}"),
         1 => old,
         // An id of the wrong length.
-        2 => format!("{} {new} {name}", hex_id(rng, 1 + rng.below(39))),
-        3 => format!("{old} {} {name}", hex_id(rng, 1 + rng.below(39))),
+        2 | 3 => {
+            let len = 1 + rng.below(39);
+            let short = hex_id(rng, len);
+            match rng.chance(50) {
+                true => format!("{short} {new} {name}"),
+                false => format!("{old} {short} {name}"),
+            }
+        }
         // A character that is no hex digit in an id.
         4 => {
             let mut bad: Vec<char> = old.chars().collect();
@@ -106,7 +112,8 @@ fn malformed_request(rng: &mut Rng, main: &str) -> Vec<u8> {
         for line in &lines {
             body.extend(pkt(line.as_bytes()));
         }
-        body.extend_from_slice(rng.pick(&[&b"zz12"[..], b"00g5", b"-001"]));
+        let header = *rng.pick(&["zz12", "00g5", "-001"]);
+        body.extend_from_slice(header.as_bytes());
         body.extend_from_slice(b"garbage");
         return body;
     }

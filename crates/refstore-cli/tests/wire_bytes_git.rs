@@ -138,6 +138,7 @@ fn run_fetch_corpus(setup: &Setup, git: &Server, git_version: (u32, u32), count:
             shallow: request.shallow,
             shallow_fetch_before_others: request.shallow_fetch_before_others,
             parents: repos[request.repo].parents(),
+            deepen_relative: contains(&request.input, b"deepen-relative"),
             known_pack_differences: Default::default(),
         };
         let result = compare(&place, &context, request.sideband, &theirs, &ours);
@@ -159,10 +160,15 @@ fn run_fetch_corpus(setup: &Setup, git: &Server, git_version: (u32, u32), count:
     );
     println!(
         "upload-pack, seed {}: {known_pack_differences} of {count} requests had a known \
-         difference (shallow-pack-contents, v0-shallow-ready or v2-session-grafts)",
+         difference (shallow-pack-contents, v0-shallow-ready, v2-session-grafts or \
+         deepen-relative-since-2.54)",
         setup.seed
     );
     count
+}
+
+fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    haystack.windows(needle.len()).any(|w| w == needle)
 }
 
 /// Runs the fetch corpus of every seed; the number of requests compared.
@@ -273,6 +279,7 @@ fn run_push_corpus(setup: &Setup, git: &Server, git_version: (u32, u32)) -> usiz
             shallow: request.shallow,
             shallow_fetch_before_others: request.shallow_fetch_before_others,
             parents: Default::default(),
+            deepen_relative: false,
             known_pack_differences: Default::default(),
         };
         let mut result = compare(&place, &context, request.sideband, &theirs, &ours);

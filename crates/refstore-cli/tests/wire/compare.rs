@@ -38,7 +38,9 @@ pub fn compare(
             listing(&our_items, &ours.stderr),
         )
     };
-    if differences::v0_shallow_ready(context, &theirs_items, &our_items) {
+    if differences::v0_shallow_ready(context, &theirs_items, &our_items)
+        || differences::deepen_relative_since_2_54(context, &theirs_items, &our_items)
+    {
         // The known difference: counted, not hidden.
         let known = &context.known_pack_differences;
         known.set(known.get() + 1);

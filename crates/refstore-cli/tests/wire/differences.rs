@@ -83,6 +83,17 @@ pub const DIFFERENCES: &[Difference] = &[
               line and one of them said ready; the test counts and prints such requests",
     },
     Difference {
+        name: "deepen-relative-since-2.54 (version-dependent)",
+        why: "git 2.54 changed what `deepen-relative` deepens to: the depth is added to the \
+              depth of the client's current shallow commits as measured from the wants, \
+              and nothing is deepened when none of them is reachable (2.55 keeps it); git \
+              before 2.54, like refstore, deepens from the client's shallow commits that \
+              the refs reach. refstore answers as the git this machine runs (2.39). Only \
+              when comparing with git >= 2.54, and only for requests with \
+              `deepen-relative`: a request is exempt if its answers first differ at a \
+              `shallow` or `unshallow` line; the test counts and prints such requests",
+    },
+    Difference {
         name: "v2-session-grafts",
         why: "in a stateful v2 session (SSH, git://; never HTTP, where each command is a \
               process of its own), git's upload-pack keeps the shallow boundary of a fetch \
@@ -112,6 +123,8 @@ pub struct Context {
     /// In a v2 session, the index among its fetch commands of the first
     /// with `shallow` or deepen lines, if another fetch follows it.
     pub shallow_fetch_before_others: Option<usize>,
+    /// Whether the request has `deepen-relative`.
+    pub deepen_relative: bool,
     /// The parents of the served repository's commits, by id.
     pub parents: HashMap<String, Vec<String>>,
     /// Requests that had one of the known (not fixed) differences.
@@ -156,6 +169,20 @@ pub fn normalise(context: &Context, theirs: &mut Vec<Item>, ours: &mut Vec<Item>
     {
         ours.pop();
     }
+}
+
+/// The version-dependent difference `deepen-relative-since-2.54`: true
+/// if git is 2.54 or newer, the request has `deepen-relative`, and the
+/// answers first differ at a `shallow` or `unshallow` line.
+pub fn deepen_relative_since_2_54(context: &Context, theirs: &[Item], ours: &[Item]) -> bool {
+    if !context.deepen_relative || context.git_version < (2, 54) {
+        return false;
+    }
+    let Some(first) = theirs.iter().zip(ours).position(|(a, b)| a != b) else {
+        return false;
+    };
+    let boundary = |item: Option<&Item>| matches!(item, Some(Item::Line(l)) if l.starts_with(b"shallow ") || l.starts_with(b"unshallow "));
+    boundary(theirs.get(first)) || boundary(ours.get(first))
 }
 
 /// `v2-acks-once`: drops from each `acknowledgments` section the `ACK`
