@@ -301,7 +301,6 @@ mod tests {
     fn refuses_malformed_commands() {
         let cases: Vec<Vec<u8>> = vec![
             format!("{A} {B}").into_bytes(),
-            format!("{A} {B} ").into_bytes(),
             format!("{A}x{B} refs/heads/a").into_bytes(),
             format!("{} {B} refs/heads/a", &A[..39]).into_bytes(),
             format!("{} {B} refs/heads/a", "g".repeat(40)).into_bytes(),
@@ -314,6 +313,15 @@ mod tests {
                 "{err}"
             );
         }
+    }
+
+    #[test]
+    fn an_empty_ref_name_is_no_protocol_error() {
+        // git takes the line and refuses the update in its report.
+        let line = format!("{A} {B} ");
+        let request = parse(&packets(&[line.as_bytes()], true)).unwrap();
+        assert_eq!(request.commands.len(), 1);
+        assert!(request.commands[0].name.is_empty());
     }
 
     #[test]
