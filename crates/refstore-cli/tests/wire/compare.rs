@@ -38,9 +38,7 @@ pub fn compare(
             listing(&our_items, &ours.stderr),
         )
     };
-    if differences::v0_shallow_ready(context, &theirs_items, &our_items)
-        || differences::deepen_relative_since_2_54(context, &theirs_items, &our_items)
-    {
+    if differences::v0_shallow_ready(context, &theirs_items, &our_items) {
         // The known difference: counted, not hidden.
         let known = &context.known_pack_differences;
         known.set(known.get() + 1);
@@ -49,11 +47,14 @@ pub fn compare(
     let known_before = context.known_pack_differences.get();
     let whole = same_items(place, context, &theirs_items, &our_items).map_err(&explain);
     if whole.is_err() {
-        if let Some((theirs_cut, ours_cut)) =
-            differences::v2_session_grafts_cut(context, &theirs_items, &our_items)
-        {
-            // The deliberate difference: the answers agree up to the
-            // cut, and the request is counted.
+        let cuts = [
+            differences::v2_session_grafts_cut(context, &theirs_items, &our_items),
+            differences::deepen_relative_since_2_54_cut(context, &theirs_items, &our_items)
+                .map(|cut| (cut, cut)),
+        ];
+        for (theirs_cut, ours_cut) in cuts.into_iter().flatten() {
+            // A listed difference from the cut on: the answers agree up
+            // to it, and the request is counted.
             context.known_pack_differences.set(known_before);
             let before_cut = &theirs_items[..theirs_cut];
             if same_items(place, context, before_cut, &our_items[..ours_cut]).is_ok() {

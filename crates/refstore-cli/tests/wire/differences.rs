@@ -171,18 +171,26 @@ pub fn normalise(context: &Context, theirs: &mut Vec<Item>, ours: &mut Vec<Item>
     }
 }
 
-/// The version-dependent difference `deepen-relative-since-2.54`: true
-/// if git is 2.54 or newer, the request has `deepen-relative`, and the
-/// answers first differ at a `shallow` or `unshallow` line.
-pub fn deepen_relative_since_2_54(context: &Context, theirs: &[Item], ours: &[Item]) -> bool {
+/// The version-dependent difference `deepen-relative-since-2.54`: where
+/// the answers are cut for it (the same place in both), if git is 2.54 or
+/// newer, the request has `deepen-relative`, and the answers first differ
+/// (packs aside, which are compared by their objects before the cut) at a
+/// `shallow` or `unshallow` line.
+pub fn deepen_relative_since_2_54_cut(
+    context: &Context,
+    theirs: &[Item],
+    ours: &[Item],
+) -> Option<usize> {
     if !context.deepen_relative || context.git_version < (2, 54) {
-        return false;
+        return None;
     }
-    let Some(first) = theirs.iter().zip(ours).position(|(a, b)| a != b) else {
-        return false;
-    };
+    let is_pack = |item: &Item| matches!(item, Item::Sideband(_) | Item::RawPack(_));
+    let first = theirs
+        .iter()
+        .zip(ours)
+        .position(|(a, b)| a != b && !(is_pack(a) && is_pack(b)))?;
     let boundary = |item: Option<&Item>| matches!(item, Some(Item::Line(l)) if l.starts_with(b"shallow ") || l.starts_with(b"unshallow "));
-    boundary(theirs.get(first)) || boundary(ours.get(first))
+    (boundary(theirs.get(first)) || boundary(ours.get(first))).then_some(first)
 }
 
 /// `v2-acks-once`: drops from each `acknowledgments` section the `ACK`
