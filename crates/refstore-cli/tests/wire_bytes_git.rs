@@ -19,8 +19,7 @@
 //! Known, not fixed (`differences.rs`, counted and printed): the object
 //! sets of packs for requests with client `shallow` lines or deepen lines
 //! (git's pack-objects takes the trees of the client's boundary as the
-//! client's), and in v0/v1 shallow requests the have at which
-//! `multi_ack_detailed` says `ready`.
+//! client's).
 
 mod support;
 mod wire;
@@ -163,7 +162,7 @@ fn run_fetch_corpus(setup: &Setup, git: &Server, git_version: (u32, u32), count:
     );
     println!(
         "upload-pack, seed {}: {known_pack_differences} of {count} requests had a known \
-         difference (shallow-pack-contents, v0-shallow-ready, v2-session-grafts or \
+         difference (shallow-pack-contents, v2-session-grafts or \
          deepen-relative-since-2.54)",
         setup.seed
     );

@@ -38,12 +38,6 @@ pub fn compare(
             listing(&our_items, &ours.stderr),
         )
     };
-    if differences::v0_shallow_ready(context, &theirs_items, &our_items) {
-        // The known difference: counted, not hidden.
-        let known = &context.known_pack_differences;
-        known.set(known.get() + 1);
-        return Ok(());
-    }
     let known_before = context.known_pack_differences.get();
     let whole = same_items(place, context, &theirs_items, &our_items).map_err(&explain);
     if whole.is_err() {

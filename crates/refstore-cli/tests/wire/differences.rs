@@ -73,16 +73,6 @@ pub const DIFFERENCES: &[Difference] = &[
               counts and prints the requests concerned",
     },
     Difference {
-        name: "v0-shallow-ready (known, not fixed)",
-        why: "in a v0/v1 request with `shallow` or deepen lines, git weighs the haves on a \
-              history in which the commits it read before the new boundary was drawn (the \
-              wants, the client's shallow commits) keep their parents and the boundary's \
-              others lose them; refstore grafts every boundary commit. With \
-              `multi_ack_detailed` the two may then say `ACK <id> ready` at different \
-              haves. A request is exempt only if its answers first differ at an `ACK`/`NAK` \
-              line and one of them said ready; the test counts and prints such requests",
-    },
-    Difference {
         name: "deepen-relative-since-2.54 (version-dependent)",
         why: "git 2.54 changed what `deepen-relative` deepens to: the depth is added to the \
               depth of the client's current shallow commits as measured from the wants, \
@@ -222,25 +212,6 @@ fn acknowledge_once(items: &mut Vec<Item>, parents: &HashMap<String, Vec<String>
             true
         }
     });
-}
-
-/// The known difference `v0-shallow-ready`: true if the answers to a v0
-/// request with shallow or deepen lines first differ at an `ACK` or `NAK`
-/// line and either side said it was ready.
-pub fn v0_shallow_ready(context: &Context, theirs: &[Item], ours: &[Item]) -> bool {
-    if context.how.version == 2 || !context.shallow {
-        return false;
-    }
-    let Some(first) = theirs.iter().zip(ours).position(|(a, b)| a != b) else {
-        return false;
-    };
-    let negotiation = |item: Option<&Item>| matches!(item, Some(Item::Line(l)) if l.starts_with(b"ACK ") || l == b"NAK\n");
-    let ready = |items: &[Item]| {
-        items.iter().any(
-            |i| matches!(i, Item::Line(l) if l.starts_with(b"ACK ") && l.ends_with(b" ready\n")),
-        )
-    };
-    negotiation(theirs.get(first)) && negotiation(ours.get(first)) && (ready(theirs) || ready(ours))
 }
 
 /// The known difference `v2-session-grafts`: where the answers are cut
