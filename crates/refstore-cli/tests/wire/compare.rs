@@ -38,34 +38,60 @@ pub fn compare(
             listing(&our_items, &ours.stderr),
         )
     };
-    if differences::v0_shallow_ready(context, &theirs_items, &our_items) {
-        // The known difference: counted, not hidden.
-        let known = &context.known_pack_differences;
-        known.set(known.get() + 1);
-        return Ok(());
+    let known_before = context.known_pack_differences.get();
+    let whole = same_items(place, context, &theirs_items, &our_items).map_err(&explain);
+    if whole.is_err() {
+        let cuts = [
+            differences::v2_session_grafts_cut(context, &theirs_items, &our_items),
+            differences::deepen_relative_since_2_54_cut(context, &theirs_items, &our_items)
+                .map(|cut| (cut, cut)),
+        ];
+        for (theirs_cut, ours_cut) in cuts.into_iter().flatten() {
+            // A listed difference from the cut on: the answers agree up
+            // to it, and the request is counted.
+            context.known_pack_differences.set(known_before);
+            let before_cut = &theirs_items[..theirs_cut];
+            if same_items(place, context, before_cut, &our_items[..ours_cut]).is_ok() {
+                let known = &context.known_pack_differences;
+                known.set(known.get() + 1);
+                return Ok(());
+            }
+        }
     }
+    whole?;
+    if git.success != ours.success {
+        return Err(explain("one failed, the other did not".to_owned()));
+    }
+    Ok(())
+}
+
+/// Item by item: pkt-lines by their bytes, side-band sections by their
+/// progress, errors and data.
+fn same_items(
+    place: &Place<'_>,
+    context: &Context,
+    theirs_items: &[Item],
+    our_items: &[Item],
+) -> Result<(), String> {
     if theirs_items.len() != our_items.len() {
-        return Err(explain("a different number of packets".to_owned()));
+        return Err("a different number of packets".to_owned());
     }
-    for (i, (theirs, ours)) in theirs_items.iter().zip(&our_items).enumerate() {
+    for (i, (theirs, ours)) in theirs_items.iter().zip(our_items).enumerate() {
         let same = match (theirs, ours) {
             (Item::Sideband(a), Item::Sideband(b)) => {
                 a.progress == b.progress
                     && a.errors == b.errors
                     && same_data(place, context, &a.data, &b.data)
-                        .map_err(|e| explain(format!("item {i}: {e}")))?
+                        .map_err(|e| format!("item {i}: {e}"))?
             }
             (Item::RawPack(a), Item::RawPack(b)) => {
-                same_data(place, context, a, b).map_err(|e| explain(format!("item {i}: {e}")))?
+                same_data(place, context, a, b).map_err(|e| format!("item {i}: {e}"))?
             }
             (a, b) => a == b,
         };
         if !same {
-            return Err(explain(format!("item {i} differs")));
+            return Err(format!("item {i} differs"));
         }
-    }
-    if git.success != ours.success {
-        return Err(explain("one failed, the other did not".to_owned()));
     }
     Ok(())
 }

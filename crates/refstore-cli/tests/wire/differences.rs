@@ -5,6 +5,7 @@
 
 use super::server::Invocation;
 use super::stream::Item;
+use std::collections::{HashMap, HashSet};
 
 /// A difference refstore makes on purpose.
 pub struct Difference {
@@ -34,6 +35,17 @@ pub const DIFFERENCES: &[Difference] = &[
               format: the line is dropped from refstore's answer when git is older than 2.41",
     },
     Difference {
+        name: "v2-acks-once",
+        why: "in a v2 `acknowledgments` section git before 2.52 acknowledges every have it \
+              has, in the client's order, repeated ones too and parents of commits named \
+              before (2.45 to 2.51 repeat only haves that are no commits); refstore \
+              acknowledges each common object once and not one the client was known to \
+              have, as git >= 2.52 does: the client learns nothing from the others (it \
+              marks an acknowledged commit's ancestors common itself), and a request \
+              repeating a have cannot grow the answer. When git is older than 2.52, git's \
+              acknowledgments are reduced by that rule, using the commits' parents",
+    },
+    Difference {
         name: "shallow-order",
         why: "git sends the `shallow <id>` lines of a new boundary in the order its walk \
               met the commits, which no client relies on (they are a set); refstore sends \
@@ -61,14 +73,30 @@ pub const DIFFERENCES: &[Difference] = &[
               counts and prints the requests concerned",
     },
     Difference {
-        name: "v0-shallow-ready (known, not fixed)",
-        why: "in a v0/v1 request with `shallow` or deepen lines, git weighs the haves on a \
-              history in which the commits it read before the new boundary was drawn (the \
-              wants, the client's shallow commits) keep their parents and the boundary's \
-              others lose them; refstore grafts every boundary commit. With \
-              `multi_ack_detailed` the two may then say `ACK <id> ready` at different \
-              haves. A request is exempt only if its answers first differ at an `ACK`/`NAK` \
-              line and one of them said ready; the test counts and prints such requests",
+        name: "deepen-relative-since-2.54 (version-dependent)",
+        why: "git 2.54 changed what `deepen-relative` deepens to: the depth is added to the \
+              depth of the client's current shallow commits as measured from the wants, \
+              and nothing is deepened when none of them is reachable (2.55 keeps it); git \
+              before 2.54, like refstore, deepens from the client's shallow commits that \
+              the refs reach. refstore answers as the git this machine runs (2.39). Only \
+              when comparing with git >= 2.54, and only for requests with \
+              `deepen-relative`: a request is exempt if its answers first differ at a \
+              `shallow` or `unshallow` line; the test counts and prints such requests",
+    },
+    Difference {
+        name: "v2-session-grafts",
+        why: "in a stateful v2 session (SSH, git://; never HTTP, where each command is a \
+              process of its own), git's upload-pack keeps the shallow boundary of a fetch \
+              command that sent a pack (the client's `shallow` commits, or the boundary a \
+              deepen request drew) as grafts for the rest of the session, so a later fetch \
+              command of the same session sees those commits without parents: its \
+              negotiation may not find the client's haves (no `ready`), its deepen walk \
+              stops early. refstore answers each command from the request alone, as git \
+              answers the same command in a session of its own; git's clients send the \
+              same `shallow` lines in every command of a session, so they do not meet this. \
+              A request is exempt only if a fetch command with `shallow` or deepen lines \
+              came before another and the answers first differ after that command's pack; \
+              the test counts and prints such requests",
     },
 ];
 
@@ -82,6 +110,13 @@ pub struct Context {
     /// Whether the request has client `shallow` lines or a deepen line
     /// (the known difference in pack contents).
     pub shallow: bool,
+    /// In a v2 session, the index among its fetch commands of the first
+    /// with `shallow` or deepen lines, if another fetch follows it.
+    pub shallow_fetch_before_others: Option<usize>,
+    /// Whether the request has `deepen-relative`.
+    pub deepen_relative: bool,
+    /// The parents of the served repository's commits, by id.
+    pub parents: HashMap<String, Vec<String>>,
     /// Requests that had one of the known (not fixed) differences.
     pub known_pack_differences: std::cell::Cell<usize>,
 }
@@ -99,6 +134,9 @@ pub fn normalise(context: &Context, theirs: &mut Vec<Item>, ours: &mut Vec<Item>
     let upload_pack = context.how.service == "upload-pack";
     if upload_pack && context.how.version == 2 {
         theirs.retain(|item| *item != Item::Line(b"object-info\n".to_vec()));
+        if context.git_version < (2, 52) {
+            acknowledge_once(theirs, &context.parents);
+        }
     }
     if upload_pack && context.how.version < 2 && context.git_version < (2, 41) {
         let empty = |line: &[u8]| line.get(40..57) == Some(&b" capabilities^{}\0"[..]);
@@ -123,23 +161,83 @@ pub fn normalise(context: &Context, theirs: &mut Vec<Item>, ours: &mut Vec<Item>
     }
 }
 
-/// The known difference `v0-shallow-ready`: true if the answers to a v0
-/// request with shallow or deepen lines first differ at an `ACK` or `NAK`
-/// line and either side said it was ready.
-pub fn v0_shallow_ready(context: &Context, theirs: &[Item], ours: &[Item]) -> bool {
-    if context.how.version == 2 || !context.shallow {
-        return false;
+/// The version-dependent difference `deepen-relative-since-2.54`: where
+/// the answers are cut for it (the same place in both), if git is 2.54 or
+/// newer, the request has `deepen-relative`, and the answers first differ
+/// (packs aside, which are compared by their objects before the cut) at a
+/// `shallow` or `unshallow` line.
+pub fn deepen_relative_since_2_54_cut(
+    context: &Context,
+    theirs: &[Item],
+    ours: &[Item],
+) -> Option<usize> {
+    if !context.deepen_relative || context.git_version < (2, 54) {
+        return None;
     }
-    let Some(first) = theirs.iter().zip(ours).position(|(a, b)| a != b) else {
-        return false;
+    let is_pack = |item: &Item| matches!(item, Item::Sideband(_) | Item::RawPack(_));
+    let first = theirs
+        .iter()
+        .zip(ours)
+        .position(|(a, b)| a != b && !(is_pack(a) && is_pack(b)))?;
+    let boundary = |item: Option<&Item>| matches!(item, Some(Item::Line(l)) if l.starts_with(b"shallow ") || l.starts_with(b"unshallow "));
+    (boundary(theirs.get(first)) || boundary(ours.get(first))).then_some(first)
+}
+
+/// `v2-acks-once`: drops from each `acknowledgments` section the `ACK`
+/// of an object the client was known to have already (acknowledged
+/// before in the section, or a parent of a commit acknowledged before).
+fn acknowledge_once(items: &mut Vec<Item>, parents: &HashMap<String, Vec<String>>) {
+    let mut in_section = false;
+    let mut they_have: HashSet<String> = HashSet::new();
+    items.retain(|item| match item {
+        Item::Line(line) if line == b"acknowledgments\n" => {
+            in_section = true;
+            they_have.clear();
+            true
+        }
+        Item::Line(line) if in_section => {
+            let Some(id) = line
+                .strip_prefix(b"ACK ")
+                .and_then(|rest| rest.strip_suffix(b"\n"))
+            else {
+                return true;
+            };
+            let id = String::from_utf8_lossy(id).into_owned();
+            they_have.extend(parents.get(&id).into_iter().flatten().cloned());
+            they_have.insert(id)
+        }
+        Item::Line(_) => true,
+        _ => {
+            in_section = false;
+            true
+        }
+    });
+}
+
+/// The known difference `v2-session-grafts`: where the answers are cut
+/// for it, each just after the pack of the session's first fetch command
+/// with `shallow` or deepen lines; `None` if the request is not such a
+/// session or an answer has no such pack. What comes before the cut must
+/// still agree.
+pub fn v2_session_grafts_cut(
+    context: &Context,
+    theirs: &[Item],
+    ours: &[Item],
+) -> Option<(usize, usize)> {
+    let shallow_fetch = context.shallow_fetch_before_others?;
+    if context.how.version != 2 || context.how.stateless_rpc {
+        return None;
+    }
+    let cut = |items: &[Item]| {
+        let packfile = items
+            .iter()
+            .enumerate()
+            .filter(|(_, i)| matches!(i, Item::Line(l) if l == b"packfile\n"))
+            .nth(shallow_fetch)?
+            .0;
+        Some((packfile + 2).min(items.len()))
     };
-    let negotiation = |item: Option<&Item>| matches!(item, Some(Item::Line(l)) if l.starts_with(b"ACK ") || l == b"NAK\n");
-    let ready = |items: &[Item]| {
-        items.iter().any(
-            |i| matches!(i, Item::Line(l) if l.starts_with(b"ACK ") && l.ends_with(b" ready\n")),
-        )
-    };
-    negotiation(theirs.get(first)) && negotiation(ours.get(first)) && (ready(theirs) || ready(ours))
+    Some((cut(theirs)?, cut(ours)?))
 }
 
 /// `agent=<value>` with the value replaced by `*`, wherever it is a

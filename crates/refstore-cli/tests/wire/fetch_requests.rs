@@ -19,6 +19,10 @@ pub struct Request {
     pub sideband: bool,
     /// Whether it has client `shallow` lines or a deepen line.
     pub shallow: bool,
+    /// In a v2 session of several fetch commands, the index among them of
+    /// the first with client `shallow` lines or a deepen line, if another
+    /// fetch follows it (the known difference `v2-session-grafts`).
+    pub shallow_fetch_before_others: Option<usize>,
 }
 
 pub fn pkt(line: &str) -> Vec<u8> {
@@ -63,6 +67,7 @@ fn advertisement(rng: &mut Rng) -> Request {
         input: if http { Vec::new() } else { FLUSH.to_vec() },
         sideband: false,
         shallow: false,
+        shallow_fetch_before_others: None,
     }
 }
 
@@ -239,6 +244,7 @@ fn v0_fetch(rng: &mut Rng, repo: &Served, n: usize) -> Request {
         input,
         sideband,
         shallow: !shallow.is_empty(),
+        shallow_fetch_before_others: None,
     }
 }
 
@@ -256,6 +262,9 @@ fn v2_session(rng: &mut Rng, repo: &Served, index: usize, kinds: &[Command], n: 
     let mut labels = Vec::new();
     let mut sideband = false;
     let mut input_is_shallow = false;
+    let mut fetches = 0;
+    let mut first_shallow_fetch = None;
+    let mut shallow_fetch_before_others = None;
     for _ in 0..commands {
         let (bytes, label) = match rng.pick(kinds) {
             Command::LsRefs => ls_refs(rng),
@@ -263,6 +272,13 @@ fn v2_session(rng: &mut Rng, repo: &Served, index: usize, kinds: &[Command], n: 
                 sideband = true;
                 let (bytes, label, shallow) = v2_fetch(rng, repo, stateless);
                 input_is_shallow |= shallow;
+                if first_shallow_fetch.is_some() {
+                    shallow_fetch_before_others = first_shallow_fetch;
+                }
+                if shallow && first_shallow_fetch.is_none() {
+                    first_shallow_fetch = Some(fetches);
+                }
+                fetches += 1;
                 (bytes, label)
             }
         };
@@ -287,6 +303,7 @@ fn v2_session(rng: &mut Rng, repo: &Served, index: usize, kinds: &[Command], n: 
         input,
         sideband,
         shallow: input_is_shallow,
+        shallow_fetch_before_others,
     }
 }
 

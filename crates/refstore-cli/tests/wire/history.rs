@@ -44,6 +44,16 @@ pub struct Served {
 }
 
 impl Served {
+    /// The parents of every commit, by id.
+    pub fn parents(&self) -> std::collections::HashMap<String, Vec<String>> {
+        self.commits
+            .iter()
+            .map(|c| (c.id.clone(), c.parents.clone()))
+            .collect()
+    }
+}
+
+impl Served {
     /// Reads refs, commits and other objects of the repository at `dir`.
     pub fn read(home: &Path, dir: PathBuf) -> Served {
         let mut refs = BTreeMap::new();

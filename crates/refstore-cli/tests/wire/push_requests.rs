@@ -247,6 +247,7 @@ pub fn generate(
         input,
         sideband: capabilities.contains(&"side-band-64k"),
         shallow: false,
+        shallow_fetch_before_others: None,
     }
 }
 
@@ -266,5 +267,6 @@ fn advertisement(rng: &mut Rng, n: usize) -> Request {
         input: if http { Vec::new() } else { FLUSH.to_vec() },
         sideband: false,
         shallow: false,
+        shallow_fetch_before_others: None,
     }
 }

@@ -133,7 +133,9 @@ fn parse_command(line: &[u8], format: ObjectFormat) -> Result<Command, ReceivePa
         ))
     };
     let hex = format.hex_len();
-    if line.len() < 2 * hex + 3 || line[hex] != b' ' || line[2 * hex + 1] != b' ' {
+    // The name may be empty: git takes the line, and refuses the update
+    // as a funny ref name in the report.
+    if line.len() < 2 * hex + 2 || line[hex] != b' ' || line[2 * hex + 1] != b' ' {
         return Err(malformed());
     }
     let id = |bytes: &[u8]| ObjectId::from_hex_in(bytes, format).map_err(|_| malformed());
@@ -299,7 +301,6 @@ mod tests {
     fn refuses_malformed_commands() {
         let cases: Vec<Vec<u8>> = vec![
             format!("{A} {B}").into_bytes(),
-            format!("{A} {B} ").into_bytes(),
             format!("{A}x{B} refs/heads/a").into_bytes(),
             format!("{} {B} refs/heads/a", &A[..39]).into_bytes(),
             format!("{} {B} refs/heads/a", "g".repeat(40)).into_bytes(),
@@ -312,6 +313,15 @@ mod tests {
                 "{err}"
             );
         }
+    }
+
+    #[test]
+    fn an_empty_ref_name_is_no_protocol_error() {
+        // git takes the line and refuses the update in its report.
+        let line = format!("{A} {B} ");
+        let request = parse(&packets(&[line.as_bytes()], true)).unwrap();
+        assert_eq!(request.commands.len(), 1);
+        assert!(request.commands[0].name.is_empty());
     }
 
     #[test]

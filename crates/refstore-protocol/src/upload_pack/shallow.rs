@@ -174,12 +174,25 @@ pub(crate) fn plan(
     }
 
     let mut plan = ShallowPlan::default();
+    // At depth 1 every wanted commit is a boundary commit, and git names
+    // it once for each distinct want that peels to it (a tag and its
+    // commit, two tags of one commit): so does refstore.
+    let mut boundary_per_want = None;
     // The new boundary and the commits above it.
     let (boundary, not_shallow): (HashSet<ObjectId>, HashSet<ObjectId>) = match request.depth {
         Some(INFINITE_DEPTH) => (HashSet::new(), client_shallows.iter().copied().collect()),
         Some(depth) if request.relative => by_depth(graph, &client_shallows, depth + 1)?,
         Some(depth) => {
-            let heads = peeled_commits(graph, wants)?;
+            let mut distinct = HashSet::new();
+            let wants: Vec<ObjectId> = wants
+                .iter()
+                .filter(|w| distinct.insert(**w))
+                .copied()
+                .collect();
+            let heads = peeled_commits(graph, &wants)?;
+            if depth == 1 {
+                boundary_per_want = Some(heads.clone());
+            }
             by_depth(graph, &heads, depth)?
         }
         None if request.by_rev_list() => {
@@ -191,7 +204,8 @@ pub(crate) fn plan(
     };
     plan.deepens = request.depth.is_some() || request.by_rev_list();
 
-    let mut shallow: Vec<ObjectId> = boundary
+    let mut shallow: Vec<ObjectId> = boundary_per_want
+        .unwrap_or_else(|| boundary.into_iter().collect())
         .into_iter()
         .filter(|id| !seen.contains(id))
         .collect();

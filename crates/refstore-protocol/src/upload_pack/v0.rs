@@ -50,9 +50,18 @@ pub(super) fn serve(session: &mut Session<'_>) -> Result<(), UploadPackError> {
     if !session.options.stateless_rpc {
         advertisement::write(session.out(), &snapshot, format, version_line, offered)?;
     }
-    let Some((mut wants, client, shallow_request, filter)) =
-        read_wants(&mut session.input, format, &filters)?
-    else {
+    let mut wants_read = Vec::new();
+    let read = read_wants_into(&mut session.input, format, &filters, &mut wants_read);
+    if let Err(UploadPackError::Request(_)) = read {
+        // git looks each want up as it reads it: a missing one named
+        // before the line in error is what it refuses.
+        if crate::objects_wanted::bring_in(repo, &wants_read) {
+            session.forget_packs();
+        }
+        let mut graph = Graph::open(repo.vfs.clone(), &repo.objects, session.packs()?)?;
+        wants::check_present(&mut graph, &wants_read)?;
+    }
+    let Some((mut wants, client, shallow_request, filter)) = read? else {
         // `git ls-remote` reads the advertisement and leaves.
         return Ok(());
     };
@@ -82,7 +91,13 @@ pub(super) fn serve(session: &mut Session<'_>) -> Result<(), UploadPackError> {
         session.out().write_flush()?;
         session.out().flush_buffered()?;
     }
-    let mut negotiation = Negotiation::new(&mut graph, &wants)?;
+    // The parents of the commits that gain them are wanted too, and as in
+    // git they must reach a common commit before the server is ready.
+    let unshallowed_parents = shallow
+        .as_ref()
+        .map_or(&[][..], |plan| &plan.extra_wants[..]);
+    let negotiated: Vec<ObjectId> = wants.iter().chain(unshallowed_parents).copied().collect();
+    let mut negotiation = Negotiation::new(&mut graph, &negotiated)?;
     if !negotiate(session, &mut graph, &mut negotiation, &client)? {
         return Ok(());
     }
@@ -156,7 +171,17 @@ pub(crate) fn read_wants<R: Read>(
     format: ObjectFormat,
     filters: &FilterPolicy,
 ) -> Result<Option<Wants>, UploadPackError> {
-    let mut wants = Vec::new();
+    read_wants_into(input, format, filters, &mut Vec::new())
+}
+
+/// [`read_wants`], gathering the wants in `wants`, where they stay when a
+/// later line is in error.
+fn read_wants_into<R: Read>(
+    input: &mut PacketReader<R>,
+    format: ObjectFormat,
+    filters: &FilterPolicy,
+    wants: &mut Vec<ObjectId>,
+) -> Result<Option<Wants>, UploadPackError> {
     let mut client = ClientOptions::default();
     let mut shallow = ShallowRequest::default();
     let mut filter = None;
@@ -199,7 +224,7 @@ pub(crate) fn read_wants<R: Read>(
             )));
         }
     }
-    Ok((!wants.is_empty()).then_some((wants, client, shallow, filter)))
+    Ok((!wants.is_empty()).then(|| (std::mem::take(wants), client, shallow, filter)))
 }
 
 /// Answers `have` batches until `done` (true: send the pack) or, stateless,

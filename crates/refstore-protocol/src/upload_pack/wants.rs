@@ -77,17 +77,24 @@ pub(crate) fn check(
     policy: WantPolicy,
     protocol: Protocol,
 ) -> Result<(), UploadPackError> {
-    // Thousands of tags: ids hash cheaply.
+    // Thousands of tags: ids hash cheaply. What an annotated tag peels to
+    // is advertised but is no tip: as in git, a stateful v0 client may
+    // not want it by its own id, and over HTTP it is reachable from its
+    // tag, where the walk below starts too.
     let mut tips: HashSet<ObjectId, IdHasher> = HashSet::default();
+    let mut peeled_tips = Vec::new();
     if protocol != Protocol::V2 && !policy.any {
         for offered in snapshot.offered() {
             tips.insert(offered.id);
-            if let Some(peeled) = &offered.peeled {
-                tips.insert(*peeled);
-            }
+            peeled_tips.extend(offered.peeled);
         }
     }
     let mut unreached: HashSet<ObjectId> = HashSet::new();
+    // As in git, a missing object is refused as the wants are read; the
+    // others once all are read, and the one named is then the first want
+    // that is no tip, whichever was found unreachable.
+    let mut first_non_tip = None;
+    let mut tips_only = false;
     for want in wants {
         if tips.contains(want) {
             continue;
@@ -100,8 +107,10 @@ pub(crate) fn check(
             _ if policy.any => continue,
             Protocol::V0 { stateless } => stateless,
         };
+        first_non_tip = first_non_tip.or(Some(*want));
         if !stateless && !policy.reachable {
-            return Err(not_our_ref(want));
+            tips_only = true;
+            continue;
         }
         let commit = match kind {
             gix_object::Kind::Commit => *want,
@@ -116,12 +125,18 @@ pub(crate) fn check(
             unreached.insert(commit);
         }
     }
+    let Some(first_non_tip) = first_non_tip else {
+        return Ok(());
+    };
+    if tips_only {
+        return Err(not_our_ref(&first_non_tip));
+    }
     if unreached.is_empty() {
         return Ok(());
     }
     // Walk the history of every tip until each wanted commit is met.
     let mut seen = HashSet::new();
-    let mut queue: VecDeque<ObjectId> = tips.into_iter().collect();
+    let mut queue: VecDeque<ObjectId> = tips.into_iter().chain(peeled_tips).collect();
     while let Some(id) = queue.pop_front() {
         if !seen.insert(id) {
             continue;
@@ -133,8 +148,18 @@ pub(crate) fn check(
             queue.extend(commit.parents.iter().copied());
         }
     }
-    let first = unreached.iter().next().expect("checked non-empty");
-    Err(not_our_ref(first))
+    Err(not_our_ref(&first_non_tip))
+}
+
+/// Refuses the first of `wants` the repository does not have, as git
+/// does when it reads the want.
+pub(crate) fn check_present(graph: &mut Graph, wants: &[ObjectId]) -> Result<(), UploadPackError> {
+    for want in wants {
+        if graph.kind(want)?.is_none() {
+            return Err(not_our_ref(want));
+        }
+    }
+    Ok(())
 }
 
 fn not_our_ref(id: &ObjectId) -> UploadPackError {

@@ -6,13 +6,16 @@ use super::body::{self, Encoding, Watched};
 use super::bridge::{ChannelReader, DEPTH};
 use super::jobs::run;
 use super::pace::PacedBody;
-use super::refusal::refuse_body;
+use super::refusal::{refuse, refuse_body};
 use super::respond::{Answer, Reply};
 use super::route::Route;
 use super::services;
 use super::state::State;
 use crate::confine::Served;
+use crate::metrics::Rejection;
 use hyper::Response;
+use refstore_protocol::pkt_line;
+use refstore_protocol::receive_pack::ReceivePackError;
 use std::cell::Cell;
 use std::sync::Arc;
 use tokio::sync::mpsc;
@@ -89,18 +92,45 @@ pub(super) async fn push(
     // clients and proxies see what happened.
     if let Some(failure) = failure {
         let message = match &result {
-            Err(message) => message.clone(),
+            Err(error) => error.to_string(),
             Ok(_) => String::from_utf8_lossy(&output).into_owned(),
         };
         tracing::warn!(repo = %route.repo, "push failed: {message}");
         return refuse_body(state, answer, failure, &message);
     }
-    if let Err(message) = &result {
-        tracing::warn!(repo = %route.repo, "push failed: {message}");
+    if let Err(error) = &result {
+        tracing::warn!(repo = %route.repo, "push failed: {error}");
         if output.is_empty() {
-            return answer.text(500, message, &[]);
+            // git's receive-pack dies without a word on the wire, and
+            // git http-backend has sent its 200 by then: the client sees
+            // an empty answer. Here the client learns what was wrong.
+            return match client_fault(error) {
+                Some((status, reason)) => {
+                    refuse(state, answer, reason, status, &error.to_string(), &[])
+                }
+                None => answer.text(500, &error.to_string(), &[]),
+            };
         }
     }
     let result_type = format!("application/x-{}-result", route.service.name());
     answer.whole(&result_type, output)
+}
+
+/// The status and metric of a push refused for what the client sent (a
+/// malformed command list, framing that is not pkt-lines, more than the
+/// limits allow); `None` for the server's own failures.
+fn client_fault(error: &ReceivePackError) -> Option<(u16, Rejection)> {
+    match error {
+        ReceivePackError::Request(_) => Some((400, Rejection::BadRequest)),
+        ReceivePackError::TooLarge(_) => Some((413, Rejection::BodyTooLarge)),
+        ReceivePackError::Packet(error) => match error {
+            pkt_line::Error::Io(_)
+            | pkt_line::Error::PayloadTooLong(_)
+            | pkt_line::Error::Format => None,
+            _ => Some((400, Rejection::BadRequest)),
+        },
+        ReceivePackError::Refs(_) | ReceivePackError::Objects(_) | ReceivePackError::Config(_) => {
+            None
+        }
+    }
 }

@@ -68,16 +68,18 @@ pub fn upload_pack(
     upload_pack::upload_pack(repo, &options, input, out).map_err(|e| e.to_string())
 }
 
-/// A push: commands, pack, report; how many refs it updated.
+/// A push: commands, pack, report; how many refs it updated. The error
+/// stays typed: a malformed request is the client's fault and is answered
+/// as such.
 pub fn receive_pack(
     repo: &Repository,
     input: &mut dyn Read,
     out: &mut dyn Write,
-) -> Result<usize, String> {
+) -> Result<usize, receive_pack::ReceivePackError> {
     // No advertisement, so nothing depends on the version.
     let options = receive_pack::Options {
         stateless_rpc: true,
         ..receive_pack::Options::default()
     };
-    receive_pack::receive_pack(repo, &options, input, out).map_err(|e| e.to_string())
+    receive_pack::receive_pack(repo, &options, input, out)
 }

@@ -6,7 +6,7 @@
 use super::super::filter::{Filter, FilterPolicy};
 use super::super::filtered_walk;
 use super::super::graph::Graph;
-use super::super::negotiation::{Have, Negotiation};
+use super::super::negotiation::Negotiation;
 use super::super::pack_output::{self, PackRequest};
 use super::super::refs::RefSnapshot;
 use super::super::request::{parse_id, ClientOptions};
@@ -137,18 +137,10 @@ pub(super) fn serve(
     // and the new boundary is worked out only when the pack is sent (its
     // grafts then hold for the walk).
     let mut negotiation = Negotiation::new(&mut graph, &wanted)?;
-    // Every have the server has is acknowledged, in the client's order,
-    // repeated ones too, as git 2.39 does.
-    let mut known = Vec::new();
     for have in haves {
-        if negotiation.have(&mut graph, have)? == Have::Common {
-            known.push(have);
-        }
+        negotiation.have(&mut graph, have)?;
     }
-    if !done
-        && seen_haves
-        && !acknowledge(session, &mut graph, &mut negotiation, &known, wait_for_done)?
-    {
+    if !done && seen_haves && !acknowledge(session, &mut graph, &mut negotiation, wait_for_done)? {
         return Ok(());
     }
     let shallow = match shallow::plan(&mut graph, &snapshot, &wanted, &shallow) {
@@ -209,21 +201,24 @@ pub(super) fn serve(
 }
 
 /// Writes the acknowledgments section; true if the pack follows (the
-/// server is ready), false if the response ends here.
+/// server is ready), false if the response ends here. Each common object
+/// is acknowledged once, in the client's order, and not if the client was
+/// known to have it already (named before, or a parent of a commit named
+/// before), as git does since 2.52: the client learns nothing from the
+/// others, and a request repeating one have cannot grow the answer.
 fn acknowledge(
     session: &mut Session<'_>,
     graph: &mut Graph,
     negotiation: &mut Negotiation,
-    known: &[ObjectId],
     wait_for_done: bool,
 ) -> Result<bool, UploadPackError> {
     let ready = !wait_for_done && negotiation.has_common() && negotiation.ready(graph)?;
     let out = session.out();
     out.write_text("acknowledgments")?;
-    if known.is_empty() {
+    if !negotiation.has_common() {
         out.write_text("NAK")?;
     }
-    for id in known {
+    for id in negotiation.common() {
         writeln!(out, "ACK {id}")?;
     }
     if ready {
