@@ -9,7 +9,7 @@ use crate::keys::{RepoKeys, Value};
 use refstore_refs::{ObjectFormat, PeelObjects, ReadError, RefName};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// A node's link to its cluster's etcd: the connection and the copies of
 /// the repositories it serves.
@@ -68,10 +68,10 @@ pub struct EtcdBackend {
     keys: RepoKeys,
     format: ObjectFormat,
     peeler: Mutex<Option<Arc<dyn PeelObjects>>>,
-    /// Why etcd could not be reached, once a read found it so: the
-    /// request's later reads do not wait for etcd again (a request makes
-    /// several, e.g. HEAD, what it points to, the listing).
-    cut_off: Mutex<Option<EtcdError>>,
+    /// Why etcd could not be reached, and when a read found it so: the
+    /// reads that follow within one etcd timeout (a request makes several:
+    /// HEAD, what it points to, the listing) do not wait for etcd again.
+    cut_off: Mutex<Option<(Instant, EtcdError)>>,
 }
 
 impl EtcdBackend {
@@ -123,7 +123,7 @@ impl EtcdBackend {
     pub(crate) fn value(&self, name: &RefName) -> Result<Option<Value>, ReadError> {
         if let Some(e) = self.known_cut_off() {
             return self
-                .from_copy(e)
+                .copy_instead(e)
                 .map(|refs| refs.get(name.as_bytes()).cloned());
         }
         let key = self.keys.reference(name.as_bytes());
@@ -140,9 +140,9 @@ impl EtcdBackend {
         let raw = match read {
             Ok(raw) => raw,
             Err(e @ EtcdError::Unreachable(_)) => {
-                *lock(&self.cut_off) = Some(e.clone());
+                self.note_cut_off(&e);
                 return self
-                    .from_copy(e)
+                    .copy_instead(e)
                     .map(|refs| refs.get(name.as_bytes()).cloned());
             }
             Err(e) => return Err(unavailable(e)),
@@ -152,14 +152,21 @@ impl EtcdBackend {
             .map_err(|e| ReadError::Unavailable(e.to_string()))
     }
 
-    /// Why etcd could not be reached, if a read of this handle found so.
+    /// Why etcd could not be reached, if a read of this handle found so
+    /// within the last etcd timeout.
     fn known_cut_off(&self) -> Option<EtcdError> {
-        lock(&self.cut_off).clone()
+        let cut_off = lock(&self.cut_off);
+        let (at, error) = cut_off.as_ref()?;
+        (at.elapsed() < self.cluster.config.etcd_timeout).then(|| error.clone())
+    }
+
+    fn note_cut_off(&self, error: &EtcdError) {
+        *lock(&self.cut_off) = Some((Instant::now(), error.clone()));
     }
 
     /// The node's copy when etcd could not be reached (`error`), if stale
     /// reads are allowed and it is young enough; else the refusal.
-    fn from_copy(&self, error: EtcdError) -> Result<Arc<Refs>, ReadError> {
+    fn copy_instead(&self, error: EtcdError) -> Result<Arc<Refs>, ReadError> {
         let cache = self.cluster.caches.repo(&self.keys);
         match cache.within(self.cluster.config.stale_reads) {
             Some((refs, age)) => {
@@ -174,19 +181,19 @@ impl EtcdBackend {
     /// a copy young enough when etcd cannot be reached).
     pub(crate) fn snapshot(&self) -> Result<Arc<Refs>, ReadError> {
         if let Some(e) = self.known_cut_off() {
-            return self.from_copy(e);
+            return self.copy_instead(e);
         }
         let cache = self.cluster.caches.repo(&self.keys);
         let stale_reads = self.cluster.config.stale_reads;
         match cache.refs(&self.cluster.etcd, &self.keys, self.format, stale_reads) {
             Ok(Fresh::Current(refs)) => Ok(refs),
             Ok(Fresh::Stale { refs, age, error }) => {
-                *lock(&self.cut_off) = Some(error.clone());
+                self.note_cut_off(&error);
                 self.answered_stale(age, &error);
                 Ok(refs)
             }
             Err(e @ EtcdError::Unreachable(_)) => {
-                *lock(&self.cut_off) = Some(e.clone());
+                self.note_cut_off(&e);
                 Err(self.refused(&cache, e))
             }
             Err(e) => Err(unavailable(e)),

@@ -19,7 +19,9 @@
 //!   the next member is asked too after a share of the bound, and the
 //!   first answer wins (a read can be asked twice);
 //! - a write ([`Etcd::call`]) moves on only when a member refuses at once,
-//!   since a member that is slow may still apply it.
+//!   since a member that is slow may still apply it;
+//! - when every member refused at once (an election under way), they are
+//!   asked again after a short pause, until the bound.
 //!
 //! Writes and linearizable reads ask the member to refuse at once when it
 //! has no leader (etcd's "require leader"), rather than wait for an
@@ -214,53 +216,64 @@ impl Etcd {
         F: Fn(Client) -> Fut,
         Fut: Future<Output = Result<T, etcd_client::Error>> + Send + 'static,
     {
-        let attempts: Vec<(usize, Attempt<T>)> = self
-            .order()
-            .map(|index| {
-                let member = &self.members[index];
-                let client = match consistency {
-                    Consistency::Quorum => member.strict.clone(),
-                    Consistency::Local => member.relaxed.clone(),
-                };
-                (index, Box::pin(call(client)) as Attempt<T>)
-            })
-            .collect();
-        let (tx, rx) = std::sync::mpsc::sync_channel(1);
         let timeout = self.timeout;
-        self.handle().spawn(async move {
-            let _ = tx.send(race(attempts, timeout, hedge).await);
-        });
-        let Ok(outcome) = rx.recv() else {
-            return Err(EtcdError::Refused("the etcd client stopped".into()));
-        };
-        let mut answers = Vec::new();
-        let mut ambiguous = false;
-        for (index, result) in outcome.failures {
-            let url = &self.members[index].url;
-            match result {
-                Some(e) => match classify(&e) {
-                    Class::Final => return Err(EtcdError::Refused(describe(&e))),
-                    Class::NotApplied => answers.push(format!("{url}: {}", describe(&e))),
-                    Class::Ambiguous => {
+        let deadline = std::time::Instant::now() + timeout;
+        loop {
+            let attempts: Vec<(usize, Attempt<T>)> = self
+                .order()
+                .map(|index| {
+                    let member = &self.members[index];
+                    let client = match consistency {
+                        Consistency::Quorum => member.strict.clone(),
+                        Consistency::Local => member.relaxed.clone(),
+                    };
+                    (index, Box::pin(call(client)) as Attempt<T>)
+                })
+                .collect();
+            let budget = deadline.saturating_duration_since(std::time::Instant::now());
+            let (tx, rx) = std::sync::mpsc::sync_channel(1);
+            self.handle().spawn(async move {
+                let _ = tx.send(race(attempts, budget, hedge).await);
+            });
+            let Ok(outcome) = rx.recv() else {
+                return Err(EtcdError::Refused("the etcd client stopped".into()));
+            };
+            if let Some((index, value)) = outcome.value {
+                self.preferred.store(index, Ordering::Relaxed);
+                return Ok(value);
+            }
+            let mut answers = Vec::new();
+            let mut ambiguous = false;
+            for (index, result) in &outcome.failures {
+                let url = &self.members[*index].url;
+                match result {
+                    Some(e) => match classify(e) {
+                        Class::Final => return Err(EtcdError::Refused(describe(e))),
+                        Class::NotApplied => answers.push(format!("{url}: {}", describe(e))),
+                        Class::Ambiguous => {
+                            ambiguous = true;
+                            answers.push(format!("{url}: {}", describe(e)));
+                        }
+                    },
+                    None => {
                         ambiguous = true;
-                        answers.push(format!("{url}: {}", describe(&e)));
+                        answers.push(format!("{url}: no answer within {timeout:?}"));
                     }
-                },
-                None => {
-                    ambiguous = true;
-                    answers.push(format!("{url}: no answer within {timeout:?}"));
                 }
             }
-        }
-        match outcome.value {
-            Some((index, value)) => {
-                self.preferred.store(index, Ordering::Relaxed);
-                Ok(value)
+            // Every member refused at once (an election under way, a
+            // member restarting): asked again while the bound allows.
+            let pause = std::time::Instant::now() + RETRY_PAUSE;
+            if ambiguous || pause >= deadline {
+                return Err(Unreachable { answers, ambiguous }.into());
             }
-            None => Err(Unreachable { answers, ambiguous }.into()),
+            std::thread::sleep(RETRY_PAUSE);
         }
     }
 }
+
+/// The pause before members that all refused at once are asked again.
+const RETRY_PAUSE: Duration = Duration::from_millis(100);
 
 /// One member's attempt at a call.
 type Attempt<T> = Pin<Box<dyn Future<Output = Result<T, etcd_client::Error>> + Send>>;
