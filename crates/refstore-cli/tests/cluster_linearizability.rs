@@ -9,10 +9,9 @@
 mod cluster;
 mod support;
 
+use cluster::history::{self, git, push_result, read_value, Record, Rng};
 use cluster::TestCluster;
-use refstore_testsupport::{porcupine, Git};
-use std::fmt::Write as _;
-use std::path::Path;
+use refstore_testsupport::porcupine;
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
@@ -22,49 +21,6 @@ use support::{stderr, stdout};
 const REFS: [&str; 2] = ["refs/heads/k0", "refs/heads/k1"];
 const CLIENTS: usize = 6;
 const OPS_PER_CLIENT: usize = 60;
-
-/// One operation of the history.
-struct Record {
-    client: usize,
-    reference: &'static str,
-    /// `None` for a read.
-    cas: Option<(String, String)>,
-    value: String,
-    call: u128,
-    ret: u128,
-    result: &'static str,
-}
-
-impl Record {
-    fn json(&self) -> String {
-        let (kind, old, new) = match &self.cas {
-            Some((old, new)) => ("cas", old.as_str(), new.as_str()),
-            None => ("read", "", ""),
-        };
-        format!(
-            "{{\"client\":{},\"ref\":\"{}\",\"kind\":\"{kind}\",\"old\":\"{old}\",\"new\":\"{new}\",\"value\":\"{}\",\"call\":{},\"return\":{},\"result\":\"{}\"}}",
-            self.client, self.reference, self.value, self.call, self.ret, self.result
-        )
-    }
-}
-
-/// A small deterministic random sequence per client.
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: usize) -> usize {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        (self.0 % n as u64) as usize
-    }
-}
-
-fn git(home: &Path, work: &Path, args: &[&str]) -> std::process::Output {
-    Git::new(home, work)
-        .env("GIT_TERMINAL_PROMPT", "0")
-        .run(args)
-}
 
 #[test]
 fn refs_are_linearizable_under_node_kills_pauses_and_etcd_member_kills() {
@@ -109,12 +65,7 @@ fn refs_are_linearizable_under_node_kills_pauses_and_etcd_member_kills() {
                             if !o.status.success() {
                                 continue;
                             }
-                            let value = stdout(&o)
-                                .split('\t')
-                                .next()
-                                .unwrap_or("")
-                                .trim()
-                                .to_owned();
+                            let value = read_value(&o);
                             seen[r] = value.clone();
                             history.lock().unwrap().push(Record {
                                 client,
@@ -134,18 +85,10 @@ fn refs_are_linearizable_under_node_kills_pauses_and_etcd_member_kills() {
                                 git(home, work, &["push", "--porcelain", &lease, url, &refspec]);
                             let ret = clock();
                             let out = format!("{}{}", stdout(&o), stderr(&o));
-                            let result = if o.status.success() {
+                            let result = push_result(o.status.success(), &out);
+                            if result == "ok" {
                                 seen[r] = new.clone();
-                                "ok"
-                            } else if out.contains("stale info")
-                                || out.contains("is at")
-                                || out.contains("reference already exists")
-                                || out.contains("unable to resolve reference")
-                            {
-                                "failed"
-                            } else {
-                                "unknown"
-                            };
+                            }
                             history.lock().unwrap().push(Record {
                                 client,
                                 reference,
@@ -206,41 +149,21 @@ fn refs_are_linearizable_under_node_kills_pauses_and_etcd_member_kills() {
     });
 
     let history = history.into_inner().unwrap();
-    let mut json = String::from("[\n");
-    for (i, record) in history.iter().enumerate() {
-        let _ = writeln!(json, "{}{}", if i > 0 { "," } else { "" }, record.json());
-    }
-    json.push(']');
-    let file = tmp.path().join("history.json");
-    std::fs::write(&file, json).unwrap();
-    let count = |kind: bool, result: &str| {
-        history
-            .iter()
-            .filter(|r| r.cas.is_some() == kind && r.result == result)
-            .count()
-    };
     let summary = format!(
-        "{} operations: {} reads, {} compare-and-swaps applied, {} refused, {} unknown; {} faults: {}",
-        history.len(),
-        count(false, "ok"),
-        count(true, "ok"),
-        count(true, "failed"),
-        count(true, "unknown"),
+        "{}; {} faults: {}",
+        history::summary(&history),
         faults.len(),
         faults.join("; ")
     );
     eprintln!("{summary}");
     // A history without successful writes and reads, or without faults,
     // would check nothing.
-    assert!(count(true, "ok") > 0 && count(false, "ok") > 0, "{summary}");
+    let (applied, read) = history::applied_and_read(&history);
+    assert!(applied > 0 && read > 0, "{summary}");
     assert!(!faults.is_empty(), "{summary}");
-    let o = Command::new(&binary).arg(&file).output().unwrap();
-    assert!(
-        o.status.success(),
-        "{}{}\n{summary}",
-        stdout(&o),
-        stderr(&o)
-    );
+    if let Err(verdict) = history::check(&binary, tmp.path(), &history) {
+        panic!("{verdict}\n{summary}");
+    }
 }
 
 /// The checker is not blind: a read of a value overwritten before the

@@ -5,8 +5,10 @@
 //! Single reads (`read`, `resolve`) are linearizable etcd reads. Listings
 //! and advertisements come from the node's copy ([`crate::cache`]), checked
 //! current by one linearizable read. Transactions are etcd transactions
-//! ([`crate::transaction`]). Without an etcd quorum, reads fall back to
-//! what a reachable member holds (with a warning in the log) and every
+//! ([`crate::transaction`]). When etcd cannot be reached within its bound
+//! (no quorum, or this node cut off by a partition), reads are refused,
+//! or, where the cluster file allows stale reads, answered from the
+//! node's copy if it is young enough (with a warning in the log); every
 //! transaction is refused.
 
 use crate::cluster::EtcdBackend;

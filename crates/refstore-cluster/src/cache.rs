@@ -15,11 +15,15 @@
 //! etcd's leader, whatever the number of refs, and keeps advertisements
 //! linearizable.
 //!
-//! Without an etcd quorum the stamp cannot be read. The node then answers
-//! from its copy if it has one, or else from the reachable member's own
-//! data; either may miss the last pushes acknowledged before the quorum
-//! was lost, which is said in the log. No push can be acknowledged while
-//! the quorum is lost, so nothing newer is hidden.
+//! When the stamp cannot be read within the etcd bound (no quorum, or
+//! this node cut off from etcd by a partition, which from here look the
+//! same), nothing confirms the copy is current: a push acknowledged
+//! through another node may be missing from it. The read is then refused
+//! ([`Fresh::Refused`]), unless the cluster file opts into stale reads
+//! (`stale_reads`), in which case the copy is used if it was last
+//! confirmed current no longer than `max_staleness_ms` ago
+//! ([`Fresh::Stale`]), and refused past that. The time of confirmation
+//! is when the confirming read was sent, so the age is never understated.
 
 use crate::etcd::{Consistency, Etcd, EtcdError};
 use crate::keys::{RepoKeys, Value};
@@ -68,6 +72,8 @@ struct State {
     refs: Option<Arc<Refs>>,
     /// The revision the copy reflects.
     revision: i64,
+    /// When a read that found the copy current was sent.
+    confirmed: Option<Instant>,
     /// The watch keeping it current is running.
     watching: bool,
     /// Which read the running watch belongs to: a watch of an older copy
@@ -83,21 +89,34 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 pub enum Fresh {
     /// Current as of a linearizable read.
     Current(Arc<Refs>),
-    /// The quorum is lost: the best copy there is, possibly behind.
-    Stale(Arc<Refs>, EtcdError),
+    /// etcd could not be reached and stale reads are allowed: the copy,
+    /// last confirmed current `age` ago (within the allowed staleness),
+    /// possibly behind.
+    Stale {
+        /// The copy.
+        refs: Arc<Refs>,
+        /// Time since the copy was last confirmed current.
+        age: Duration,
+        /// Why etcd could not confirm it now.
+        error: EtcdError,
+    },
 }
 
 impl RepoCache {
     /// The repository's refs, current as of now (see the module's
-    /// documentation for how, and for what happens without a quorum).
+    /// documentation for how, and for what happens when etcd cannot be
+    /// reached); a copy up to `stale_reads` old when etcd cannot confirm
+    /// it, if that is allowed.
     pub fn refs(
         self: &Arc<Self>,
         etcd: &Arc<Etcd>,
         keys: &RepoKeys,
         format: ObjectFormat,
+        stale_reads: Option<Duration>,
     ) -> Result<Fresh, EtcdError> {
+        let asked = Instant::now();
         let stamp = keys.stamp();
-        let latest = etcd.call(Consistency::Quorum, move |mut client| {
+        let latest = etcd.read(Consistency::Quorum, move |mut client| {
             let stamp = stamp.clone();
             async move {
                 let response = client.get(stamp, None).await?;
@@ -106,14 +125,16 @@ impl RepoCache {
         });
         let latest = match latest {
             Ok(latest) => latest,
-            Err(e) => return self.without_quorum(etcd, keys, format, e),
+            Err(e) => return self.unconfirmed(stale_reads, e),
         };
         let deadline = Instant::now() + WATCH_WAIT;
         let mut state = lock(&self.state);
         loop {
             match &state.refs {
                 Some(refs) if state.watching && state.revision >= latest => {
-                    return Ok(Fresh::Current(refs.clone()));
+                    let refs = refs.clone();
+                    state.confirmed = Some(asked);
+                    return Ok(Fresh::Current(refs));
                 }
                 _ => {}
             }
@@ -128,12 +149,16 @@ impl RepoCache {
                 .0;
         }
         drop(state);
-        let (refs, revision) = read_all(etcd, keys, format, Consistency::Quorum)?;
+        let (refs, revision) = match read_all(etcd, keys, format, Consistency::Quorum) {
+            Ok(read) => read,
+            Err(e) => return self.unconfirmed(stale_reads, e),
+        };
         let refs = Arc::new(refs);
         let mut state = lock(&self.state);
         state.generation += 1;
         state.refs = Some(refs.clone());
         state.revision = revision;
+        state.confirmed = Some(asked);
         state.watching = true;
         let generation = state.generation;
         drop(state);
@@ -141,23 +166,40 @@ impl RepoCache {
         Ok(Fresh::Current(refs))
     }
 
-    /// The copy, or the reachable member's data, when the stamp cannot be
-    /// read.
-    fn without_quorum(
+    /// What is left when etcd could not confirm the copy: the copy, if
+    /// stale reads are allowed and it is young enough; else the error.
+    fn unconfirmed(
         &self,
-        etcd: &Arc<Etcd>,
-        keys: &RepoKeys,
-        format: ObjectFormat,
+        stale_reads: Option<Duration>,
         error: EtcdError,
     ) -> Result<Fresh, EtcdError> {
         if let EtcdError::Refused(_) = error {
             return Err(error);
         }
-        if let Some(refs) = lock(&self.state).refs.clone() {
-            return Ok(Fresh::Stale(refs, error));
+        match self.within(stale_reads) {
+            Some((refs, age)) => Ok(Fresh::Stale { refs, age, error }),
+            None => Err(error),
         }
-        let (refs, _) = read_all(etcd, keys, format, Consistency::Local)?;
-        Ok(Fresh::Stale(Arc::new(refs), error))
+    }
+
+    /// Time since the copy was last confirmed current, if ever.
+    pub fn confirmed_age(&self) -> Option<Duration> {
+        let state = lock(&self.state);
+        state
+            .refs
+            .as_ref()
+            .and(state.confirmed)
+            .map(|at| at.elapsed())
+    }
+
+    /// The copy and its age, if stale reads are allowed and it was
+    /// confirmed current no longer than they allow.
+    pub fn within(&self, stale_reads: Option<Duration>) -> Option<(Arc<Refs>, Duration)> {
+        let limit = stale_reads?;
+        let state = lock(&self.state);
+        let age = state.confirmed?.elapsed();
+        let refs = state.refs.clone()?;
+        (age <= limit).then_some((refs, age))
     }
 
     /// Keeps the copy of `generation` current from `revision` on, until the
@@ -254,7 +296,7 @@ pub fn read_all(
         let from = start.clone();
         let to = end.clone();
         let pinned = revision;
-        let (kvs, more, at) = etcd.call(consistency, move |mut client| {
+        let (kvs, more, at) = etcd.read(consistency, move |mut client| {
             let mut options = GetOptions::new().with_range(to.clone()).with_limit(PAGE);
             if pinned > 0 {
                 options = options.with_revision(pinned);

@@ -2,13 +2,14 @@
 //! repository's refs in etcd ([`EtcdBackend`]): what the ref store
 //! ([`crate::backend`]), its transactions and the import share.
 
-use crate::cache::{Caches, Fresh, Refs};
+use crate::cache::{Caches, Fresh, Refs, RepoCache};
 use crate::config::ClusterConfig;
 use crate::etcd::{unavailable, Consistency, Etcd, EtcdError};
 use crate::keys::{RepoKeys, Value};
 use refstore_refs::{ObjectFormat, PeelObjects, ReadError, RefName};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 /// A node's link to its cluster's etcd: the connection and the copies of
 /// the repositories it serves.
@@ -41,6 +42,7 @@ impl Cluster {
             keys: RepoKeys::new(&self.config.key_prefix, name),
             format,
             peeler: Mutex::new(None),
+            cut_off: Mutex::new(None),
         })
     }
 
@@ -58,13 +60,18 @@ impl Cluster {
     }
 }
 
-/// The refs of one repository of the cluster.
+/// The refs of one repository of the cluster, as one request (a
+/// connection's service) uses them.
 #[derive(Debug)]
 pub struct EtcdBackend {
     cluster: Arc<Cluster>,
     keys: RepoKeys,
     format: ObjectFormat,
     peeler: Mutex<Option<Arc<dyn PeelObjects>>>,
+    /// Why etcd could not be reached, and when a read found it so: the
+    /// reads that follow within one etcd timeout (a request makes several:
+    /// HEAD, what it points to, the listing) do not wait for etcd again.
+    cut_off: Mutex<Option<(Instant, EtcdError)>>,
 }
 
 impl EtcdBackend {
@@ -100,7 +107,7 @@ impl EtcdBackend {
         let (start, end) = self.keys.refs_starting_with(b"");
         self.cluster
             .etcd
-            .call(Consistency::Quorum, move |mut client| {
+            .read(Consistency::Quorum, move |mut client| {
                 let options = etcd_client::GetOptions::new()
                     .with_range(end.clone())
                     .with_count_only();
@@ -110,29 +117,33 @@ impl EtcdBackend {
             .map_err(unavailable)
     }
 
-    /// The stored value of `name`: linearizable, or, without a quorum,
-    /// what a reachable member holds.
+    /// The stored value of `name`: linearizable; or, when etcd cannot be
+    /// reached and stale reads are allowed, from the node's copy if it is
+    /// young enough; else refused.
     pub(crate) fn value(&self, name: &RefName) -> Result<Option<Value>, ReadError> {
+        if let Some(e) = self.known_cut_off() {
+            return self
+                .copy_instead(e)
+                .map(|refs| refs.get(name.as_bytes()).cloned());
+        }
         let key = self.keys.reference(name.as_bytes());
-        let get = |consistency: Consistency| {
-            let key = key.clone();
-            self.cluster.etcd.call(consistency, move |mut client| {
-                let options = match consistency {
-                    Consistency::Quorum => None,
-                    Consistency::Local => Some(etcd_client::GetOptions::new().with_serializable()),
-                };
+        let read = self
+            .cluster
+            .etcd
+            .read(Consistency::Quorum, move |mut client| {
                 let key = key.clone();
                 async move {
-                    let mut response = client.get(key, options).await?;
+                    let mut response = client.get(key, None).await?;
                     Ok(response.take_kvs().pop().map(|kv| kv.into_key_value().1))
                 }
-            })
-        };
-        let raw = match get(Consistency::Quorum) {
+            });
+        let raw = match read {
             Ok(raw) => raw,
-            Err(EtcdError::Unreachable(e)) => {
-                tracing::warn!("{e}; reading {name} from a member's own copy");
-                get(Consistency::Local).map_err(unavailable)?
+            Err(e @ EtcdError::Unreachable(_)) => {
+                self.note_cut_off(&e);
+                return self
+                    .copy_instead(e)
+                    .map(|refs| refs.get(name.as_bytes()).cloned());
             }
             Err(e) => return Err(unavailable(e)),
         };
@@ -141,22 +152,86 @@ impl EtcdBackend {
             .map_err(|e| ReadError::Unavailable(e.to_string()))
     }
 
-    /// The node's current copy of the repository's refs.
-    pub(crate) fn snapshot(&self) -> Result<Arc<Refs>, ReadError> {
+    /// Why etcd could not be reached, if a read of this handle found so
+    /// within the last etcd timeout.
+    fn known_cut_off(&self) -> Option<EtcdError> {
+        let cut_off = lock(&self.cut_off);
+        let (at, error) = cut_off.as_ref()?;
+        (at.elapsed() < self.cluster.config.etcd_timeout).then(|| error.clone())
+    }
+
+    fn note_cut_off(&self, error: &EtcdError) {
+        *lock(&self.cut_off) = Some((Instant::now(), error.clone()));
+    }
+
+    /// The node's copy when etcd could not be reached (`error`), if stale
+    /// reads are allowed and it is young enough; else the refusal.
+    fn copy_instead(&self, error: EtcdError) -> Result<Arc<Refs>, ReadError> {
         let cache = self.cluster.caches.repo(&self.keys);
-        match cache.refs(&self.cluster.etcd, &self.keys, self.format) {
-            Ok(Fresh::Current(refs)) => Ok(refs),
-            Ok(Fresh::Stale(refs, e)) => {
-                tracing::warn!("{e}; listing refs from the last copy this node has");
+        match cache.within(self.cluster.config.stale_reads) {
+            Some((refs, age)) => {
+                self.answered_stale(age, &error);
                 Ok(refs)
+            }
+            None => Err(self.refused(&cache, error)),
+        }
+    }
+
+    /// The node's current copy of the repository's refs (or, if allowed,
+    /// a copy young enough when etcd cannot be reached).
+    pub(crate) fn snapshot(&self) -> Result<Arc<Refs>, ReadError> {
+        if let Some(e) = self.known_cut_off() {
+            return self.copy_instead(e);
+        }
+        let cache = self.cluster.caches.repo(&self.keys);
+        let stale_reads = self.cluster.config.stale_reads;
+        match cache.refs(&self.cluster.etcd, &self.keys, self.format, stale_reads) {
+            Ok(Fresh::Current(refs)) => Ok(refs),
+            Ok(Fresh::Stale { refs, age, error }) => {
+                self.note_cut_off(&error);
+                self.answered_stale(age, &error);
+                Ok(refs)
+            }
+            Err(e @ EtcdError::Unreachable(_)) => {
+                self.note_cut_off(&e);
+                Err(self.refused(&cache, e))
             }
             Err(e) => Err(unavailable(e)),
         }
     }
 
+    /// Notes a read answered from a copy etcd could not confirm.
+    fn answered_stale(&self, age: Duration, error: &EtcdError) {
+        tracing::warn!(
+            "{error}; answering from this node's copy of the refs, confirmed current {age:?} ago"
+        );
+        if let Some(observer) = refstore_fs::observe::observer() {
+            observer.stale_read();
+        }
+    }
+
+    /// The refusal of a read that etcd could not confirm current, saying
+    /// why the node's copy is not used instead.
+    fn refused(&self, cache: &RepoCache, error: EtcdError) -> ReadError {
+        let why = match (self.cluster.config.stale_reads, cache.confirmed_age()) {
+            (None, _) => "this node does not answer from its copy of the refs, which may be stale".to_owned(),
+            (Some(_), None) => "this node has no copy of these refs that etcd confirmed".to_owned(),
+            (Some(limit), Some(age)) => format!(
+                "this node's copy of the refs was confirmed current {:.1}s ago, more than max_staleness_ms ({} ms) allows",
+                age.as_secs_f64(),
+                limit.as_millis()
+            ),
+        };
+        ReadError::Unavailable(format!("{error}; {why}"))
+    }
+
     /// Lends the store a way to peel tags, for the peeled values it
     /// records.
     pub(crate) fn lend_peeler(&self, peeler: Arc<dyn PeelObjects>) {
-        *self.peeler.lock().unwrap_or_else(|e| e.into_inner()) = Some(peeler);
+        *lock(&self.peeler) = Some(peeler);
     }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
 }

@@ -8,6 +8,10 @@
 //! node = "n1"
 //! object_copies = 2
 //! secret_file = "cluster.secret"   # optional; relative to this file
+//! etcd_timeout_ms = 3000            # optional
+//! peer_timeout_ms = 30000           # optional
+//! stale_reads = true                # optional, with max_staleness_ms
+//! max_staleness_ms = 30000
 //! [nodes]
 //! n1 = "http://127.0.0.1:9001"
 //! n2 = "http://127.0.0.1:9002"
@@ -50,8 +54,18 @@ pub struct ClusterConfig {
     pub secret_file: Option<PathBuf>,
     /// The prefix of every etcd key the cluster writes.
     pub key_prefix: String,
-    /// How long one etcd request may take.
+    /// How long one etcd request may take, every member tried included.
     pub etcd_timeout: Duration,
+    /// Whether a node that cannot reach etcd may answer reads from its
+    /// copy of a repository's refs, and how old that copy may be, counted
+    /// from the last time etcd confirmed it current (`stale_reads = true`,
+    /// `max_staleness_ms`). `None`, the default: such reads are refused,
+    /// so every answer is linearizable.
+    pub stale_reads: Option<Duration>,
+    /// How long another node may take to answer one request of the
+    /// object copies (a push's packs, a pack a node lacks) before it
+    /// counts as unreachable; `None`: the replication's default.
+    pub peer_timeout: Option<Duration>,
 }
 
 /// The file as written; checked into a [`ClusterConfig`].
@@ -65,6 +79,9 @@ struct Raw {
     secret_file: Option<PathBuf>,
     key_prefix: Option<String>,
     etcd_timeout_ms: Option<u64>,
+    stale_reads: Option<bool>,
+    max_staleness_ms: Option<u64>,
+    peer_timeout_ms: Option<u64>,
 }
 
 /// What is wrong with a cluster file.
@@ -141,6 +158,26 @@ impl ClusterConfig {
             Some(ms) => Duration::from_millis(ms),
             None => DEFAULT_ETCD_TIMEOUT,
         };
+        let stale_reads = match (raw.stale_reads.unwrap_or(false), raw.max_staleness_ms) {
+            (false, None) => None,
+            (false, Some(_)) => {
+                return Err(fail(
+                    "max_staleness_ms bounds stale reads, which are off: add stale_reads = true or remove it"
+                        .into(),
+                ))
+            }
+            (true, None) => {
+                return Err(fail(
+                    "stale_reads = true needs a bound: max_staleness_ms = <milliseconds>".into(),
+                ))
+            }
+            (true, Some(0)) => return Err(fail("max_staleness_ms must be positive".into())),
+            (true, Some(ms)) => Some(Duration::from_millis(ms)),
+        };
+        let peer_timeout = match raw.peer_timeout_ms {
+            Some(0) => return Err(fail("peer_timeout_ms must be positive".into())),
+            ms => ms.map(Duration::from_millis),
+        };
         let base = path.parent().unwrap_or(Path::new("."));
         Ok(ClusterConfig {
             etcd: raw.etcd,
@@ -150,6 +187,8 @@ impl ClusterConfig {
             secret_file: raw.secret_file.map(|p| base.join(p)),
             key_prefix,
             etcd_timeout,
+            stale_reads,
+            peer_timeout,
         })
     }
 
@@ -199,6 +238,22 @@ n3 = "http://127.0.0.1:9003"
         let peers: Vec<&str> = config.peers().map(|(n, _)| n).collect();
         assert_eq!(peers, ["n1", "n3"]);
         assert_eq!(config.key_prefix, DEFAULT_KEY_PREFIX);
+        assert_eq!(config.etcd_timeout, DEFAULT_ETCD_TIMEOUT);
+        assert_eq!(config.stale_reads, None);
+        assert_eq!(config.peer_timeout, None);
+        let config = parse(&format!("peer_timeout_ms = 2500\n{GOOD}")).unwrap();
+        assert_eq!(config.peer_timeout, Some(Duration::from_millis(2500)));
+    }
+
+    #[test]
+    fn stale_reads_are_opted_into_with_a_bound() {
+        for ms in [1u64, 250, 30_000, 86_400_000] {
+            let text = format!("stale_reads = true\nmax_staleness_ms = {ms}\n{GOOD}");
+            let config = parse(&text).unwrap();
+            assert_eq!(config.stale_reads, Some(Duration::from_millis(ms)));
+        }
+        let config = parse(&format!("stale_reads = false\n{GOOD}")).unwrap();
+        assert_eq!(config.stale_reads, None);
     }
 
     #[test]
@@ -228,6 +283,22 @@ n3 = "http://127.0.0.1:9003"
                 "is not a URL",
             ),
             (format!("extra = 1\n{GOOD}"), "unknown field `extra`"),
+            (
+                format!("stale_reads = true\n{GOOD}"),
+                "stale_reads = true needs a bound: max_staleness_ms",
+            ),
+            (
+                format!("max_staleness_ms = 100\n{GOOD}"),
+                "max_staleness_ms bounds stale reads, which are off",
+            ),
+            (
+                format!("stale_reads = true\nmax_staleness_ms = 0\n{GOOD}"),
+                "max_staleness_ms must be positive",
+            ),
+            (
+                format!("peer_timeout_ms = 0\n{GOOD}"),
+                "peer_timeout_ms must be positive",
+            ),
             ("node = \"n1\"".to_owned(), "missing field"),
         ];
         for (text, expected) in cases {

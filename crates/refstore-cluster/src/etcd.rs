@@ -6,22 +6,37 @@
 //! from any thread, the server's blocking pool included, and never nests
 //! runtimes.
 //!
-//! Each etcd member gets a client of its own and a call goes to the member
-//! that answered last, moving on to the next one when a member cannot
-//! answer (refused connection, no leader, timeout). Every attempt is
-//! bounded by the cluster file's `etcd_timeout`, so with no quorum a call
-//! fails after at most one timeout per member, with a message saying what
-//! each member answered. Writes and linearizable reads ask the member to
-//! refuse at once when it has no leader (etcd's "require leader"), rather
-//! than wait for an election that cannot happen.
+//! Each etcd member gets a client of its own and a call goes first to the
+//! member that answered last. Every call, whichever members it tries, is
+//! bounded as a whole by the cluster file's `etcd_timeout`: a node cut off
+//! from etcd (a partition holds its packets, so nothing is refused, only
+//! never answered) learns it within that bound, with a message saying what
+//! each member answered, instead of waiting one timeout per member and
+//! more. Within the bound:
+//!
+//! - a read ([`Etcd::read`]) moves on to the next member as soon as one
+//!   refuses (connection refused, no leader), and also when one is slow:
+//!   the next member is asked too after a share of the bound, and the
+//!   first answer wins (a read can be asked twice);
+//! - a write ([`Etcd::call`]) moves on only when a member refuses at once,
+//!   since a member that is slow may still apply it;
+//! - when every member refused at once (an election under way), they are
+//!   asked again after a short pause, until the bound.
+//!
+//! Writes and linearizable reads ask the member to refuse at once when it
+//! has no leader (etcd's "require leader"), rather than wait for an
+//! election that cannot happen.
 
 use crate::config::ClusterConfig;
 use etcd_client::{Client, ConnectOptions};
 use refstore_refs::ReadError;
 use std::future::Future;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
+use tokio::task::JoinSet;
+use tokio::time::Instant;
 
 /// A call that no member could answer.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -152,63 +167,180 @@ impl Etcd {
         self.members[index].strict.clone()
     }
 
-    /// Runs `call` with each member's client in turn until one answers.
+    /// Runs the write `call` with a member's client, moving on to the next
+    /// member only when one refuses at once; the whole call takes at most
+    /// the configured timeout.
     pub fn call<T, F, Fut>(&self, consistency: Consistency, call: F) -> Result<T, EtcdError>
     where
         T: Send + 'static,
         F: Fn(Client) -> Fut,
         Fut: Future<Output = Result<T, etcd_client::Error>> + Send + 'static,
     {
-        let first = self.preferred.load(Ordering::Relaxed);
-        let mut answers = Vec::new();
-        let mut ambiguous = false;
-        for step in 0..self.members.len() {
-            let index = (first + step) % self.members.len();
-            let member = &self.members[index];
-            let client = match consistency {
-                Consistency::Quorum => member.strict.clone(),
-                Consistency::Local => member.relaxed.clone(),
-            };
-            match self.wait(call(client)) {
-                Some(Ok(value)) => {
-                    self.preferred.store(index, Ordering::Relaxed);
-                    return Ok(value);
-                }
-                Some(Err(e)) => match classify(&e) {
-                    Class::Final => return Err(EtcdError::Refused(describe(&e))),
-                    Class::NotApplied => answers.push(format!("{}: {}", member.url, describe(&e))),
-                    Class::Ambiguous => {
-                        ambiguous = true;
-                        answers.push(format!("{}: {}", member.url, describe(&e)));
-                    }
-                },
-                None => {
-                    ambiguous = true;
-                    answers.push(format!(
-                        "{}: no answer within {:?}",
-                        member.url, self.timeout
-                    ));
-                }
-            }
-        }
-        Err(Unreachable { answers, ambiguous }.into())
+        self.attempt(consistency, call, None)
     }
 
-    /// Runs `future` on the connection's runtime and waits for it, at most
-    /// one timeout (and a little more, for the client's own timeout to be
-    /// the one reported). `None` if it did not finish.
-    fn wait<T: Send + 'static>(
-        &self,
-        future: impl Future<Output = Result<T, etcd_client::Error>> + Send + 'static,
-    ) -> Option<Result<T, etcd_client::Error>> {
-        let (tx, rx) = std::sync::mpsc::sync_channel(1);
-        let limit = self.timeout + Duration::from_millis(200);
-        self.handle().spawn(async move {
-            let result = tokio::time::timeout(limit, future).await.ok();
-            let _ = tx.send(result);
-        });
-        rx.recv().ok().flatten()
+    /// Runs the read `call` with a member's client until one answers,
+    /// asking the next member too when one refuses or is slow; the whole
+    /// call takes at most the configured timeout.
+    pub fn read<T, F, Fut>(&self, consistency: Consistency, call: F) -> Result<T, EtcdError>
+    where
+        T: Send + 'static,
+        F: Fn(Client) -> Fut,
+        Fut: Future<Output = Result<T, etcd_client::Error>> + Send + 'static,
+    {
+        // Every member is asked within the first two thirds of the bound,
+        // so the last one asked still has a third of it to answer.
+        let members = u32::try_from(self.members.len()).unwrap_or(u32::MAX);
+        let hedge = self.timeout * 2 / (3 * members.max(1));
+        self.attempt(consistency, call, Some(hedge))
     }
+
+    /// The members in the order a call tries them: the one that answered
+    /// last first.
+    fn order(&self) -> impl Iterator<Item = usize> + '_ {
+        let first = self.preferred.load(Ordering::Relaxed);
+        (0..self.members.len()).map(move |step| (first + step) % self.members.len())
+    }
+
+    /// Runs `call` on members in [`order`](Self::order), within one
+    /// timeout: the next member is asked when one fails, and, with
+    /// `hedge`, also each time `hedge` passes without an answer.
+    fn attempt<T, F, Fut>(
+        &self,
+        consistency: Consistency,
+        call: F,
+        hedge: Option<Duration>,
+    ) -> Result<T, EtcdError>
+    where
+        T: Send + 'static,
+        F: Fn(Client) -> Fut,
+        Fut: Future<Output = Result<T, etcd_client::Error>> + Send + 'static,
+    {
+        let timeout = self.timeout;
+        let deadline = std::time::Instant::now() + timeout;
+        loop {
+            let attempts: Vec<(usize, Attempt<T>)> = self
+                .order()
+                .map(|index| {
+                    let member = &self.members[index];
+                    let client = match consistency {
+                        Consistency::Quorum => member.strict.clone(),
+                        Consistency::Local => member.relaxed.clone(),
+                    };
+                    (index, Box::pin(call(client)) as Attempt<T>)
+                })
+                .collect();
+            let budget = deadline.saturating_duration_since(std::time::Instant::now());
+            let (tx, rx) = std::sync::mpsc::sync_channel(1);
+            self.handle().spawn(async move {
+                let _ = tx.send(race(attempts, budget, hedge).await);
+            });
+            let Ok(outcome) = rx.recv() else {
+                return Err(EtcdError::Refused("the etcd client stopped".into()));
+            };
+            if let Some((index, value)) = outcome.value {
+                self.preferred.store(index, Ordering::Relaxed);
+                return Ok(value);
+            }
+            let mut answers = Vec::new();
+            let mut ambiguous = false;
+            for (index, result) in &outcome.failures {
+                let url = &self.members[*index].url;
+                match result {
+                    Some(e) => match classify(e) {
+                        Class::Final => return Err(EtcdError::Refused(describe(e))),
+                        Class::NotApplied => answers.push(format!("{url}: {}", describe(e))),
+                        Class::Ambiguous => {
+                            ambiguous = true;
+                            answers.push(format!("{url}: {}", describe(e)));
+                        }
+                    },
+                    None => {
+                        ambiguous = true;
+                        answers.push(format!("{url}: no answer within {timeout:?}"));
+                    }
+                }
+            }
+            // Every member refused at once (an election under way, a
+            // member restarting): asked again while the bound allows.
+            let pause = std::time::Instant::now() + RETRY_PAUSE;
+            if ambiguous || pause >= deadline {
+                return Err(Unreachable { answers, ambiguous }.into());
+            }
+            std::thread::sleep(RETRY_PAUSE);
+        }
+    }
+}
+
+/// The pause before members that all refused at once are asked again.
+const RETRY_PAUSE: Duration = Duration::from_millis(100);
+
+/// One member's attempt at a call.
+type Attempt<T> = Pin<Box<dyn Future<Output = Result<T, etcd_client::Error>> + Send>>;
+
+/// How a call went: the first answer, if one came in time, and every
+/// attempt that failed (`None`: no answer in time), in the order asked.
+struct Outcome<T> {
+    value: Option<(usize, T)>,
+    failures: Vec<(usize, Option<etcd_client::Error>)>,
+}
+
+/// Runs `attempts` (member index, attempt) in order, the next one when
+/// one fails or `hedge` passes without an answer, until one succeeds, one
+/// fails in a way every member would, or `timeout` passes. Attempts
+/// still running then are dropped.
+async fn race<T: Send + 'static>(
+    attempts: Vec<(usize, Attempt<T>)>,
+    timeout: Duration,
+    hedge: Option<Duration>,
+) -> Outcome<T> {
+    let deadline = Instant::now() + timeout;
+    let mut waiting = attempts.into_iter();
+    let mut running = JoinSet::new();
+    let mut asked = Vec::new();
+    let mut failures = Vec::new();
+    let mut next_hedge = deadline;
+    let mut ask = |running: &mut JoinSet<_>, next_hedge: &mut Instant| {
+        let Some((index, attempt)) = waiting.next() else {
+            *next_hedge = deadline;
+            return false;
+        };
+        asked.push(index);
+        running.spawn(async move { (index, attempt.await) });
+        *next_hedge = hedge.map_or(deadline, |h| (Instant::now() + h).min(deadline));
+        true
+    };
+    ask(&mut running, &mut next_hedge);
+    let value = loop {
+        tokio::select! {
+            joined = running.join_next(), if !running.is_empty() => {
+                let Some(Ok((index, result))) = joined else { continue };
+                match result {
+                    Ok(value) => break Some((index, value)),
+                    Err(e) => {
+                        let last = matches!(classify(&e), Class::Final);
+                        failures.push((index, Some(e)));
+                        if last || (!ask(&mut running, &mut next_hedge) && running.is_empty()) {
+                            break None;
+                        }
+                    }
+                }
+            }
+            () = tokio::time::sleep_until(next_hedge), if next_hedge < deadline => {
+                ask(&mut running, &mut next_hedge);
+            }
+            () = tokio::time::sleep_until(deadline) => break None,
+        }
+    };
+    if value.is_none() {
+        let answered: Vec<usize> = failures.iter().map(|(index, _)| *index).collect();
+        for index in asked {
+            if !answered.contains(&index) {
+                failures.push((index, None));
+            }
+        }
+    }
+    Outcome { value, failures }
 }
 
 /// How a failed call is handled.

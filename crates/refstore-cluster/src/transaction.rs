@@ -126,7 +126,7 @@ fn exists(backend: &EtcdBackend, key: &[u8]) -> Result<bool, CommitError> {
     backend
         .cluster()
         .etcd()
-        .call(Consistency::Quorum, move |mut client| {
+        .read(Consistency::Quorum, move |mut client| {
             let key = key.clone();
             let options = GetOptions::new().with_count_only();
             async move { Ok(client.get(key, Some(options)).await?.count() > 0) }
@@ -241,7 +241,7 @@ impl<'b> Reader<'b> {
             .backend
             .cluster()
             .etcd()
-            .call(Consistency::Quorum, move |mut client| {
+            .read(Consistency::Quorum, move |mut client| {
                 let txn = txn.clone();
                 async move { Ok(client.txn(txn).await?.op_responses()) }
             })

@@ -1,6 +1,6 @@
 //! Where a long-running process (the server) learns what the storage
 //! layers did, for its metrics: flush points, ref-transaction commits,
-//! packs sent, pushes. One observer per process, installed once; without
+//! packs sent, pushes, a cluster's stale reads. One observer per process, installed once; without
 //! one every report is a load of an unset `OnceLock` and nothing more.
 
 use std::sync::{Arc, OnceLock};
@@ -21,6 +21,9 @@ pub trait Observer: Send + Sync {
     fn pack_sent(&self, _objects: u64, _bytes: u64) {}
     /// A push ended; `refs_updated` refs were changed (0 if refused).
     fn push_received(&self, _refs_updated: usize) {}
+    /// A cluster node that could not reach etcd answered a read from its
+    /// copy of the refs, as its configuration allows (`stale_reads`).
+    fn stale_read(&self) {}
 }
 
 static OBSERVER: OnceLock<Arc<dyn Observer>> = OnceLock::new();

@@ -121,6 +121,7 @@ pub struct Metrics {
     flush_seconds: HistogramFamily<MechanismLabels>,
     pack_objects_sent: Counter,
     pack_bytes_sent: Counter,
+    stale_reads: Counter,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -211,6 +212,12 @@ impl Metrics {
             "Bytes of packs sent",
             pack_bytes_sent.clone(),
         );
+        let stale_reads = Counter::default();
+        registry.register(
+            "cluster_stale_reads",
+            "Reads a cluster node answered from its copy of the refs while etcd could not confirm it current (stale_reads)",
+            stale_reads.clone(),
+        );
         Metrics {
             registry: root,
             requests,
@@ -225,6 +232,7 @@ impl Metrics {
             flush_seconds,
             pack_objects_sent,
             pack_bytes_sent,
+            stale_reads,
         }
     }
 
@@ -329,6 +337,10 @@ impl refstore_fs::observe::Observer for Metrics {
             self.refs_updated.inc_by(refs_updated as u64);
         }
     }
+
+    fn stale_read(&self) {
+        self.stale_reads.inc();
+    }
 }
 
 #[cfg(test)]
@@ -364,6 +376,8 @@ mod tests {
         metrics.pack_sent(12, 3456);
         metrics.flushed("syncfs", Duration::from_micros(700));
         metrics.transaction_committed(3, Duration::from_millis(2));
+        metrics.stale_read();
+        metrics.stale_read();
         let open = metrics.connection(Transport::Ssh);
         let text = metrics.encode();
         for line in [
@@ -379,6 +393,7 @@ mod tests {
             "refstore_flush_seconds_count{mechanism=\"syncfs\"} 1",
             "refstore_ref_transaction_commit_seconds_count 1",
             "refstore_active_connections{transport=\"ssh\"} 1",
+            "refstore_cluster_stale_reads_total 2",
         ] {
             assert!(text.contains(line), "{line} missing from\n{text}");
         }

@@ -116,10 +116,15 @@ impl EtcdCluster {
 
     /// The client URLs.
     pub fn endpoints(&self) -> Vec<String> {
-        self.members
-            .iter()
-            .map(|m| format!("http://127.0.0.1:{}", m.client_port))
+        self.client_ports()
+            .into_iter()
+            .map(|port| format!("http://127.0.0.1:{port}"))
             .collect()
+    }
+
+    /// The members' client ports (on 127.0.0.1).
+    pub fn client_ports(&self) -> Vec<u16> {
+        self.members.iter().map(|m| m.client_port).collect()
     }
 
     /// The endpoints as a TOML array.

@@ -1,8 +1,8 @@
 //! What the integration tests of every refstore crate share, so that a
 //! set-up lives in one place: running git and JGit, the environment they
 //! run in, the repositories tests start from, server processes, etcd
-//! clusters and SSH clients, the linearizability checker and the
-//! fault-matrix driver.
+//! clusters and SSH clients, the linearizability checker, the
+//! fault-matrix driver and a TCP proxy that plays network partitions.
 //!
 //! Only tests use this crate (as a dev-dependency); it is not published.
 //! A crate's `tests/support` keeps what is specific to that crate and
@@ -11,6 +11,7 @@
 pub mod env;
 pub mod etcd;
 pub mod explore;
+pub mod fault_proxy;
 pub mod faults;
 pub mod fixtures;
 pub mod git;

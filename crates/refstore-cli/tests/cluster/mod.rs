@@ -6,9 +6,16 @@
 //! about refs alone, every node's repository borrows the objects of one
 //! shared repository (`objects/info/alternates`) where a test stores a
 //! push's objects first.
+//!
+//! Every node reaches each etcd member, and each other node, through a
+//! [`FaultProxy`] of its own, so that a test can cut one node off from
+//! etcd, from its peers, or both ([`TestCluster::cut`]).
 #![allow(dead_code)]
 
+pub mod history;
+
 pub use refstore_testsupport::etcd;
+pub use refstore_testsupport::fault_proxy::{FaultProxy, Mode};
 
 use crate::support::{git_ok, isolate};
 use etcd::{free_port, EtcdCluster};
@@ -20,6 +27,8 @@ use std::process::{Child, Command, Output, Stdio};
 pub struct Node {
     pub name: String,
     pub port: u16,
+    /// Where its `/metrics` are served.
+    pub metrics_port: u16,
     pub root: PathBuf,
     pub config: PathBuf,
     child: Option<Child>,
@@ -95,11 +104,31 @@ pub enum Objects {
     Replicated { copies: usize },
 }
 
+/// Which of a node's links a cut affects.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Links {
+    /// The node's connections to every etcd member.
+    Etcd,
+    /// The node's connections to the other nodes, and theirs to it.
+    Peers,
+    /// Both.
+    All,
+}
+
+/// The proxies a node's links go through.
+struct NodeLinks {
+    /// To each etcd member, in the members' order.
+    etcd: Vec<FaultProxy>,
+    /// To each other node, by index (`None` for itself).
+    peers: Vec<Option<FaultProxy>>,
+}
+
 /// The cluster and its repository.
 pub struct TestCluster {
     pub home: PathBuf,
     pub etcd: EtcdCluster,
     pub nodes: Vec<Node>,
+    links: Vec<NodeLinks>,
     /// The repository whose objects every node borrows.
     pub shared: PathBuf,
     /// A work tree with `main` at the imported commit.
@@ -118,6 +147,18 @@ impl TestCluster {
     /// [`start`](Self::start), with objects reaching the nodes as
     /// `objects` says.
     pub fn start_with(home: &Path, members: usize, nodes: usize, objects: Objects) -> TestCluster {
+        Self::start_configured(home, members, nodes, objects, "")
+    }
+
+    /// [`start_with`](Self::start_with), with `extra` (top-level lines of
+    /// the cluster file) in every node's cluster file.
+    pub fn start_configured(
+        home: &Path,
+        members: usize,
+        nodes: usize,
+        objects: Objects,
+        extra: &str,
+    ) -> TestCluster {
         let etcd = EtcdCluster::start(members);
         let shared = home.join("shared.git");
         let work = home.join("work");
@@ -151,20 +192,43 @@ impl TestCluster {
 
         let names: Vec<String> = (1..=nodes).map(|n| format!("n{n}")).collect();
         let ports: Vec<u16> = names.iter().map(|_| free_port()).collect();
-        let table: String = names
-            .iter()
-            .zip(&ports)
-            .map(|(n, p)| format!("{n} = \"http://127.0.0.1:{p}\"\n"))
+        let links: Vec<NodeLinks> = (0..nodes)
+            .map(|i| NodeLinks {
+                etcd: etcd
+                    .client_ports()
+                    .into_iter()
+                    .map(FaultProxy::to_port)
+                    .collect(),
+                peers: (0..nodes)
+                    .map(|j| (j != i).then(|| FaultProxy::to_port(ports[j])))
+                    .collect(),
+            })
             .collect();
         let mut cluster = TestCluster {
             home: home.to_owned(),
             etcd,
             nodes: Vec::new(),
+            links,
             shared: shared.clone(),
             work,
             serve_args: Vec::new(),
         };
-        for (name, port) in names.iter().zip(&ports) {
+        for (i, (name, port)) in names.iter().zip(&ports).enumerate() {
+            // The node's own address is its real one; the others', and
+            // etcd's, are its proxies'.
+            let table: String = names
+                .iter()
+                .zip(&cluster.links[i].peers)
+                .map(|(n, proxy)| {
+                    let p = proxy.as_ref().map_or(*port, FaultProxy::port);
+                    format!("{n} = \"http://127.0.0.1:{p}\"\n")
+                })
+                .collect();
+            let endpoints: Vec<String> = cluster.links[i]
+                .etcd
+                .iter()
+                .map(|proxy| format!("\"http://127.0.0.1:{}\"", proxy.port()))
+                .collect();
             let root = home.join(format!("root-{name}"));
             std::fs::create_dir_all(&root).unwrap();
             let repo = root.join("repo.git");
@@ -187,14 +251,15 @@ impl TestCluster {
             std::fs::write(
                 &config,
                 format!(
-                    "etcd = {}\nnode = \"{name}\"\nobject_copies = {copies}\nsecret_file = \"cluster.secret\"\netcd_timeout_ms = 2000\n[nodes]\n{table}",
-                    cluster.etcd.endpoints_toml()
+                    "etcd = [{}]\nnode = \"{name}\"\nobject_copies = {copies}\nsecret_file = \"cluster.secret\"\netcd_timeout_ms = 2000\n{extra}\n[nodes]\n{table}",
+                    endpoints.join(", ")
                 ),
             )
             .unwrap();
             cluster.nodes.push(Node {
                 name: name.clone(),
                 port: *port,
+                metrics_port: free_port(),
                 root,
                 config,
                 child: None,
@@ -251,6 +316,8 @@ impl TestCluster {
             .args(["serve", "--print-address", "--workers", "8", "--allow-push"])
             .arg("--listen")
             .arg(format!("127.0.0.1:{}", node.port))
+            .arg("--metrics-listen")
+            .arg(format!("127.0.0.1:{}", node.metrics_port))
             .arg("--root")
             .arg(&node.root)
             .arg("--credentials")
@@ -267,18 +334,69 @@ impl TestCluster {
                     .unwrap(),
             );
         let mut child = cmd.spawn().unwrap();
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        assert!(
-            !line.is_empty(),
-            "node {} did not start: {}",
-            node.name,
-            std::fs::read_to_string(self.home.join(format!("{}.log", node.name)))
-                .unwrap_or_default()
-        );
+        // The HTTP address, then the metrics address: both read, since a
+        // node whose standard output is closed fails to print.
+        let mut stdout = BufReader::new(child.stdout.take().unwrap());
+        for _ in 0..2 {
+            let mut line = String::new();
+            stdout.read_line(&mut line).unwrap();
+            assert!(
+                !line.is_empty(),
+                "node {} did not start: {}",
+                node.name,
+                std::fs::read_to_string(self.home.join(format!("{}.log", node.name)))
+                    .unwrap_or_default()
+            );
+        }
         node.child = Some(child);
+    }
+
+    /// Puts node `i`'s `links` in `mode`: [`Mode::Hold`] cuts the node off
+    /// as a partition does, [`Mode::Pass`] heals the cut.
+    pub fn cut(&self, i: usize, links: Links, mode: Mode) {
+        if links != Links::Peers {
+            for proxy in &self.links[i].etcd {
+                proxy.set(mode);
+            }
+        }
+        if links != Links::Etcd {
+            for (j, node) in self.links.iter().enumerate() {
+                let proxies = if j == i {
+                    node.peers.iter().flatten().collect::<Vec<_>>()
+                } else {
+                    node.peers[i].iter().collect()
+                };
+                for proxy in proxies {
+                    proxy.set(mode);
+                }
+            }
+        }
+    }
+
+    /// Heals every cut.
+    pub fn heal_all(&self) {
+        for i in 0..self.nodes.len() {
+            self.cut(i, Links::All, Mode::Pass);
+        }
+    }
+
+    /// The value of the sample `series` (without labels) in node `i`'s
+    /// `/metrics`, if it has one.
+    pub fn metric(&self, i: usize, series: &str) -> Option<f64> {
+        use std::io::{Read, Write};
+        let mut stream =
+            std::net::TcpStream::connect(("127.0.0.1", self.nodes[i].metrics_port)).unwrap();
+        stream
+            .write_all(b"GET /metrics HTTP/1.0\r\nHost: metrics\r\n\r\n")
+            .unwrap();
+        let mut text = String::new();
+        stream.read_to_string(&mut text).unwrap();
+        text.lines().find_map(|line| {
+            let (name, value) = line.split_once(' ')?;
+            (name == series)
+                .then(|| value.trim().parse().ok())
+                .flatten()
+        })
     }
 
     /// Kills node `i` with SIGKILL.

@@ -236,7 +236,16 @@ impl<W: Write> Push<'_, '_, W> {
         let objects = quarantined.as_ref().unwrap_or(&repo.objects);
         let shallow = !self.request.shallow.is_empty();
         let connected =
-            ingest::check_connected(repo, objects, commands, shallow, &mut self.messages)?;
+            match ingest::check_connected(repo, objects, commands, shallow, &mut self.messages) {
+                // Refs that cannot be read now (a cluster node cut off
+                // from etcd) refuse every ref, in the report, where the
+                // client shows why; nothing was applied.
+                Err(ReceivePackError::Refs(e)) => {
+                    self.fail_rest(&format!("cannot read the refs: {e}"));
+                    return Ok(());
+                }
+                connected => connected?,
+            };
         for (result, missing) in self.results.iter_mut().zip(connected) {
             *result = missing.map(str::to_owned);
         }

@@ -57,6 +57,8 @@ impl Read for ChannelReader {
 pub struct ChannelWriter {
     tx: mpsc::Sender<io::Result<Bytes>>,
     buffer: Vec<u8>,
+    /// Whether a piece went out already.
+    started: bool,
 }
 
 impl ChannelWriter {
@@ -65,7 +67,19 @@ impl ChannelWriter {
         ChannelWriter {
             tx,
             buffer: Vec::with_capacity(PIECE),
+            started: false,
         }
+    }
+
+    /// Ends the body with an error. If nothing went out yet, what was
+    /// written is dropped and the error comes first on the channel, so
+    /// the server can still answer with an error status and `message`
+    /// (see [`first_piece`]); else as [`fail`](Self::fail).
+    pub fn refuse(mut self, message: String) {
+        if !self.started {
+            self.buffer.clear();
+        }
+        self.fail(message);
     }
 
     /// Ends the body with an error, so the client sees it cut short;
@@ -94,6 +108,7 @@ impl ChannelWriter {
             self.buffer.clear();
             piece
         };
+        self.started = true;
         self.tx.blocking_send(Ok(piece)).map_err(|_| {
             io::Error::new(
                 io::ErrorKind::BrokenPipe,
@@ -118,9 +133,61 @@ impl Write for ChannelWriter {
     }
 }
 
+/// How a body sent through a channel starts.
+pub enum Start {
+    /// With this piece; the rest follows on the channel.
+    Piece(Bytes),
+    /// With an error, before any byte: the service refused.
+    Refused(io::Error),
+    /// Empty.
+    Empty,
+}
+
+/// Waits for the first item of a body, so that a service that fails
+/// before writing anything ([`ChannelWriter::refuse`]) can be answered
+/// with an error status instead of a body cut short.
+pub async fn first_piece(rx: &mut mpsc::Receiver<io::Result<Bytes>>) -> Start {
+    match rx.recv().await {
+        Some(Ok(piece)) => Start::Piece(piece),
+        Some(Err(e)) => Start::Refused(e),
+        None => Start::Empty,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_refusal_before_the_first_piece_comes_alone() {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        // Written but not sent: dropped, the error comes first.
+        let (tx, mut rx) = mpsc::channel(DEPTH);
+        let mut out = ChannelWriter::new(tx);
+        out.write_all(b"0000").unwrap();
+        out.refuse("cannot read the refs".into());
+        match runtime.block_on(first_piece(&mut rx)) {
+            Start::Refused(e) => assert_eq!(e.to_string(), "cannot read the refs"),
+            _ => panic!("not refused"),
+        }
+        // Sent already: the body goes on, then breaks.
+        let (tx, mut rx) = mpsc::channel(DEPTH);
+        let sender = std::thread::spawn(move || {
+            let mut out = ChannelWriter::new(tx);
+            out.write_all(b"0000").unwrap();
+            out.flush().unwrap();
+            out.refuse("late".into());
+        });
+        match runtime.block_on(first_piece(&mut rx)) {
+            Start::Piece(piece) => assert_eq!(&piece[..], b"0000"),
+            _ => panic!("no first piece"),
+        }
+        let rest = runtime.block_on(rx.recv());
+        assert_eq!(rest.unwrap().unwrap_err().to_string(), "late");
+        sender.join().unwrap();
+    }
 
     #[test]
     fn pieces_come_out_as_they_went_in_and_errors_stay() {

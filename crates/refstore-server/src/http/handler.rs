@@ -3,7 +3,7 @@
 //! blocking git services run on tokio's blocking pool, one turn each.
 
 use super::body::{self, Encoding, Failure};
-use super::bridge::{ChannelWriter, DEPTH};
+use super::bridge::{first_piece, ChannelWriter, Start, DEPTH};
 use super::framing::Framing;
 use super::jobs::{blocking, run};
 use super::pace::{Active, PacedBody};
@@ -225,14 +225,29 @@ async fn answer_request(
             };
             if let Err(message) = produce() {
                 tracing::warn!(repo = %name, "advertisement failed: {message}");
-                out.fail(message);
+                out.refuse(message);
             }
         })
         .await;
         if let Err(refusal) = started {
             return refusal;
         }
-        return answer.streamed(&content_type, rx);
+        // Nothing is answered before the advertisement's first piece, so
+        // that one that cannot be made (refs that cannot be read, as on a
+        // cluster node cut off from etcd) is refused with a status and a
+        // message git shows, not a body cut short.
+        let mut rx = rx;
+        return match first_piece(&mut rx).await {
+            Start::Piece(first) => answer.streamed_from(&content_type, first, rx),
+            Start::Empty => answer.streamed(&content_type, rx),
+            Start::Refused(e) => {
+                let message = match service {
+                    Service::ReceivePack => format!("{e}; push refused"),
+                    Service::UploadPack => e.to_string(),
+                };
+                answer.text(503, &message, &[("Retry-After", "1")])
+            }
+        };
     }
 
     let expected = format!("application/x-{}-request", route.service.name());

@@ -74,7 +74,8 @@ pub struct Reply {
 
 enum Content {
     Whole(Option<Bytes>),
-    Streamed(mpsc::Receiver<io::Result<Bytes>>),
+    /// A first piece not sent yet, then what the channel brings.
+    Streamed(Option<Bytes>, mpsc::Receiver<io::Result<Bytes>>),
     /// A stream that failed: the failure is held back for one turn, so
     /// that hyper flushes what went before it (the service's message to
     /// the client) before it cuts the connection.
@@ -92,7 +93,8 @@ impl Body for Reply {
         let this = self.get_mut();
         let next = match &mut this.content {
             Content::Whole(data) => data.take().map(Ok),
-            Content::Streamed(rx) => match rx.poll_recv(cx) {
+            Content::Streamed(first @ Some(_), _) => first.take().map(Ok),
+            Content::Streamed(None, rx) => match rx.poll_recv(cx) {
                 Poll::Pending => return Poll::Pending,
                 Poll::Ready(Some(Err(e))) => {
                     this.content = Content::Failing(Some(e));
@@ -118,7 +120,7 @@ impl Body for Reply {
             Content::Whole(data) => {
                 SizeHint::with_exact(data.as_ref().map_or(0, |d| d.len() as u64))
             }
-            Content::Streamed(_) | Content::Failing(_) => SizeHint::default(),
+            Content::Streamed(..) | Content::Failing(_) => SizeHint::default(),
         }
     }
 }
@@ -226,7 +228,19 @@ impl Answer {
         rx: mpsc::Receiver<io::Result<Bytes>>,
     ) -> Response<Reply> {
         let headers = protocol_headers(content_type);
-        self.build(200, &headers, Content::Streamed(rx))
+        self.build(200, &headers, Content::Streamed(None, rx))
+    }
+
+    /// [`streamed`](Self::streamed), whose first piece, `first`, was
+    /// taken from the channel already.
+    pub fn streamed_from(
+        &mut self,
+        content_type: &str,
+        first: Bytes,
+        rx: mpsc::Receiver<io::Result<Bytes>>,
+    ) -> Response<Reply> {
+        let headers = protocol_headers(content_type);
+        self.build(200, &headers, Content::Streamed(Some(first), rx))
     }
 }
 

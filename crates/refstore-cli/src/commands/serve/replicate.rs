@@ -79,7 +79,7 @@ pub fn replica(args: &ReplicationArgs, globals: &Globals) -> Result<Option<Arc<R
 }
 
 /// The replication a cluster file describes: its nodes, its
-/// `object_copies` and the secret in its `secret_file`, which a cluster of
+/// `object_copies`, its `peer_timeout_ms` and the secret in its `secret_file`, which a cluster of
 /// more than one node must name; none for a cluster of one node.
 #[cfg(feature = "cluster")]
 pub fn from_cluster(
@@ -105,7 +105,10 @@ pub fn from_cluster(
         .iter()
         .map(|(name, url)| (name.clone(), url.clone()))
         .collect();
-    let peers = Peers::new(config.node.clone(), nodes, config.object_copies, secret);
+    let mut peers = Peers::new(config.node.clone(), nodes, config.object_copies, secret);
+    if let Some(timeout) = config.peer_timeout {
+        peers.timeout = timeout;
+    }
     peers.check().map_err(Fatal::new)?;
     Ok(Some(Arc::new(Replica::new(peers))))
 }
