@@ -21,6 +21,16 @@ pub trait Observer: Send + Sync {
     fn pack_sent(&self, _objects: u64, _bytes: u64) {}
     /// A push ended; `refs_updated` refs were changed (0 if refused).
     fn push_received(&self, _refs_updated: usize) {}
+    /// A fetch looked its pack up in the pack cache: `hit` (a finished
+    /// entry), `follow` (an entry another request is writing), `miss`
+    /// (computed and written into a new entry), or `corrupt` (an entry
+    /// that failed its check, removed).
+    fn pack_cache_lookup(&self, _outcome: &'static str) {}
+    /// `bytes` of a cached pack were sent to a client.
+    fn pack_cache_served(&self, _bytes: u64) {}
+    /// `entries` cache entries of `bytes` bytes in all were removed by the
+    /// cache's size or age bound.
+    fn pack_cache_evicted(&self, _entries: u64, _bytes: u64) {}
 }
 
 static OBSERVER: OnceLock<Arc<dyn Observer>> = OnceLock::new();

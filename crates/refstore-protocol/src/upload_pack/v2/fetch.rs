@@ -4,16 +4,15 @@
 //! side-band-64k packets. With `wait-for-done` the server is never ready.
 
 use super::super::filter::{Filter, FilterPolicy};
-use super::super::filtered_walk;
 use super::super::graph::Graph;
 use super::super::negotiation::{Have, Negotiation};
-use super::super::pack_output::{self, PackRequest};
+use super::super::pack_key::PackInputs;
 use super::super::refs::RefSnapshot;
 use super::super::request::{parse_id, ClientOptions};
 use super::super::shallow::{self, ShallowRequest};
 use super::super::sparse_oid;
 use super::super::wants::{Protocol, WantPolicy};
-use super::super::{v0, walk, wants, Session, UploadPackError};
+use super::super::{cached_pack, v0, wants, Session, UploadPackError};
 use super::command::unexpected;
 use crate::pkt_line::sideband::SidebandMode;
 use refstore_refs::{ObjectFormat, ObjectId};
@@ -185,26 +184,22 @@ pub(super) fn serve(
     drop(snapshot);
     // The commits that gain their parents are the client's: what their
     // parents share with them is not sent again.
-    let edges = shallow
-        .as_ref()
-        .map_or(&[][..], |plan| &plan.extra_haves[..]);
-    let contents = match &filter {
-        Some(filter) => filtered_walk::pack_contents(&mut graph, &wanted, &common, &tags, filter)?,
-        None => walk::pack_contents(&mut graph, &wanted, &common, &tags, edges)?,
-    };
-    let request = PackRequest {
-        progress: !client.no_progress,
+    let (edges, grafts) = shallow.as_ref().map_or((&[][..], &[][..]), |plan| {
+        (&plan.extra_haves[..], &plan.grafts[..])
+    });
+    let inputs = PackInputs {
+        wants: &wanted,
+        common: &common,
+        edges,
+        grafts,
+        tags: &tags,
+        filter: filter.as_ref(),
         // The client may lack the bases a thin pack would use.
         thin: client.thin_pack && filter.is_none(),
     };
-    session.pack_started = true;
-    pack_output::send_pack(
-        &graph,
-        contents,
-        request,
-        SidebandMode::SideBand64k,
-        session.out(),
-    )?;
+    let progress = !client.no_progress;
+    let mode = Some(SidebandMode::SideBand64k);
+    cached_pack::send(session, &mut graph, inputs, progress, mode)?;
     Ok(())
 }
 
