@@ -2,6 +2,9 @@
 //! the entry's temporary file and to the requesting client at once
 //! ([`Tee`]), and requests for the same key read the file as it grows.
 //!
+//! The pack is made at the pace of the requesting client, whose
+//! connection the writes wait on; followers read what is written so far.
+//!
 //! The entry is published (renamed to its name) only once the pack's
 //! trailing checksum is verified over every byte written. A client that
 //! goes away does not stop the pack while other requests follow the
@@ -104,9 +107,9 @@ impl Fill {
         self.hash_all_but_tail(buf);
         self.written += buf.len() as u64;
         self.entry.advance(buf.len() as u64);
-        if self.written > self.cache.bounds().max_size && self.followers() == 0 {
-            // Too large to keep, and nobody else needs it.
-            self.abandon("the pack is larger than refstore.packCache.maxSize");
+        if self.written > self.cache.bounds().max_size {
+            // Too large to keep: written on only for those following it.
+            self.abandon_unless_followed("the pack is larger than refstore.packCache.maxSize");
         }
     }
 
@@ -125,27 +128,25 @@ impl Fill {
         self.tail.extend_from_slice(&buf[hashable - from_tail..]);
     }
 
-    fn followers(&self) -> usize {
-        self.entry.lock().followers
-    }
-
     /// Whether the pack should go on without the requesting client: only
     /// while the entry is kept and someone follows it. When not, the
     /// entry is abandoned.
     fn keep_going_without_client(&mut self) -> bool {
-        if self.file.is_none() {
-            return false;
-        }
+        self.file.is_some() && self.abandon_unless_followed("the request went away")
+    }
+
+    /// Abandons the entry unless a request follows it: true if one does.
+    fn abandon_unless_followed(&mut self, reason: &str) -> bool {
         let inflight = self.cache.lock_inflight();
         let mut state = self.entry.lock();
         if state.followers > 0 {
             return true;
         }
         // Under both locks: no request can start following meanwhile.
-        state.outcome = Outcome::Failed("the request went away".into());
+        state.outcome = Outcome::Failed(reason.to_owned());
         drop(state);
         drop(inflight);
-        self.abandon("the request went away");
+        self.abandon(reason);
         false
     }
 

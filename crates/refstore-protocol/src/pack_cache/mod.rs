@@ -169,6 +169,13 @@ pub fn open_at_start(
     git_dir_base: &Path,
 ) -> Option<Arc<PackCache>> {
     let defaults = DEFAULTS.get().cloned().unwrap_or_default();
+    if config
+        .string("refstore.packCache.path")
+        .is_some_and(|path| Path::new(&path).is_relative())
+    {
+        // Relative to each repository: nothing to open for the process.
+        return None;
+    }
     open_shared(vfs, Settings::read(config, git_dir_base, &defaults))
 }
 

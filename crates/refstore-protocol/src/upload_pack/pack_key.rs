@@ -4,6 +4,8 @@
 
 use super::filter::Filter;
 use super::pack_writer::type_id;
+use super::request::ClientOptions;
+use super::shallow::ShallowPlan;
 use crate::pack_cache::key::{CacheKey, Field, KeyBuilder};
 use refstore_refs::{ObjectFormat, ObjectId};
 use std::os::unix::ffi::OsStrExt;
@@ -27,6 +29,37 @@ pub(crate) struct PackInputs<'a> {
     pub filter: Option<&'a Filter>,
     /// The pack may be thin.
     pub thin: bool,
+}
+
+impl<'a> PackInputs<'a> {
+    /// The inputs of a request for `wants` from a client that has
+    /// `common`, with the shallow boundary `shallow` (its extra wants and
+    /// haves already in `wants` and `common`), `tags` for `include-tag`,
+    /// `filter`, and the capabilities `client` chose.
+    pub(crate) fn new(
+        wants: &'a [ObjectId],
+        common: &'a [ObjectId],
+        shallow: Option<&'a ShallowPlan>,
+        tags: &'a [ObjectId],
+        filter: Option<&'a Filter>,
+        client: &ClientOptions,
+    ) -> Self {
+        // The commits that gain their parents are the client's: what
+        // their parents share with them is not sent again.
+        let (edges, grafts) = shallow.map_or((&[][..], &[][..]), |plan| {
+            (&plan.extra_haves[..], &plan.grafts[..])
+        });
+        PackInputs {
+            wants,
+            common,
+            edges,
+            grafts,
+            tags,
+            filter,
+            // The client may lack the bases a thin pack would use.
+            thin: client.thin_pack && filter.is_none(),
+        }
+    }
 }
 
 /// The key of the pack `inputs` make in the repository at `git_dir`;

@@ -100,21 +100,14 @@ pub(super) fn serve(session: &mut Session<'_>) -> Result<(), UploadPackError> {
         wants.extend_from_slice(&plan.extra_wants);
         common.extend_from_slice(&plan.extra_haves);
     }
-    // The commits that gain their parents are the client's: what their
-    // parents share with them is not sent again.
-    let (edges, grafts) = shallow.as_ref().map_or((&[][..], &[][..]), |plan| {
-        (&plan.extra_haves[..], &plan.grafts[..])
-    });
-    let inputs = PackInputs {
-        wants: &wants,
-        common: &common,
-        edges,
-        grafts,
-        tags: &tags,
-        filter: filter.as_ref(),
-        // The client may lack the bases a thin pack would use.
-        thin: client.thin_pack && filter.is_none(),
-    };
+    let inputs = PackInputs::new(
+        &wants,
+        &common,
+        shallow.as_ref(),
+        &tags,
+        filter.as_ref(),
+        &client,
+    );
     let progress = !client.no_progress;
     cached_pack::send(session, &mut graph, inputs, progress, client.sideband)?;
     Ok(())

@@ -182,23 +182,15 @@ pub(super) fn serve(
     // The refs are not looked at again: a repository's thousands of tags
     // need not stay in memory while the pack is made.
     drop(snapshot);
-    // The commits that gain their parents are the client's: what their
-    // parents share with them is not sent again.
-    let (edges, grafts) = shallow.as_ref().map_or((&[][..], &[][..]), |plan| {
-        (&plan.extra_haves[..], &plan.grafts[..])
-    });
-    let inputs = PackInputs {
-        wants: &wanted,
-        common: &common,
-        edges,
-        grafts,
-        tags: &tags,
-        filter: filter.as_ref(),
-        // The client may lack the bases a thin pack would use.
-        thin: client.thin_pack && filter.is_none(),
-    };
-    let progress = !client.no_progress;
-    let mode = Some(SidebandMode::SideBand64k);
+    let inputs = PackInputs::new(
+        &wanted,
+        &common,
+        shallow.as_ref(),
+        &tags,
+        filter.as_ref(),
+        &client,
+    );
+    let (progress, mode) = (!client.no_progress, Some(SidebandMode::SideBand64k));
     cached_pack::send(session, &mut graph, inputs, progress, mode)?;
     Ok(())
 }
