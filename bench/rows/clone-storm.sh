@@ -13,7 +13,9 @@
 #   depth-1 N    the same with `--depth 1`
 #   fetch N      N clients one commit behind fetch the new one
 #
-# N is 16 and 32 (STORM_SIZES="16 32"). Every storm starts with an empty
+# The clients are $GIT, or git on PATH when $GIT was built without HTTP
+# (STORM_CLIENT=/path/to/git chooses). N is 16 and 32 (STORM_SIZES="16
+# 32"). Every storm starts with an empty
 # cache and a fresh server. The repository is given like clone-real's:
 # CLONE_REPO=/path/to/bare.git (never modified); without it the row says
 # so and measures nothing.
@@ -33,6 +35,8 @@ work=$BENCH_DIR/clone-storm
 rm -rf "$work"
 mkdir -p "$work/root" "$work/clients"
 ticks=$(getconf CLK_TCK)
+client=${STORM_CLIENT:-$GIT}
+[[ -x $("$client" --exec-path)/git-remote-http ]] || client=$(command -v git)
 
 # A repository sharing REPO's objects (alternates) with copies of its
 # HEAD, branches and tags.
@@ -81,15 +85,18 @@ peak_rss() {
 start_server() {
     rm -rf "$work/root/.refstore-pack-cache"
     if [[ $1 == refstore ]]; then
+        rm -f "$work/addr"
         "$REFSTORE" serve --root "$work/root" --listen 127.0.0.1:0 --print-address \
             --workers 64 --max-connections-per-ip 128 >"$work/addr" 2>"$work/serve.log" &
         server_pid=$!
-        while [[ ! -s $work/addr ]]; do sleep 0.05; done
+        until grep -q ':[0-9]' "$work/addr" 2>/dev/null; do sleep 0.05; done
         url="http://$(head -1 "$work/addr")/storm.git"
     else
         local port
         port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-        "$GIT" daemon --base-path="$work/root" --export-all --reuseaddr --listen=127.0.0.1 \
+        # git-daemon itself, not the `git` that would wait on it: its
+        # children's CPU reaches /proc once the daemon has reaped them.
+        "$("$GIT" --exec-path)/git-daemon" --base-path="$work/root" --export-all --reuseaddr --listen=127.0.0.1 \
             --port="$port" --max-connections=128 "$work/root" 2>"$work/daemon.log" &
         server_pid=$!
         until "$GIT" ls-remote "git://127.0.0.1:$port/storm.git" HEAD >/dev/null 2>&1; do sleep 0.05; done
@@ -116,7 +123,7 @@ storm() {
     start_server "$kind"
     # The advertisement is the same for every client: read it once so
     # that the storm measures packs.
-    "$GIT" ls-remote "$url" >/dev/null
+    "$client" ls-remote "$url" >/dev/null
     local before start end
     before=$(cpu_ticks "$server_pid")
     rm -f "$work/rss" "$work/rss.stop"
@@ -126,9 +133,9 @@ storm() {
     local pids=()
     for ((i = 0; i < n; i++)); do
         case $case in
-        full) "$GIT" clone -q --bare --no-local "$url" "$work/clients/c$i.git" & ;;
-        depth-1) "$GIT" clone -q --bare --no-local --depth 1 "$url" "$work/clients/c$i.git" & ;;
-        fetch) "$GIT" -C "$work/clients/c$i.git" fetch -q "$url" "+$head_ref:$head_ref" & ;;
+        full) "$client" clone -q --bare --no-local "$url" "$work/clients/c$i.git" & ;;
+        depth-1) "$client" clone -q --bare --no-local --depth 1 "$url" "$work/clients/c$i.git" & ;;
+        fetch) "$client" -C "$work/clients/c$i.git" fetch -q "$url" "+$head_ref:$head_ref" & ;;
         esac
         pids+=($!)
     done
@@ -147,7 +154,7 @@ storm() {
         'BEGIN { printf "%.3f %.3f %d\n", (a - b) / t, e - s, m }' >>"$work/$case-$n-$kind"
 }
 
-extra "### clone-storm: $(basename "$repo") ($("$GIT" -C "$repo" count-objects -v | sed -n 's/^size-pack: //p') KiB of packs), refstore serve (HTTP, pack cache) vs git daemon"
+extra "### clone-storm: $("$client" --version) clients; $(basename "$repo") ($("$GIT" -C "$repo" count-objects -v | sed -n 's/^size-pack: //p') KiB of packs), refstore serve (HTTP, pack cache) vs git daemon"
 extra ""
 extra "| case | clients | server | CPU s | wall s | peak RSS MiB |"
 extra "|---|---:|---|---:|---:|---:|"

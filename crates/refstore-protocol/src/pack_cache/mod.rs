@@ -63,12 +63,14 @@
 mod fill;
 mod inflight;
 pub mod key;
+mod lookup;
 mod reader;
 pub mod store;
 
 pub use fill::{Fill, Tee};
+pub use lookup::Lookup;
 pub use reader::{CopyError, EntryReader};
-pub use store::{Bounds, Lookup, PackCache};
+pub use store::{Bounds, PackCache};
 
 use refstore_fs::config::Config;
 use std::collections::HashMap;

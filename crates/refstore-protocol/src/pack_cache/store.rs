@@ -6,11 +6,10 @@
 //! string, the key, the pack's length and its CRC32. An entry is served
 //! only when the footer names the entry's own key and the CRC32 of the
 //! bytes read matches: a file cut short or damaged on disk is removed and
-//! the pack computed afresh. Entries are never written in place: a new one
+//! the pack computed afresh (see `lookup.rs`). Entries are never written in place: a new one
 //! is written under a temporary name and renamed once its pack's trailing
 //! checksum is verified, so a reader sees a whole entry or none.
 
-use super::fill::Fill;
 use super::inflight::{Inflight, Outcome};
 use super::key::CacheKey;
 use super::reader::EntryReader;
@@ -37,19 +36,6 @@ pub struct Bounds {
     pub max_size: u64,
     /// Entries not used for this long are removed.
     pub max_age: Duration,
-}
-
-/// What a lookup found.
-pub enum Lookup {
-    /// A finished entry, checked.
-    Hit(EntryReader),
-    /// An entry another request is writing: read it as it grows.
-    Follow(EntryReader),
-    /// Nothing: compute the pack and write it into the entry.
-    Miss(Fill),
-    /// Nothing, and no entry can be written (the directory is not
-    /// writable): compute the pack for this request alone.
-    Uncached,
 }
 
 /// One cache directory, shared by every request of the process that
@@ -98,49 +84,6 @@ impl PackCache {
         self.dir.join(format!("{}.pack", key.to_hex()))
     }
 
-    /// Finds the entry of `key`: finished, being written, or neither (the
-    /// caller then writes it).
-    /// A pack written for it is hashed with `hash`.
-    pub fn lookup(self: &Arc<Self>, key: CacheKey, hash: gix_hash::Kind) -> Lookup {
-        let path = self.entry_path(&key);
-        let mut inflight = self.lock_inflight();
-        if let Some(reader) = self.follow(&inflight, &key) {
-            return Lookup::Follow(reader);
-        }
-        if self.vfs.exists(&path) {
-            drop(inflight);
-            match self.open_finished(&key, &path) {
-                Ok(Some(reader)) => {
-                    // Its use makes it the most recently used.
-                    let _ = self.vfs.touch(&path);
-                    return Lookup::Hit(reader);
-                }
-                Ok(None) => {}
-                Err(reason) => {
-                    tracing::warn!("pack cache entry {}: {reason}; removed", path.display());
-                    if let Some(observer) = refstore_fs::observe::observer() {
-                        observer.pack_cache_lookup("corrupt");
-                    }
-                    let _ = self.vfs.unlink(&path);
-                }
-            }
-            inflight = self.lock_inflight();
-            if let Some(reader) = self.follow(&inflight, &key) {
-                return Lookup::Follow(reader);
-            }
-        }
-        match Fill::start(self.clone(), key, hash) {
-            Ok((fill, entry)) => {
-                inflight.insert(key, entry);
-                Lookup::Miss(fill)
-            }
-            Err(e) => {
-                tracing::warn!("pack cache {}: {e}", self.dir.display());
-                Lookup::Uncached
-            }
-        }
-    }
-
     pub(crate) fn lock_inflight(
         &self,
     ) -> std::sync::MutexGuard<'_, HashMap<CacheKey, Arc<Inflight>>> {
@@ -148,7 +91,7 @@ impl PackCache {
     }
 
     /// A reader of the entry being written for `key`, if one is.
-    fn follow(
+    pub(super) fn follow(
         &self,
         inflight: &HashMap<CacheKey, Arc<Inflight>>,
         key: &CacheKey,
@@ -166,7 +109,11 @@ impl PackCache {
 
     /// Opens the finished entry at `path` and checks it whole: `None` if
     /// it is gone or too old (then removed), `Err` if it is damaged.
-    fn open_finished(&self, key: &CacheKey, path: &Path) -> Result<Option<EntryReader>, String> {
+    pub(super) fn open_finished(
+        &self,
+        key: &CacheKey,
+        path: &Path,
+    ) -> Result<Option<EntryReader>, String> {
         let Ok(file) = std::fs::File::open(path) else {
             return Ok(None);
         };
