@@ -15,7 +15,9 @@
 #
 # The clients are $GIT, or git on PATH when $GIT was built without HTTP
 # (STORM_CLIENT=/path/to/git chooses). N is 16 and 32 (STORM_SIZES="16
-# 32"). Every storm starts with an empty
+# 32"); STORM_CASES picks among full, depth-1 and fetch (default all;
+# a full storm of a large repository costs the clients much: each indexes
+# the whole pack). Every storm starts with an empty
 # cache and a fresh server. The repository is given like clone-real's:
 # CLONE_REPO=/path/to/bare.git (never modified); without it the row says
 # so and measures nothing.
@@ -173,7 +175,7 @@ add_commit() {
     } | "$GIT" -C "$served" fast-import --quiet
 }
 
-for case in full depth-1 fetch; do
+for case in ${STORM_CASES:-full depth-1 fetch}; do
     [[ $case != fetch ]] || add_commit
     for n in $sizes; do
         for kind in git refstore; do

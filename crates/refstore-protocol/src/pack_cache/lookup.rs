@@ -15,7 +15,7 @@ pub enum Lookup {
     /// An entry another request is writing: read it as it grows.
     Follow(EntryReader),
     /// Nothing: compute the pack and write it into the entry.
-    Miss(Fill),
+    Miss(Box<Fill>),
     /// Nothing, and no entry can be written (the directory is not
     /// writable): compute the pack for this request alone.
     Uncached,
@@ -55,7 +55,7 @@ impl PackCache {
         match Fill::start(self.clone(), key, hash) {
             Ok((fill, entry)) => {
                 inflight.insert(key, entry);
-                Lookup::Miss(fill)
+                Lookup::Miss(Box::new(fill))
             }
             Err(e) => {
                 tracing::warn!("pack cache {}: {e}", self.dir.display());

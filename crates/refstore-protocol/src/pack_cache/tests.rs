@@ -33,7 +33,7 @@ fn pack(len: usize, seed: u8) -> Vec<u8> {
 
 fn miss(cache: &Arc<PackCache>, k: key::CacheKey) -> Fill {
     match cache.lookup(k, gix_hash::Kind::Sha1) {
-        Lookup::Miss(fill) => fill,
+        Lookup::Miss(fill) => *fill,
         _ => panic!("expected a miss"),
     }
 }

@@ -52,7 +52,7 @@ pub(super) fn send(
         }
         Some(Lookup::Miss(mut fill)) => {
             observe("miss");
-            let result = compute(session, graph, &inputs, request, mode, Some(&mut fill));
+            let result = compute(session, graph, &inputs, request, mode, Some(fill.as_mut()));
             fill.finish();
             result
         }
