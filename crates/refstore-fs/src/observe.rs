@@ -24,6 +24,16 @@ pub trait Observer: Send + Sync {
     /// A cluster node that could not reach etcd answered a read from its
     /// copy of the refs, as its configuration allows (`stale_reads`).
     fn stale_read(&self) {}
+    /// A fetch looked its pack up in the pack cache: `hit` (a finished
+    /// entry), `follow` (an entry another request is writing), `miss`
+    /// (computed and written into a new entry), or `corrupt` (an entry
+    /// that failed its check, removed).
+    fn pack_cache_lookup(&self, _outcome: &'static str) {}
+    /// `bytes` of a cached pack were sent to a client.
+    fn pack_cache_served(&self, _bytes: u64) {}
+    /// `entries` cache entries of `bytes` bytes in all were removed by the
+    /// cache's size or age bound.
+    fn pack_cache_evicted(&self, _entries: u64, _bytes: u64) {}
 }
 
 static OBSERVER: OnceLock<Arc<dyn Observer>> = OnceLock::new();

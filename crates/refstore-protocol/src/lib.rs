@@ -6,6 +6,7 @@
 pub mod fuzzing;
 pub mod limits;
 mod objects_wanted;
+pub mod pack_cache;
 pub mod pkt_line;
 pub mod receive_pack;
 pub mod repository;

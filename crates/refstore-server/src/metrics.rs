@@ -122,6 +122,15 @@ pub struct Metrics {
     pack_objects_sent: Counter,
     pack_bytes_sent: Counter,
     stale_reads: Counter,
+    pack_cache_lookups: Family<OutcomeLabels, Counter>,
+    pack_cache_served_bytes: Counter,
+    pack_cache_evictions: Counter,
+    pack_cache_evicted_bytes: Counter,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct OutcomeLabels {
+    outcome: &'static str,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -218,8 +227,36 @@ impl Metrics {
             "Reads a cluster node answered from its copy of the refs while etcd could not confirm it current (stale_reads)",
             stale_reads.clone(),
         );
+        let pack_cache_lookups = Family::<OutcomeLabels, Counter>::default();
+        registry.register(
+            "pack_cache_lookups",
+            "Fetches that looked their pack up in the pack cache, by outcome: hit, follow (an entry being written), miss, corrupt",
+            pack_cache_lookups.clone(),
+        );
+        let pack_cache_served_bytes = Counter::default();
+        registry.register(
+            "pack_cache_served_bytes",
+            "Bytes of packs sent from the pack cache",
+            pack_cache_served_bytes.clone(),
+        );
+        let pack_cache_evictions = Counter::default();
+        registry.register(
+            "pack_cache_evictions",
+            "Pack cache entries removed by its size or age bound",
+            pack_cache_evictions.clone(),
+        );
+        let pack_cache_evicted_bytes = Counter::default();
+        registry.register(
+            "pack_cache_evicted_bytes",
+            "Bytes of pack cache entries removed by its size or age bound",
+            pack_cache_evicted_bytes.clone(),
+        );
         Metrics {
             registry: root,
+            pack_cache_lookups,
+            pack_cache_served_bytes,
+            pack_cache_evictions,
+            pack_cache_evicted_bytes,
             requests,
             request_seconds,
             bytes_sent,
@@ -329,6 +366,21 @@ impl refstore_fs::observe::Observer for Metrics {
     fn pack_sent(&self, objects: u64, bytes: u64) {
         self.pack_objects_sent.inc_by(objects);
         self.pack_bytes_sent.inc_by(bytes);
+    }
+
+    fn pack_cache_lookup(&self, outcome: &'static str) {
+        self.pack_cache_lookups
+            .get_or_create(&OutcomeLabels { outcome })
+            .inc();
+    }
+
+    fn pack_cache_served(&self, bytes: u64) {
+        self.pack_cache_served_bytes.inc_by(bytes);
+    }
+
+    fn pack_cache_evicted(&self, entries: u64, bytes: u64) {
+        self.pack_cache_evictions.inc_by(entries);
+        self.pack_cache_evicted_bytes.inc_by(bytes);
     }
 
     fn push_received(&self, refs_updated: usize) {

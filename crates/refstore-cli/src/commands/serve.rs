@@ -166,6 +166,10 @@ enum LogFormat {
     Json,
 }
 
+/// The pack cache's directory below the served root, unless
+/// `refstore.packCache.path` names another.
+const PACK_CACHE_DIR: &str = ".refstore-pack-cache";
+
 /// Runs `serve` until SIGTERM or SIGINT.
 pub fn run(args: Args, globals: &Globals) -> Result<u8, Fatal> {
     crate::allocator::few_arenas();
@@ -192,6 +196,14 @@ pub fn run(args: Args, globals: &Globals) -> Result<u8, Fatal> {
         big_file_threshold: (args.big_file_threshold > 0).then_some(args.big_file_threshold),
     };
     options.config_overrides = globals.config_overrides().to_vec();
+    // Identical fetches (a CI system's clone storm) share one pack.
+    refstore_protocol::pack_cache::set_defaults(refstore_protocol::pack_cache::Defaults {
+        enabled: true,
+        path: Some(options.root.join(PACK_CACHE_DIR)),
+    });
+    if let Ok(config) = refstore_fs::config::Config::load(None, &options.config_overrides) {
+        refstore_protocol::pack_cache::open_at_start(globals.vfs().clone(), &config, &options.root);
+    }
     options.replication = replicate::replica(&args.replicate, globals)?;
     if let Some(path) = &args.cluster {
         join_cluster(&mut options, globals, &globals.cwd().join(path))?;

@@ -37,6 +37,7 @@
 
 mod advertisement;
 mod bitmap_walk;
+mod cached_pack;
 mod combined_blobs;
 mod contents;
 mod delta_search;
@@ -45,6 +46,7 @@ pub(crate) mod filter;
 mod filtered_walk;
 mod graph;
 mod negotiation;
+mod pack_key;
 mod pack_output;
 mod pack_writer;
 mod refs;

@@ -6,19 +6,18 @@
 //! answers one batch, then returns; the last request ends with `done`.
 
 use super::filter::{Filter, FilterPolicy};
-use super::filtered_walk;
 use super::graph::Graph;
 use super::negotiation::{Have, Negotiation};
-use super::pack_output::{self, PackRequest};
+use super::pack_key::PackInputs;
 use super::refs::{Offering, RefSnapshot};
 use super::request::{parse_id, ClientOptions, MultiAck};
 use super::shallow::{self, ShallowRequest};
 use super::wants::{Protocol, WantPolicy};
-use super::{advertisement, sparse_oid, walk, wants, Session, UploadPackError};
+use super::{advertisement, cached_pack, sparse_oid, wants, Session, UploadPackError};
 use crate::pkt_line::{Packet, PacketReader};
 use crate::ProtocolVersion;
 use refstore_refs::{ObjectFormat, ObjectId};
-use std::io::{Read, Write};
+use std::io::Read;
 
 /// Serves a v0/v1 connection (or one stateless request).
 pub(super) fn serve(session: &mut Session<'_>) -> Result<(), UploadPackError> {
@@ -116,32 +115,16 @@ pub(super) fn serve(session: &mut Session<'_>) -> Result<(), UploadPackError> {
         wants.extend_from_slice(&plan.extra_wants);
         common.extend_from_slice(&plan.extra_haves);
     }
-    // The commits that gain their parents are the client's: what their
-    // parents share with them is not sent again.
-    let edges = shallow
-        .as_ref()
-        .map_or(&[][..], |plan| &plan.extra_haves[..]);
-    let contents = match &filter {
-        Some(filter) => filtered_walk::pack_contents(&mut graph, &wants, &common, &tags, filter)?,
-        None => walk::pack_contents(&mut graph, &wants, &common, &tags, edges)?,
-    };
-    let request = PackRequest {
-        progress: !client.no_progress,
-        // The client may lack the bases a thin pack would use.
-        thin: client.thin_pack && filter.is_none(),
-    };
-    session.pack_started = true;
-    match client.sideband {
-        Some(mode) => {
-            pack_output::send_pack(&graph, contents, request, mode, session.out())?;
-        }
-        None => {
-            let packets = session.output.take().expect("the output is still there");
-            let mut out = packets.into_inner()?;
-            pack_output::send_raw_pack(&graph, contents, request, &mut out)?;
-            out.flush().map_err(|e| UploadPackError::Packet(e.into()))?;
-        }
-    }
+    let inputs = PackInputs::new(
+        &wants,
+        &common,
+        shallow.as_ref(),
+        &tags,
+        filter.as_ref(),
+        &client,
+    );
+    let progress = !client.no_progress;
+    cached_pack::send(session, &mut graph, inputs, progress, client.sideband)?;
     Ok(())
 }
 

@@ -34,6 +34,7 @@ pub(crate) use write::PackSummary;
 use super::contents::PackContents;
 use super::graph::Graph;
 use super::UploadPackError;
+use crate::pack_cache::Fill;
 use crate::pkt_line::sideband::{SidebandMode, SidebandWriter};
 use crate::pkt_line::PacketWriter;
 use std::io::Write;
@@ -50,13 +51,15 @@ pub(crate) struct PackRequest {
 
 /// Sends a pack of `contents` on side-band `mode` of `out`, with progress
 /// unless `request` turns it off, and ends the stream with its flush-pkt. A
-/// failure is also reported to the client on band 3.
+/// failure is also reported to the client on band 3. With `cache`, the
+/// pack's bytes also go into that pack cache entry.
 pub(crate) fn send_pack<W: Write>(
     graph: &Graph,
     mut contents: PackContents,
     request: PackRequest,
     mode: SidebandMode,
     out: &mut PacketWriter<W>,
+    cache: Option<&mut Fill>,
 ) -> Result<PackSummary, UploadPackError> {
     let mut band = SidebandWriter::new(out, mode);
     let result = plan::plan(graph, &mut contents, request.thin).and_then(|plan| {
@@ -72,7 +75,10 @@ pub(crate) fn send_pack<W: Write>(
             }
             band.write_progress(message.as_bytes())?;
         }
-        write::write(graph, &contents, plan, &mut band)
+        match cache {
+            Some(fill) => write::write(graph, &contents, plan, &mut fill.tee(&mut band)),
+            None => write::write(graph, &contents, plan, &mut band),
+        }
     });
     match result {
         Ok(summary) => {
@@ -96,14 +102,19 @@ pub(crate) fn send_pack<W: Write>(
 }
 
 /// Sends a pack of `contents` unframed, for a client that asked for no
-/// side-band: the pack is the last thing on the connection.
+/// side-band: the pack is the last thing on the connection. With `cache`,
+/// its bytes also go into that pack cache entry.
 pub(crate) fn send_raw_pack(
     graph: &Graph,
     mut contents: PackContents,
     request: PackRequest,
     out: &mut dyn Write,
+    cache: Option<&mut Fill>,
 ) -> Result<PackSummary, UploadPackError> {
     let plan = plan::plan(graph, &mut contents, request.thin)?;
     contents.forget_lookups();
-    write::write(graph, &contents, plan, out)
+    match cache {
+        Some(fill) => write::write(graph, &contents, plan, &mut fill.tee(out)),
+        None => write::write(graph, &contents, plan, out),
+    }
 }

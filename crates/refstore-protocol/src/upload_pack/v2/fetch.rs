@@ -4,16 +4,15 @@
 //! side-band-64k packets. With `wait-for-done` the server is never ready.
 
 use super::super::filter::{Filter, FilterPolicy};
-use super::super::filtered_walk;
 use super::super::graph::Graph;
 use super::super::negotiation::Negotiation;
-use super::super::pack_output::{self, PackRequest};
+use super::super::pack_key::PackInputs;
 use super::super::refs::RefSnapshot;
 use super::super::request::{parse_id, ClientOptions};
 use super::super::shallow::{self, ShallowRequest};
 use super::super::sparse_oid;
 use super::super::wants::{Protocol, WantPolicy};
-use super::super::{v0, walk, wants, Session, UploadPackError};
+use super::super::{cached_pack, v0, wants, Session, UploadPackError};
 use super::command::unexpected;
 use crate::pkt_line::sideband::SidebandMode;
 use refstore_refs::{ObjectFormat, ObjectId};
@@ -175,28 +174,16 @@ pub(super) fn serve(
     // The refs are not looked at again: a repository's thousands of tags
     // need not stay in memory while the pack is made.
     drop(snapshot);
-    // The commits that gain their parents are the client's: what their
-    // parents share with them is not sent again.
-    let edges = shallow
-        .as_ref()
-        .map_or(&[][..], |plan| &plan.extra_haves[..]);
-    let contents = match &filter {
-        Some(filter) => filtered_walk::pack_contents(&mut graph, &wanted, &common, &tags, filter)?,
-        None => walk::pack_contents(&mut graph, &wanted, &common, &tags, edges)?,
-    };
-    let request = PackRequest {
-        progress: !client.no_progress,
-        // The client may lack the bases a thin pack would use.
-        thin: client.thin_pack && filter.is_none(),
-    };
-    session.pack_started = true;
-    pack_output::send_pack(
-        &graph,
-        contents,
-        request,
-        SidebandMode::SideBand64k,
-        session.out(),
-    )?;
+    let inputs = PackInputs::new(
+        &wanted,
+        &common,
+        shallow.as_ref(),
+        &tags,
+        filter.as_ref(),
+        &client,
+    );
+    let (progress, mode) = (!client.no_progress, Some(SidebandMode::SideBand64k));
+    cached_pack::send(session, &mut graph, inputs, progress, mode)?;
     Ok(())
 }
 
