@@ -39,8 +39,9 @@ pub const LEADER_TTL: Duration = Duration::from_secs(30);
 /// How often the leader expires reflog records.
 const EXPIRY_EVERY: Duration = Duration::from_secs(3600);
 
-/// How long one defragmentation may take before it is given up on.
-const DEFRAG_TIMEOUT: Duration = Duration::from_secs(300);
+/// How long one compaction or defragmentation may take before it is
+/// given up on.
+const MAINTENANCE_TIMEOUT: Duration = Duration::from_secs(300);
 
 /// Deletes the reflog records of every repository the cluster holds that
 /// were written before `horizon`; how many were deleted.
@@ -263,56 +264,83 @@ impl Housekeeping {
 }
 
 /// Compacts etcd's history to `revision`, waiting until the space is
-/// freed; a revision compacted already is no error.
+/// freed (which takes longer than a request may, hence a client of its
+/// own); a revision compacted already is no error.
 pub fn compact(cluster: &Cluster, revision: i64) -> Result<(), EtcdError> {
-    let compacted = cluster
-        .etcd()
-        .call(Consistency::Quorum, move |mut client| async move {
-            let options = CompactionOptions::new().with_physical();
-            client.compact(revision, Some(options)).await.map(|_| ())
-        });
-    match compacted {
-        Err(e)
-            if e.to_string()
-                .contains("required revision has been compacted") =>
-        {
-            Ok(())
+    let mut answers = Vec::new();
+    for url in &cluster.config.etcd {
+        let compacted = maintain(
+            cluster,
+            url,
+            MAINTENANCE_TIMEOUT,
+            move |mut client| async move {
+                let options = CompactionOptions::new().with_physical();
+                client.compact(revision, Some(options)).await.map(|_| ())
+            },
+        );
+        match compacted {
+            Ok(()) => return Ok(()),
+            Err(e) if e.contains("required revision has been compacted") => return Ok(()),
+            Err(e) if e.contains("future revision") => return Err(EtcdError::Refused(e)),
+            Err(e) => answers.push(e),
         }
-        other => other,
     }
+    Err(crate::etcd::Unreachable {
+        answers,
+        ambiguous: true,
+    }
+    .into())
 }
 
 /// Defragments the member at `url` and reads its size afterwards.
 pub fn defragment_member(cluster: &Cluster, url: &str) -> Result<MemberSize, EtcdError> {
-    let refused = |e: etcd_client::Error| EtcdError::Refused(format!("{url}: {e}"));
     let url_owned = url.to_owned();
-    cluster.etcd().handle().block_on(async move {
-        let options = ConnectOptions::new()
-            .with_connect_timeout(Duration::from_secs(5))
-            .with_timeout(DEFRAG_TIMEOUT);
-        let mut client = Client::connect([url_owned.clone()], Some(options))
-            .await
-            .map_err(refused)?;
-        client.defragment().await.map_err(refused)?;
-        member_size(&mut client, &url_owned).await.map_err(refused)
-    })
+    maintain(
+        cluster,
+        url,
+        MAINTENANCE_TIMEOUT,
+        move |mut client| async move {
+            client.defragment().await?;
+            member_size(&mut client, &url_owned).await
+        },
+    )
+    .map_err(EtcdError::Refused)
+}
+
+/// Runs `call` with a client of the member at `url` alone whose requests
+/// may take `timeout`; errors name the member.
+fn maintain<T, F, Fut>(
+    cluster: &Cluster,
+    url: &str,
+    timeout: Duration,
+    call: F,
+) -> Result<T, String>
+where
+    F: FnOnce(Client) -> Fut,
+    Fut: std::future::Future<Output = Result<T, etcd_client::Error>>,
+{
+    let options = ConnectOptions::new()
+        .with_connect_timeout(cluster.config.etcd_timeout)
+        .with_timeout(timeout);
+    cluster
+        .etcd()
+        .handle()
+        .block_on(async {
+            let client = Client::connect([url.to_owned()], Some(options)).await?;
+            call(client).await
+        })
+        .map_err(|e| format!("{url}: {e}"))
 }
 
 /// The sizes of every member's database.
 pub fn member_sizes(cluster: &Cluster) -> Result<Vec<MemberSize>, EtcdError> {
     let mut sizes = Vec::new();
     for url in &cluster.config.etcd {
-        let refused = |e: etcd_client::Error| EtcdError::Refused(format!("{url}: {e}"));
-        let url_owned = url.clone();
         let timeout = cluster.config.etcd_timeout;
-        let size = cluster.etcd().handle().block_on(async move {
-            let options = ConnectOptions::new()
-                .with_connect_timeout(timeout)
-                .with_timeout(timeout);
-            let mut client = Client::connect([url_owned.clone()], Some(options)).await?;
-            member_size(&mut client, &url_owned).await
+        let size = maintain(cluster, url, timeout, |mut client| async move {
+            member_size(&mut client, url).await
         });
-        sizes.push(size.map_err(refused)?);
+        sizes.push(size.map_err(EtcdError::Refused)?);
     }
     Ok(sizes)
 }
