@@ -66,7 +66,28 @@ pub struct ClusterConfig {
     /// object copies (a push's packs, a pack a node lacks) before it
     /// counts as unreachable; `None`: the replication's default.
     pub peer_timeout: Option<Duration>,
+    /// How old a reflog record gets before it is deleted (`reflog_expire`,
+    /// git's `gc.reflogExpire` forms); `None` keeps them forever.
+    pub reflog_expire: Option<Duration>,
+    /// How much of etcd's revision history the cluster keeps
+    /// (`compaction_retention_s`); `None` leaves compaction to etcd.
+    pub compaction_retention: Option<Duration>,
+    /// How often etcd's members are defragmented (`defrag_interval_s`);
+    /// `None` never.
+    pub defrag_interval: Option<Duration>,
 }
+
+/// How old a reflog record gets before it is deleted, unless the file
+/// says otherwise: git's default `gc.reflogExpire`, 90 days.
+pub const DEFAULT_REFLOG_EXPIRE: Duration = Duration::from_secs(90 * 86_400);
+
+/// How much of etcd's revision history is kept, unless the file says
+/// otherwise (`compaction_retention_s`).
+pub const DEFAULT_COMPACTION_RETENTION: Duration = Duration::from_secs(3600);
+
+/// How often etcd's members are defragmented, unless the file says
+/// otherwise (`defrag_interval_s`).
+pub const DEFAULT_DEFRAG_INTERVAL: Duration = Duration::from_secs(86_400);
 
 /// The file as written; checked into a [`ClusterConfig`].
 #[derive(Debug, serde::Deserialize)]
@@ -82,6 +103,9 @@ struct Raw {
     stale_reads: Option<bool>,
     max_staleness_ms: Option<u64>,
     peer_timeout_ms: Option<u64>,
+    reflog_expire: Option<String>,
+    compaction_retention_s: Option<u64>,
+    defrag_interval_s: Option<u64>,
 }
 
 /// What is wrong with a cluster file.
@@ -178,6 +202,17 @@ impl ClusterConfig {
             Some(0) => return Err(fail("peer_timeout_ms must be positive".into())),
             ms => ms.map(Duration::from_millis),
         };
+        let reflog_expire = match &raw.reflog_expire {
+            Some(text) => refstore_maint::expire::parse(text)
+                .map_err(|e| fail(format!("reflog_expire: {e}")))?,
+            None => Some(DEFAULT_REFLOG_EXPIRE),
+        };
+        // 0 turns a task off.
+        let seconds = |value: Option<u64>, default: Duration| match value {
+            Some(0) => None,
+            Some(s) => Some(Duration::from_secs(s)),
+            None => Some(default),
+        };
         let base = path.parent().unwrap_or(Path::new("."));
         Ok(ClusterConfig {
             etcd: raw.etcd,
@@ -189,6 +224,9 @@ impl ClusterConfig {
             etcd_timeout,
             stale_reads,
             peer_timeout,
+            reflog_expire,
+            compaction_retention: seconds(raw.compaction_retention_s, DEFAULT_COMPACTION_RETENTION),
+            defrag_interval: seconds(raw.defrag_interval_s, DEFAULT_DEFRAG_INTERVAL),
         })
     }
 
@@ -243,6 +281,33 @@ n3 = "http://127.0.0.1:9003"
         assert_eq!(config.peer_timeout, None);
         let config = parse(&format!("peer_timeout_ms = 2500\n{GOOD}")).unwrap();
         assert_eq!(config.peer_timeout, Some(Duration::from_millis(2500)));
+        assert_eq!(config.reflog_expire, Some(DEFAULT_REFLOG_EXPIRE));
+        assert_eq!(
+            config.compaction_retention,
+            Some(DEFAULT_COMPACTION_RETENTION)
+        );
+        assert_eq!(config.defrag_interval, Some(DEFAULT_DEFRAG_INTERVAL));
+    }
+
+    #[test]
+    fn housekeeping_settings_are_read() {
+        let with = |lines: &str| parse(&format!("{lines}\n{GOOD}"));
+        let config = with(
+            "reflog_expire = \"2.weeks.ago\"\ncompaction_retention_s = 60\ndefrag_interval_s = 0",
+        )
+        .unwrap();
+        assert_eq!(config.reflog_expire, Some(Duration::from_secs(14 * 86_400)));
+        assert_eq!(config.compaction_retention, Some(Duration::from_secs(60)));
+        assert_eq!(config.defrag_interval, None);
+        for never in ["never", "false"] {
+            let config = with(&format!("reflog_expire = \"{never}\"")).unwrap();
+            assert_eq!(config.reflog_expire, None);
+        }
+        let error = with("reflog_expire = \"soon\"").unwrap_err().to_string();
+        assert!(
+            error.contains("reflog_expire: invalid expiry date 'soon'"),
+            "{error}"
+        );
     }
 
     #[test]

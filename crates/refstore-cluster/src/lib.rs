@@ -19,6 +19,8 @@
 //!   HEAD, incarnation) and the names repositories may have.
 //! - [`lifecycle`]: creating, deleting, renaming and listing repositories,
 //!   and watching their records.
+//! - [`housekeeping`]: expiring reflog records, compacting and
+//!   defragmenting etcd, by one node at a time ([`leader`]).
 #![deny(missing_docs, unsafe_code)]
 
 pub mod backend;
@@ -26,8 +28,10 @@ pub mod cache;
 pub mod cluster;
 pub mod config;
 pub mod etcd;
+pub mod housekeeping;
 pub mod import;
 pub mod keys;
+pub mod leader;
 pub mod lifecycle;
 pub mod records;
 mod transaction;

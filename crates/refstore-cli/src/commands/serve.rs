@@ -332,6 +332,9 @@ fn join_cluster(options: &mut ServeOptions, globals: &Globals, path: &Path) -> R
     // Repositories are named by the server (`refstore_server::authorize`):
     // their resolved path below the root, as opened.
     options.ref_source = Some(Arc::new(super::cluster::ClusterRefs::new(cluster.clone())));
+    // Reflog expiry, compaction and defragmentation of etcd, by whichever
+    // node leads them.
+    refstore_cluster::housekeeping::Housekeeping::start(cluster.clone());
     // What the records say is applied before anything is served.
     let catalog = catalog::NodeCatalog::new(cluster, globals.vfs().clone(), options.root.clone());
     catalog.start();
