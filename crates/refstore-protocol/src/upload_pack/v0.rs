@@ -116,13 +116,17 @@ pub(super) fn serve(session: &mut Session<'_>) -> Result<(), UploadPackError> {
         wants.extend_from_slice(&plan.extra_wants);
         common.extend_from_slice(&plan.extra_haves);
     }
-    // The commits that gain their parents are the client's: what their
-    // parents share with them is not sent again.
-    let edges = shallow
-        .as_ref()
-        .map_or(&[][..], |plan| &plan.extra_haves[..]);
+    let edges = walk::ShallowEdges {
+        unshallowed: shallow
+            .as_ref()
+            .map_or(&[][..], |plan| &plan.extra_haves[..]),
+        aggressive: client.thin_pack
+            && shallow.as_ref().is_some_and(|plan| !plan.grafts.is_empty()),
+    };
     let contents = match &filter {
-        Some(filter) => filtered_walk::pack_contents(&mut graph, &wants, &common, &tags, filter)?,
+        Some(filter) => {
+            filtered_walk::pack_contents(&mut graph, &wants, &common, &tags, filter, edges)?
+        }
         None => walk::pack_contents(&mut graph, &wants, &common, &tags, edges)?,
     };
     let request = PackRequest {

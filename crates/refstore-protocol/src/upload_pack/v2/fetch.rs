@@ -175,13 +175,17 @@ pub(super) fn serve(
     // The refs are not looked at again: a repository's thousands of tags
     // need not stay in memory while the pack is made.
     drop(snapshot);
-    // The commits that gain their parents are the client's: what their
-    // parents share with them is not sent again.
-    let edges = shallow
-        .as_ref()
-        .map_or(&[][..], |plan| &plan.extra_haves[..]);
+    let edges = walk::ShallowEdges {
+        unshallowed: shallow
+            .as_ref()
+            .map_or(&[][..], |plan| &plan.extra_haves[..]),
+        aggressive: client.thin_pack
+            && shallow.as_ref().is_some_and(|plan| !plan.grafts.is_empty()),
+    };
     let contents = match &filter {
-        Some(filter) => filtered_walk::pack_contents(&mut graph, &wanted, &common, &tags, filter)?,
+        Some(filter) => {
+            filtered_walk::pack_contents(&mut graph, &wanted, &common, &tags, filter, edges)?
+        }
         None => walk::pack_contents(&mut graph, &wanted, &common, &tags, edges)?,
     };
     let request = PackRequest {
