@@ -41,7 +41,7 @@ pub(crate) fn add_trees(
 ) -> Result<(), UploadPackError> {
     let mut walk = Sparse {
         graph,
-        excluded,
+        excluded: (!excluded.is_empty()).then_some(excluded),
         base_trees: HashMap::default(),
         client_has: IdSet::default(),
         versions: HashMap::new(),
@@ -59,8 +59,9 @@ pub(crate) fn add_trees(
 
 struct Sparse<'g> {
     graph: &'g mut Graph,
-    /// Objects the client has at any path: neither sent nor entered.
-    excluded: &'g IdSet,
+    /// Objects the client has at any path: neither sent nor entered
+    /// (only in shallow packs; none otherwise).
+    excluded: Option<&'g IdSet>,
     /// Boundary trees read so far: one serves every version of its path.
     base_trees: HashMap<ObjectId, Rc<BaseTree>, IdHasher>,
     client_has: IdSet,
@@ -76,7 +77,7 @@ impl Sparse<'_> {
         bases: Vec<ObjectId>,
         contents: &mut PackContents,
     ) -> Result<(), UploadPackError> {
-        if bases.contains(&tree) || self.excluded.contains(&tree) {
+        if bases.contains(&tree) || self.excluded.is_some_and(|set| set.contains(&tree)) {
             return Ok(());
         }
         if !self.add(tree, ROOT, &bases, contents) {
@@ -129,7 +130,7 @@ impl Sparse<'_> {
                     continue;
                 }
                 let id = entry.id(&sent);
-                if self.excluded.contains(&id) {
+                if self.excluded.is_some_and(|set| set.contains(&id)) {
                     continue;
                 }
                 let entry_path = path_hash(path, entry.name(&sent));
