@@ -5,7 +5,9 @@
 //! --shallow-since` and `clone --shallow-exclude` through `refstore
 //! upload-pack` and through git's own, in protocol v0 or v2, must leave
 //! the two clients with the same commits, objects, refs and `.git/shallow`
-//! (or fail both).
+//! (or fail both), and the client's history whole (`git fsck`): some
+//! commits bring older trees and blobs back at other paths, which a
+//! shallow client has only if they were sent.
 //!
 //! Few cases run by default; `REFSTORE_PROPTEST_CASES` or
 //! `PROPTEST_CASES` asks for more.
@@ -32,6 +34,10 @@ enum Op {
     Merge { from: usize, into: usize },
     /// An annotated tag on the tip of `branch`.
     Tag { branch: usize },
+    /// A commit on branch `branch` that brings older trees and blobs back
+    /// at other paths ([`Fixture::commit_reusing`]): what the client has
+    /// only below its shallow boundary must still be sent.
+    Reuse { branch: usize, back: u32 },
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -41,6 +47,8 @@ fn op() -> impl Strategy<Value = Op> {
         1 => (0..BRANCHES).prop_map(|from| Op::Branch { from }),
         2 => (0..BRANCHES, 0..BRANCHES).prop_map(|(from, into)| Op::Merge { from, into }),
         1 => (0..BRANCHES).prop_map(|branch| Op::Tag { branch }),
+        2 => (0..BRANCHES, prop_oneof![3 => Just(0u32), 1 => 1..3u32])
+            .prop_map(|(branch, back)| Op::Reuse { branch, back }),
     ]
 }
 
@@ -93,6 +101,10 @@ fn grow(ops: &[Op], packed: bool) -> History {
                 } else {
                     f.merge(&from);
                 }
+            }
+            Op::Reuse { branch, back } => {
+                checkout(&mut current, &branches[branch % branches.len()].clone());
+                f.commit_reusing(&name, back);
             }
             Op::Tag { branch } => {
                 let branch = &branches[branch % branches.len()];

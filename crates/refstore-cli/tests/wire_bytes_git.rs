@@ -137,7 +137,6 @@ fn run_fetch_corpus(setup: &Setup, git: &Server, git_version: (u32, u32), count:
             how: request.how,
             git_version,
             git_succeeded: theirs.success,
-            shallow: request.shallow,
             shallow_fetch_before_others: request.shallow_fetch_before_others,
             parents: repos[request.repo].parents(),
             deepen_relative: contains(&request.input, b"deepen-relative"),
@@ -162,7 +161,7 @@ fn run_fetch_corpus(setup: &Setup, git: &Server, git_version: (u32, u32), count:
     );
     println!(
         "upload-pack, seed {}: {known_pack_differences} of {count} requests had a known \
-         difference (shallow-pack-contents, v2-session-grafts or \
+         difference (v2-session-grafts or \
          deepen-relative-since-2.54)",
         setup.seed
     );
@@ -278,7 +277,6 @@ fn run_push_corpus(setup: &Setup, git: &Server, git_version: (u32, u32)) -> usiz
             how: request.how,
             git_version,
             git_succeeded: theirs.success,
-            shallow: request.shallow,
             shallow_fetch_before_others: request.shallow_fetch_before_others,
             parents: Default::default(),
             deepen_relative: false,

@@ -85,6 +85,31 @@ impl Fixture {
         self.git_dated(&["commit", "-q", "-m", name], back);
     }
 
+    /// A commit on the checked-out branch that brings back objects of
+    /// older commits at other paths and other times: the whole of `dir/`
+    /// again as `copy/` (its tree and blobs, met before under `dir/`), and
+    /// `shared.txt` as the first commit wrote it (so later commits write
+    /// its older versions again). A client that is given less than it
+    /// lacks shows it in `git fsck`.
+    pub fn commit_reusing(&self, name: &str, back: u32) {
+        let copy = self.source.join("copy");
+        if copy.exists() {
+            self.git(&self.source, &["rm", "-rq", "copy"]);
+        }
+        let dir = self.source.join("dir");
+        if dir.exists() {
+            std::fs::create_dir_all(&copy).unwrap();
+            for entry in std::fs::read_dir(&dir).unwrap() {
+                let entry = entry.unwrap();
+                std::fs::copy(entry.path(), copy.join(entry.file_name())).unwrap();
+            }
+        }
+        std::fs::write(self.source.join("shared.txt"), "c0\n").unwrap();
+        self.git(&self.source, &["add", "-A"]);
+        let message = format!("{name} reusing");
+        self.git_dated(&["commit", "-q", "--allow-empty", "-m", &message], back);
+    }
+
     /// Merges `branch` into the checked-out branch with a merge commit.
     pub fn merge(&self, branch: &str) {
         let out = git(

@@ -38,8 +38,7 @@ pub fn compare(
             listing(&our_items, &ours.stderr),
         )
     };
-    let known_before = context.known_pack_differences.get();
-    let whole = same_items(place, context, &theirs_items, &our_items).map_err(&explain);
+    let whole = same_items(place, &theirs_items, &our_items).map_err(&explain);
     if whole.is_err() {
         let cuts = [
             differences::v2_session_grafts_cut(context, &theirs_items, &our_items),
@@ -49,9 +48,8 @@ pub fn compare(
         for (theirs_cut, ours_cut) in cuts.into_iter().flatten() {
             // A listed difference from the cut on: the answers agree up
             // to it, and the request is counted.
-            context.known_pack_differences.set(known_before);
             let before_cut = &theirs_items[..theirs_cut];
-            if same_items(place, context, before_cut, &our_items[..ours_cut]).is_ok() {
+            if same_items(place, before_cut, &our_items[..ours_cut]).is_ok() {
                 let known = &context.known_pack_differences;
                 known.set(known.get() + 1);
                 return Ok(());
@@ -67,12 +65,7 @@ pub fn compare(
 
 /// Item by item: pkt-lines by their bytes, side-band sections by their
 /// progress, errors and data.
-fn same_items(
-    place: &Place<'_>,
-    context: &Context,
-    theirs_items: &[Item],
-    our_items: &[Item],
-) -> Result<(), String> {
+fn same_items(place: &Place<'_>, theirs_items: &[Item], our_items: &[Item]) -> Result<(), String> {
     if theirs_items.len() != our_items.len() {
         return Err("a different number of packets".to_owned());
     }
@@ -81,11 +74,10 @@ fn same_items(
             (Item::Sideband(a), Item::Sideband(b)) => {
                 a.progress == b.progress
                     && a.errors == b.errors
-                    && same_data(place, context, &a.data, &b.data)
-                        .map_err(|e| format!("item {i}: {e}"))?
+                    && same_data(place, &a.data, &b.data).map_err(|e| format!("item {i}: {e}"))?
             }
             (Item::RawPack(a), Item::RawPack(b)) => {
-                same_data(place, context, a, b).map_err(|e| format!("item {i}: {e}"))?
+                same_data(place, a, b).map_err(|e| format!("item {i}: {e}"))?
             }
             (a, b) => a == b,
         };
@@ -97,12 +89,7 @@ fn same_items(
 }
 
 /// Side-band data: packs by their objects, anything else by its bytes.
-fn same_data(
-    place: &Place<'_>,
-    context: &Context,
-    theirs: &[u8],
-    ours: &[u8],
-) -> Result<bool, String> {
+fn same_data(place: &Place<'_>, theirs: &[u8], ours: &[u8]) -> Result<bool, String> {
     if !(theirs.starts_with(b"PACK") && ours.starts_with(b"PACK")) {
         return Ok(theirs == ours);
     }
@@ -110,12 +97,6 @@ fn same_data(
         .map_err(|e| format!("git's pack: {e}"))?;
     let our_objects = packs::objects(place.home, place.repo, place.scratch, ours)
         .map_err(|e| format!("refstore's pack: {e}"))?;
-    if theirs_objects != our_objects && context.shallow {
-        // The known difference (`differences.rs`): counted, not hidden.
-        let known = &context.known_pack_differences;
-        known.set(known.get() + 1);
-        return Ok(true);
-    }
     if theirs_objects != our_objects {
         let only_theirs: Vec<_> = theirs_objects.difference(&our_objects).collect();
         let only_ours: Vec<_> = our_objects.difference(&theirs_objects).collect();

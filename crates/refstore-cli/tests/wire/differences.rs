@@ -61,18 +61,6 @@ pub const DIFFERENCES: &[Difference] = &[
               dropped",
     },
     Difference {
-        name: "shallow-pack-contents (known, not fixed)",
-        why: "in requests with client `shallow` lines or a deepen line, the objects of the \
-              pack may differ: git's pack-objects is told the client's shallow commits and \
-              takes the trees of the boundary as the client's, so for some requests it sends \
-              fewer trees and blobs than refstore (4 to 6 in this corpus); for others \
-              (`deepen-relative`, unshallowing with common haves, `deepen-since` below client \
-              shallow commits) it sends trees and blobs of the history being added that \
-              refstore leaves out (2 to 14 here). Only the object sets of such packs are \
-              exempt: every pkt-line must still agree and both packs must index; the test \
-              counts and prints the requests concerned",
-    },
-    Difference {
         name: "deepen-relative-since-2.54 (version-dependent)",
         why: "git 2.54 changed what `deepen-relative` deepens to: the depth is added to the \
               depth of the client's current shallow commits as measured from the wants, \
@@ -107,9 +95,6 @@ pub struct Context {
     pub git_version: (u32, u32),
     /// Whether git's server exited successfully.
     pub git_succeeded: bool,
-    /// Whether the request has client `shallow` lines or a deepen line
-    /// (the known difference in pack contents).
-    pub shallow: bool,
     /// In a v2 session, the index among its fetch commands of the first
     /// with `shallow` or deepen lines, if another fetch follows it.
     pub shallow_fetch_before_others: Option<usize>,

@@ -17,8 +17,6 @@ pub struct Request {
     pub input: Vec<u8>,
     /// Whether packets starting with 1, 2 or 3 are side-band packets.
     pub sideband: bool,
-    /// Whether it has client `shallow` lines or a deepen line.
-    pub shallow: bool,
     /// In a v2 session of several fetch commands, the index among them of
     /// the first with client `shallow` lines or a deepen line, if another
     /// fetch follows it (the known difference `v2-session-grafts`).
@@ -66,7 +64,6 @@ fn advertisement(rng: &mut Rng) -> Request {
         repo,
         input: if http { Vec::new() } else { FLUSH.to_vec() },
         sideband: false,
-        shallow: false,
         shallow_fetch_before_others: None,
     }
 }
@@ -243,7 +240,6 @@ fn v0_fetch(rng: &mut Rng, repo: &Served, n: usize) -> Request {
         repo: 0,
         input,
         sideband,
-        shallow: !shallow.is_empty(),
         shallow_fetch_before_others: None,
     }
 }
@@ -261,7 +257,6 @@ fn v2_session(rng: &mut Rng, repo: &Served, index: usize, kinds: &[Command], n: 
     let mut input = Vec::new();
     let mut labels = Vec::new();
     let mut sideband = false;
-    let mut input_is_shallow = false;
     let mut fetches = 0;
     let mut first_shallow_fetch = None;
     let mut shallow_fetch_before_others = None;
@@ -271,7 +266,6 @@ fn v2_session(rng: &mut Rng, repo: &Served, index: usize, kinds: &[Command], n: 
             Command::Fetch => {
                 sideband = true;
                 let (bytes, label, shallow) = v2_fetch(rng, repo, stateless);
-                input_is_shallow |= shallow;
                 if first_shallow_fetch.is_some() {
                     shallow_fetch_before_others = first_shallow_fetch;
                 }
@@ -302,7 +296,6 @@ fn v2_session(rng: &mut Rng, repo: &Served, index: usize, kinds: &[Command], n: 
         repo: index,
         input,
         sideband,
-        shallow: input_is_shallow,
         shallow_fetch_before_others,
     }
 }

@@ -246,7 +246,6 @@ pub fn generate(
         repo: 0,
         input,
         sideband: capabilities.contains(&"side-band-64k"),
-        shallow: false,
         shallow_fetch_before_others: None,
     }
 }
@@ -266,7 +265,6 @@ fn advertisement(rng: &mut Rng, n: usize) -> Request {
         repo,
         input: if http { Vec::new() } else { FLUSH.to_vec() },
         sideband: false,
-        shallow: false,
         shallow_fetch_before_others: None,
     }
 }

@@ -75,10 +75,15 @@ fn compute(
         edges,
         tags,
         filter,
+        shallow_thin,
         ..
     } = *inputs;
+    let edges = walk::ShallowEdges {
+        unshallowed: edges,
+        aggressive: shallow_thin,
+    };
     let contents = match filter {
-        Some(filter) => filtered_walk::pack_contents(graph, wants, common, tags, filter)?,
+        Some(filter) => filtered_walk::pack_contents(graph, wants, common, tags, filter, edges)?,
         None => walk::pack_contents(graph, wants, common, tags, edges)?,
     };
     session.pack_started = true;

@@ -35,6 +35,7 @@ pub(crate) fn pack_contents(
     common: &[ObjectId],
     tags_to_include: &[ObjectId],
     filter: &Filter,
+    shallow: walk::ShallowEdges<'_>,
 ) -> Result<PackContents, UploadPackError> {
     let sparse_parts = filter.sparse_parts();
     let mut tags = Vec::new();
@@ -51,14 +52,12 @@ pub(crate) fn pack_contents(
             }
         }
     }
-    let mut have_commits = Vec::new();
-    for have in common {
-        if let Some((id, Kind::Commit)) = graph.peel(have, |_| {})? {
-            have_commits.push(id);
-        }
-    }
+    let have_commits = walk::have_commits(graph, common)?;
     let (commits, edges) = walk::walk_commits(graph, &want_commits, &have_commits)?;
     let mut excluded = IdSet::default();
+    if shallow.aggressive {
+        walk::exclude_client_trees(graph, common, shallow, &edges, &mut excluded)?;
+    }
     for edge in &edges {
         let tree = graph
             .commit(edge)?

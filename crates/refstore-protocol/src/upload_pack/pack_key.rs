@@ -6,6 +6,7 @@ use super::filter::Filter;
 use super::pack_writer::type_id;
 use super::request::ClientOptions;
 use super::shallow::ShallowPlan;
+use super::walk;
 use crate::pack_cache::key::{CacheKey, Field, KeyBuilder};
 use refstore_refs::{ObjectFormat, ObjectId};
 use std::os::unix::ffi::OsStrExt;
@@ -29,6 +30,10 @@ pub(crate) struct PackInputs<'a> {
     pub filter: Option<&'a Filter>,
     /// The pack may be thin.
     pub thin: bool,
+    /// The walk has shallow grafts and the client asked for a thin pack:
+    /// the whole trees of the client's commits count as its own (see
+    /// [`walk::ShallowEdges`]). Unlike `thin`, this holds with a filter.
+    pub shallow_thin: bool,
 }
 
 impl<'a> PackInputs<'a> {
@@ -58,6 +63,7 @@ impl<'a> PackInputs<'a> {
             filter,
             // The client may lack the bases a thin pack would use.
             thin: client.thin_pack && filter.is_none(),
+            shallow_thin: client.thin_pack && !grafts.is_empty(),
         }
     }
 }
@@ -82,7 +88,10 @@ pub(crate) fn pack_key(
         .ids(Field::Grafts, inputs.grafts)
         .ids(Field::Tags, inputs.tags)
         .bytes(Field::Filter, &filter)
-        .bytes(Field::Capabilities, &[u8::from(inputs.thin)]);
+        .bytes(
+            Field::Capabilities,
+            &[u8::from(inputs.thin), u8::from(inputs.shallow_thin)],
+        );
     Some(key.finish())
 }
 
@@ -128,6 +137,7 @@ mod tests {
         sets: [Vec<ObjectId>; 5],
         filter: Option<Filter>,
         thin: bool,
+        shallow_thin: bool,
     }
 
     impl Request {
@@ -149,6 +159,7 @@ mod tests {
                     tags,
                     filter: self.filter.as_ref(),
                     thin: self.thin,
+                    shallow_thin: self.shallow_thin,
                 },
             )
         }
@@ -186,13 +197,15 @@ mod tests {
             [set(), set(), set(), set(), set()],
             prop::option::of(filter()),
             any::<bool>(),
+            any::<bool>(),
         )
-            .prop_map(|(git_dir, sha256, sets, filter, thin)| Request {
+            .prop_map(|(git_dir, sha256, sets, filter, thin, shallow_thin)| Request {
                 git_dir,
                 sha256,
                 sets,
                 filter,
                 thin,
+                shallow_thin,
             })
     }
 
@@ -208,6 +221,7 @@ mod tests {
             && a.sha256 == b.sha256
             && a.filter == b.filter
             && a.thin == b.thin
+            && a.shallow_thin == b.shallow_thin
             && a.sets
                 .iter()
                 .zip(&b.sets)
@@ -226,7 +240,7 @@ mod tests {
         #[test]
         fn changing_any_one_field_changes_the_key(
             a in request(),
-            field in 0usize..9,
+            field in 0usize..10,
             extra in id(),
         ) {
             let mut b = a.clone();
@@ -242,7 +256,8 @@ mod tests {
                     }
                 }
                 7 => b.filter = match b.filter { None => Some(Filter::BlobNone), Some(_) => None },
-                _ => b.thin = !b.thin,
+                8 => b.thin = !b.thin,
+                _ => b.shallow_thin = !b.shallow_thin,
             }
             prop_assert_ne!(a.key(), b.key());
         }
@@ -272,6 +287,7 @@ mod tests {
             tags: &[],
             filter: Some(&Filter::SparseOid("HEAD:sparse".into())),
             thin: false,
+            shallow_thin: false,
         };
         assert_eq!(pack_key(Path::new("/a"), ObjectFormat::Sha1, &inputs), None);
     }

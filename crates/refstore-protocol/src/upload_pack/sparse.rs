@@ -30,16 +30,18 @@ pub(crate) const MAX_BOUNDARY: usize = 16;
 
 /// Adds `roots` (the root trees of the sent commits, newest first) and
 /// what they hold to `contents`, leaving out what `boundary_roots` hold at
-/// the same paths; fills `contents.client_versions` and
-/// `contents.client_has`.
+/// the same paths and what `excluded` holds (the client has it, wherever
+/// it is); fills `contents.client_versions` and `contents.client_has`.
 pub(crate) fn add_trees(
     graph: &mut Graph,
     roots: &[ObjectId],
     boundary_roots: &[ObjectId],
+    excluded: &IdSet,
     contents: &mut PackContents,
 ) -> Result<(), UploadPackError> {
     let mut walk = Sparse {
         graph,
+        excluded: (!excluded.is_empty()).then_some(excluded),
         base_trees: HashMap::default(),
         client_has: IdSet::default(),
         versions: HashMap::new(),
@@ -57,6 +59,9 @@ pub(crate) fn add_trees(
 
 struct Sparse<'g> {
     graph: &'g mut Graph,
+    /// Objects the client has at any path: neither sent nor entered
+    /// (only in shallow packs; none otherwise).
+    excluded: Option<&'g IdSet>,
     /// Boundary trees read so far: one serves every version of its path.
     base_trees: HashMap<ObjectId, Rc<BaseTree>, IdHasher>,
     client_has: IdSet,
@@ -72,7 +77,7 @@ impl Sparse<'_> {
         bases: Vec<ObjectId>,
         contents: &mut PackContents,
     ) -> Result<(), UploadPackError> {
-        if bases.contains(&tree) {
+        if bases.contains(&tree) || self.excluded.is_some_and(|set| set.contains(&tree)) {
             return Ok(());
         }
         if !self.add(tree, ROOT, &bases, contents) {
@@ -125,6 +130,9 @@ impl Sparse<'_> {
                     continue;
                 }
                 let id = entry.id(&sent);
+                if self.excluded.is_some_and(|set| set.contains(&id)) {
+                    continue;
+                }
                 let entry_path = path_hash(path, entry.name(&sent));
                 if !self.add(id, entry_path, &child_bases, contents) {
                     continue;

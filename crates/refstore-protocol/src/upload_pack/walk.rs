@@ -10,6 +10,14 @@
 //! client has only through older history may still be sent, which costs
 //! bytes but never correctness: this is the trade git makes too.
 //!
+//! A shallow request walks with grafts (`shallow.rs`): the client's
+//! shallow commits and the new boundary have no parents, so nothing
+//! behind the client's boundary is taken as its own. In a thin pack the
+//! whole trees of the client's commits (its haves and the shallow commits
+//! that gain their parents) are then left out as well, as git's
+//! `pack-objects --shallow` does; they are on the client, as every
+//! commit's tree is, however shallow its history.
+//!
 //! Where the repository has a reachability bitmap, `bitmap_walk.rs` counts
 //! instead, and this walk is what remains without one.
 
@@ -27,19 +35,33 @@ const QUEUED: u8 = 1;
 const UNINTERESTING: u8 = 2;
 const DONE: u8 = 4;
 
+/// What a shallow request changes in the choice of trees and blobs, as
+/// git's `pack-objects --shallow` (which upload-pack runs whenever the
+/// walk has shallow grafts) chooses them.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct ShallowEdges<'a> {
+    /// The client's shallow commits that gain their parents: commits the
+    /// client has, though no sent commit is their child.
+    pub unshallowed: &'a [ObjectId],
+    /// The walk has shallow grafts and the pack is thin: the whole trees
+    /// of the client's commits (the common ones and `unshallowed`) are
+    /// then the client's, not only those of the edges, since below its
+    /// shallow boundary the client lacks the history that an edge's tree
+    /// would otherwise stand for. Without a thin pack git leaves only the
+    /// edges' trees out, and the trees of `unshallowed` are sent again.
+    pub aggressive: bool,
+}
+
 /// Computes what to send for `wants` when the client has `common`;
 /// `tags_to_include` lists annotated tags to send when the objects they
-/// point to are sent (`include-tag`).
-///
-/// `extra_edges` are commits the client has whose trees are left out too,
-/// though no sent commit is their child (a shallow commit whose parents
-/// are sent).
+/// point to are sent (`include-tag`); `shallow` says how a shallow
+/// request's boundary changes what is the client's.
 pub(crate) fn pack_contents(
     graph: &mut Graph,
     wants: &[ObjectId],
     common: &[ObjectId],
     tags_to_include: &[ObjectId],
-    extra_edges: &[ObjectId],
+    shallow: ShallowEdges<'_>,
 ) -> Result<PackContents, UploadPackError> {
     if let Some(contents) =
         super::bitmap_walk::pack_contents(graph, wants, common, tags_to_include)?
@@ -61,18 +83,16 @@ pub(crate) fn pack_contents(
             }
         }
     }
-    let mut have_commits = Vec::new();
-    for have in common {
-        if let Some((id, gix_object::Kind::Commit)) = graph.peel(have, |_| {})? {
-            have_commits.push(id);
-        }
-    }
-
+    let have_commits = have_commits(graph, common)?;
     let (commits, mut edges) = walk_commits(graph, &want_commits, &have_commits)?;
-    edges.extend(extra_edges.iter().copied());
+    let mut excluded = IdSet::default();
+    if shallow.aggressive {
+        exclude_client_trees(graph, common, shallow, &edges, &mut excluded)?;
+        // Their trees are the client's versions for thin deltas.
+        edges.extend(shallow.unshallowed.iter().copied());
+    }
     // A clone has no edges: nothing to compare with.
     let sparse = !edges.is_empty() && edges.len() <= super::sparse::MAX_BOUNDARY;
-    let mut excluded = IdSet::default();
     let mut edge_trees = Vec::new();
     for &edge in &edges {
         let tree = graph
@@ -105,7 +125,7 @@ pub(crate) fn pack_contents(
         }
     }
     if sparse {
-        super::sparse::add_trees(graph, &roots, &edge_trees, &mut contents)?;
+        super::sparse::add_trees(graph, &roots, &edge_trees, &excluded, &mut contents)?;
     }
     for (id, is_tree) in want_others {
         if is_tree {
@@ -204,6 +224,72 @@ fn commit_time(graph: &mut Graph, id: &ObjectId) -> Result<i64, UploadPackError>
         .commit(id)?
         .map(|commit| commit.time)
         .ok_or_else(|| UploadPackError::Objects(format!("missing commit {id}")))
+}
+
+/// The commits the haves `common` peel to.
+pub(crate) fn have_commits(
+    graph: &mut Graph,
+    common: &[ObjectId],
+) -> Result<Vec<ObjectId>, UploadPackError> {
+    let mut commits = Vec::new();
+    for have in common {
+        if let Some((id, gix_object::Kind::Commit)) = graph.peel(have, |_| {})? {
+            commits.push(id);
+        }
+    }
+    Ok(commits)
+}
+
+/// For an aggressive shallow pack, adds the trees of the client's commits
+/// (the haves that are commits themselves, not tags, and the unshallowed
+/// commits) and what they hold to `excluded`, as git's
+/// `--objects-edge-aggressive` marks them: a tree already taken as the
+/// client's (the root tree of an edge, which the path-by-path walk
+/// compares) is not entered again.
+pub(crate) fn exclude_client_trees(
+    graph: &mut Graph,
+    common: &[ObjectId],
+    shallow: ShallowEdges<'_>,
+    edges: &IdSet,
+    excluded: &mut IdSet,
+) -> Result<(), UploadPackError> {
+    let mut client_commits = Vec::new();
+    for have in common.iter().chain(shallow.unshallowed) {
+        if graph.kind(have)? == Some(gix_object::Kind::Commit) {
+            client_commits.push(*have);
+        }
+    }
+    let mut marked = IdSet::default();
+    for edge in edges {
+        let tree = graph
+            .commit(edge)?
+            .map(|commit| commit.tree)
+            .ok_or_else(|| UploadPackError::Objects(format!("missing commit {edge}")))?;
+        marked.insert(tree);
+    }
+    for commit in &client_commits {
+        let tree = graph
+            .commit(commit)?
+            .map(|commit| commit.tree)
+            .ok_or_else(|| UploadPackError::Objects(format!("missing commit {commit}")))?;
+        if !marked.insert(tree) {
+            continue;
+        }
+        excluded.insert(tree);
+        let mut stack = vec![tree];
+        while let Some(tree) = stack.pop() {
+            graph.scan_tree(&tree, |entry| {
+                if entry.is_commit || !marked.insert(entry.id()) {
+                    return;
+                }
+                excluded.insert(entry.id());
+                if entry.is_tree {
+                    stack.push(entry.id());
+                }
+            })?;
+        }
+    }
+    Ok(())
 }
 
 /// Adds `tree` and everything below it to `excluded`.
