@@ -101,7 +101,6 @@ fn seed() -> u64 {
 }
 
 #[test]
-#[ignore = "refusal latency bounds fail under load since every request also reads the repository record through etcd; run with --ignored"]
 fn partitions_keep_refs_linearizable_and_cut_off_nodes_refuse() {
     let seed = seed();
     eprintln!("PARTITION_SEED={seed}");
@@ -373,10 +372,10 @@ fn stale_reads_answer_from_the_copy_within_the_bound_and_refuse_past_it() {
     );
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(read_value(&o), old);
-    // Each of ls-remote's two requests waits for etcd before it answers
-    // from the copy: once for the repository's record, once for its refs.
+    // The first read that finds etcd unreachable waits once; the node's
+    // reads within the next etcd timeout do not wait again.
     assert!(
-        asked.elapsed() <= 4 * ETCD_TIMEOUT + GIT_SLACK,
+        asked.elapsed() <= ETCD_TIMEOUT + GIT_SLACK,
         "{:?}",
         asked.elapsed()
     );

@@ -20,6 +20,13 @@ pub struct Cluster {
     etcd: Arc<Etcd>,
     caches: Caches,
     transactions: AtomicU64,
+    /// Why etcd could not be reached, and when a read found it so. Reads
+    /// that follow within one etcd timeout, by any request of the node,
+    /// do not wait for etcd again: a request makes several (the
+    /// repository's record, HEAD, what it points to, the listing), and a
+    /// node cut off from etcd should refuse within one timeout, not one
+    /// per read.
+    cut_off: Mutex<Option<(Instant, EtcdError)>>,
 }
 
 impl Cluster {
@@ -31,6 +38,7 @@ impl Cluster {
             etcd,
             caches: Caches::default(),
             transactions: AtomicU64::new(0),
+            cut_off: Mutex::new(None),
         }))
     }
 
@@ -42,12 +50,24 @@ impl Cluster {
             keys: RepoKeys::new(&self.config.key_prefix, name),
             format,
             peeler: Mutex::new(None),
-            cut_off: Mutex::new(None),
         })
     }
 
     pub(crate) fn etcd(&self) -> &Arc<Etcd> {
         &self.etcd
+    }
+
+    /// Why etcd could not be reached, if a read of this node found so
+    /// within the last etcd timeout.
+    pub fn known_cut_off(&self) -> Option<EtcdError> {
+        let cut_off = lock(&self.cut_off);
+        let (at, error) = cut_off.as_ref()?;
+        (at.elapsed() < self.config.etcd_timeout).then(|| error.clone())
+    }
+
+    /// Notes that a read found etcd unreachable for `error`.
+    pub(crate) fn note_cut_off(&self, error: &EtcdError) {
+        *lock(&self.cut_off) = Some((Instant::now(), error.clone()));
     }
 
     /// A name for a transaction's log record, unique in the cluster.
@@ -68,10 +88,6 @@ pub struct EtcdBackend {
     keys: RepoKeys,
     format: ObjectFormat,
     peeler: Mutex<Option<Arc<dyn PeelObjects>>>,
-    /// Why etcd could not be reached, and when a read found it so: the
-    /// reads that follow within one etcd timeout (a request makes several:
-    /// HEAD, what it points to, the listing) do not wait for etcd again.
-    cut_off: Mutex<Option<(Instant, EtcdError)>>,
 }
 
 impl EtcdBackend {
@@ -152,16 +168,12 @@ impl EtcdBackend {
             .map_err(|e| ReadError::Unavailable(e.to_string()))
     }
 
-    /// Why etcd could not be reached, if a read of this handle found so
-    /// within the last etcd timeout.
     fn known_cut_off(&self) -> Option<EtcdError> {
-        let cut_off = lock(&self.cut_off);
-        let (at, error) = cut_off.as_ref()?;
-        (at.elapsed() < self.cluster.config.etcd_timeout).then(|| error.clone())
+        self.cluster.known_cut_off()
     }
 
     fn note_cut_off(&self, error: &EtcdError) {
-        *lock(&self.cut_off) = Some((Instant::now(), error.clone()));
+        self.cluster.note_cut_off(error);
     }
 
     /// The node's copy when etcd could not be reached (`error`), if stale

@@ -108,14 +108,20 @@ impl Cluster {
         })
     }
 
-    /// The record of `name`: linearizable with a quorum, else what a
-    /// reachable member holds.
-    pub fn record(&self, name: &str) -> Result<Option<Record>, EtcdError> {
+    /// The record of `name`, linearizable, for a request about to use the
+    /// repository: one bounded wait at most. When etcd cannot be reached
+    /// (now, or by a read of this node within the last etcd timeout) the
+    /// error says so at once, and the reads of the request that follow do
+    /// not wait for etcd again.
+    pub fn current_record(&self, name: &str) -> Result<Option<Record>, EtcdError> {
+        if let Some(e) = self.known_cut_off() {
+            return Err(e);
+        }
         match self.read_record(name, Consistency::Quorum) {
             Ok((record, _)) => Ok(record),
-            Err(EtcdError::Unreachable(e)) => {
-                tracing::warn!("{e}; reading the record of '{name}' from a member's own copy");
-                Ok(self.read_record(name, Consistency::Local)?.0)
+            Err(e @ EtcdError::Unreachable(_)) => {
+                self.note_cut_off(&e);
+                Err(e)
             }
             Err(e) => Err(e),
         }

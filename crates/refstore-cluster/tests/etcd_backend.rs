@@ -495,7 +495,7 @@ fn import_copies_refs_once_and_force_replaces_them() {
         import(&target, source.as_ref(), "target.git", record(), false).unwrap(),
         251
     );
-    let imported = node.record("target.git").unwrap().unwrap();
+    let imported = node.current_record("target.git").unwrap().unwrap();
     assert!(imported.is_live());
     assert_eq!(imported.head, "refs/heads/b000");
     assert_eq!(names(&target, b"refs/"), names(&source, b"refs/"));
@@ -517,7 +517,10 @@ fn import_copies_refs_once_and_force_replaces_them() {
     );
     assert_eq!(names(&target, b"refs/"), names(&source, b"refs/"));
     // The repository is the same one: the nodes' copies stay theirs.
-    assert_eq!(node.record("target.git").unwrap().unwrap().id, imported.id);
+    assert_eq!(
+        node.current_record("target.git").unwrap().unwrap().id,
+        imported.id
+    );
 }
 
 #[test]

@@ -312,9 +312,11 @@ impl NodeCatalog {
     }
 
     /// The record of `name`: from etcd, or the last one seen when etcd
-    /// cannot be asked.
+    /// cannot be asked. One bounded wait at most: the refs read that
+    /// follows then refuses (or, with stale reads, answers from the copy)
+    /// without waiting for etcd again.
     fn current(&self, name: &str) -> Result<Option<Record>, String> {
-        match self.cluster.record(name) {
+        match self.cluster.current_record(name) {
             Ok(record) => Ok(record),
             Err(e) => match lock(&self.seen).get(name) {
                 Some(record) => {
