@@ -15,11 +15,6 @@
 //! newer git too (the version-dependent differences then apply as that
 //! version needs). The test prints how many requests it compared and how
 //! many had one of the known differences.
-//!
-//! Known, not fixed (`differences.rs`, counted and printed): the object
-//! sets of packs for requests with client `shallow` lines or deepen lines
-//! (git's pack-objects takes the trees of the client's boundary as the
-//! client's).
 
 mod support;
 mod wire;

@@ -56,7 +56,12 @@ pub(crate) fn pack_contents(
     let (commits, edges) = walk::walk_commits(graph, &want_commits, &have_commits)?;
     let mut excluded = IdSet::default();
     if shallow.aggressive {
-        walk::exclude_client_trees(graph, common, shallow, &edges, &mut excluded)?;
+        let request = walk::ClientCommits {
+            wants,
+            common,
+            sent: &commits,
+        };
+        walk::exclude_client_trees(graph, request, shallow, &edges, &mut excluded)?;
     }
     for edge in &edges {
         let tree = graph

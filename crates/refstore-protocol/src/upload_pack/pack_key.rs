@@ -6,7 +6,6 @@ use super::filter::Filter;
 use super::pack_writer::type_id;
 use super::request::ClientOptions;
 use super::shallow::ShallowPlan;
-use super::walk;
 use crate::pack_cache::key::{CacheKey, Field, KeyBuilder};
 use refstore_refs::{ObjectFormat, ObjectId};
 use std::os::unix::ffi::OsStrExt;
@@ -32,7 +31,7 @@ pub(crate) struct PackInputs<'a> {
     pub thin: bool,
     /// The walk has shallow grafts and the client asked for a thin pack:
     /// the whole trees of the client's commits count as its own (see
-    /// [`walk::ShallowEdges`]). Unlike `thin`, this holds with a filter.
+    /// [`super::walk::ShallowEdges`]). Unlike `thin`, this holds with a filter.
     pub shallow_thin: bool,
 }
 
@@ -199,14 +198,16 @@ mod tests {
             any::<bool>(),
             any::<bool>(),
         )
-            .prop_map(|(git_dir, sha256, sets, filter, thin, shallow_thin)| Request {
-                git_dir,
-                sha256,
-                sets,
-                filter,
-                thin,
-                shallow_thin,
-            })
+            .prop_map(
+                |(git_dir, sha256, sets, filter, thin, shallow_thin)| Request {
+                    git_dir,
+                    sha256,
+                    sets,
+                    filter,
+                    thin,
+                    shallow_thin,
+                },
+            )
     }
 
     /// Whether two requests ask for the same pack: the same fields, sets

@@ -52,6 +52,17 @@ pub(crate) struct ShallowEdges<'a> {
     pub aggressive: bool,
 }
 
+/// The commits a request names, for [`exclude_client_trees`].
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ClientCommits<'a> {
+    /// The wants as the client sent them (tags not peeled).
+    pub wants: &'a [ObjectId],
+    /// The haves in common.
+    pub common: &'a [ObjectId],
+    /// The commits the walk chose to send.
+    pub sent: &'a [ObjectId],
+}
+
 /// Computes what to send for `wants` when the client has `common`;
 /// `tags_to_include` lists annotated tags to send when the objects they
 /// point to are sent (`include-tag`); `shallow` says how a shallow
@@ -87,7 +98,12 @@ pub(crate) fn pack_contents(
     let (commits, mut edges) = walk_commits(graph, &want_commits, &have_commits)?;
     let mut excluded = IdSet::default();
     if shallow.aggressive {
-        exclude_client_trees(graph, common, shallow, &edges, &mut excluded)?;
+        let request = ClientCommits {
+            wants,
+            common,
+            sent: &commits,
+        };
+        exclude_client_trees(graph, request, shallow, &edges, &mut excluded)?;
         // Their trees are the client's versions for thin deltas.
         edges.extend(shallow.unshallowed.iter().copied());
     }
@@ -124,12 +140,22 @@ pub(crate) fn pack_contents(
             false => add_tree(graph, tree, &excluded, &mut contents, &mut versions)?,
         }
     }
+    // A wanted tree is walked as a commit's root tree is: path by path
+    // against the edges' trees, where the client's objects are found.
     if sparse {
+        roots.extend(
+            want_others
+                .iter()
+                .filter(|(_, is_tree)| *is_tree)
+                .map(|(id, _)| *id),
+        );
         super::sparse::add_trees(graph, &roots, &edge_trees, &excluded, &mut contents)?;
     }
     for (id, is_tree) in want_others {
         if is_tree {
-            add_tree(graph, id, &excluded, &mut contents, &mut versions)?;
+            if !sparse {
+                add_tree(graph, id, &excluded, &mut contents, &mut versions)?;
+            }
         } else {
             contents.add(id, path_hash(ROOT, b""));
         }
@@ -241,22 +267,29 @@ pub(crate) fn have_commits(
 }
 
 /// For an aggressive shallow pack, adds the trees of the client's commits
-/// (the haves that are commits themselves, not tags, and the unshallowed
-/// commits) and what they hold to `excluded`, as git's
-/// `--objects-edge-aggressive` marks them: a tree already taken as the
-/// client's (the root tree of an edge, which the path-by-path walk
-/// compares) is not entered again.
+/// and what they hold to `excluded`, as git's `--objects-edge-aggressive`
+/// marks them. The client's commits are those named in the request that
+/// are commits themselves, not tags: the haves, the unshallowed commits,
+/// and the wants the walk found the client has (`wants` not among the
+/// `sent` commits). A tree already taken as the client's (the root tree of
+/// an edge, which the path-by-path walk compares) is not entered again.
 pub(crate) fn exclude_client_trees(
     graph: &mut Graph,
-    common: &[ObjectId],
+    request: ClientCommits<'_>,
     shallow: ShallowEdges<'_>,
     edges: &IdSet,
     excluded: &mut IdSet,
 ) -> Result<(), UploadPackError> {
+    let sent: IdSet = request.sent.iter().copied().collect();
     let mut client_commits = Vec::new();
-    for have in common.iter().chain(shallow.unshallowed) {
+    for have in request.common.iter().chain(shallow.unshallowed) {
         if graph.kind(have)? == Some(gix_object::Kind::Commit) {
             client_commits.push(*have);
+        }
+    }
+    for want in request.wants {
+        if !sent.contains(want) && graph.kind(want)? == Some(gix_object::Kind::Commit) {
+            client_commits.push(*want);
         }
     }
     let mut marked = IdSet::default();
