@@ -47,9 +47,11 @@ impl Cluster {
     pub fn refs(self: &Arc<Self>, name: &str, format: ObjectFormat) -> Arc<EtcdBackend> {
         Arc::new(EtcdBackend {
             cluster: self.clone(),
+            name: name.to_owned(),
             keys: RepoKeys::new(&self.config.key_prefix, name),
             format,
             peeler: Mutex::new(None),
+            incarnation: Mutex::new(None),
         })
     }
 
@@ -85,14 +87,34 @@ impl Cluster {
 #[derive(Debug)]
 pub struct EtcdBackend {
     cluster: Arc<Cluster>,
+    /// The repository's name (its path below the served root).
+    name: String,
     keys: RepoKeys,
     format: ObjectFormat,
     peeler: Mutex<Option<Arc<dyn PeelObjects>>>,
+    /// The incarnation of the repository (its record's id) the node's
+    /// copy behind this handle is of, when known: transactions then commit
+    /// only while the record is still that incarnation's.
+    incarnation: Mutex<Option<String>>,
 }
 
 impl EtcdBackend {
     pub(crate) fn cluster(&self) -> &Cluster {
         &self.cluster
+    }
+
+    pub(crate) fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Ties this handle to the repository's incarnation `id`: the
+    /// incarnation of the copy whose objects a push stores.
+    pub fn pin_incarnation(&self, id: String) {
+        *lock(&self.incarnation) = Some(id);
+    }
+
+    pub(crate) fn incarnation(&self) -> Option<String> {
+        lock(&self.incarnation).clone()
     }
 
     pub(crate) fn keys(&self) -> &RepoKeys {

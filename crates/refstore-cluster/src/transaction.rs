@@ -68,8 +68,10 @@ pub(crate) fn commit(
             None,
         ));
         writes.push(TxnOp::put(log_key.clone(), plan.log, None));
-        let operations = plan.guards.len() + writes.len();
-        let txn = Txn::new().when(plan.guards).and_then(writes);
+        let mut guards = plan.guards;
+        guards.push(same_repository(backend)?);
+        let operations = guards.len() + writes.len();
+        let txn = Txn::new().when(guards).and_then(writes);
         let applied = etcd.call(Consistency::Quorum, move |mut client| {
             let txn = txn.clone();
             async move { Ok(client.txn(txn).await?.succeeded()) }
@@ -100,6 +102,36 @@ pub(crate) fn commit(
     Err(CommitError::Locked(
         "cluster: other writers kept changing these refs; try again".into(),
     ))
+}
+
+/// The condition that the repository is still the one the transaction
+/// was planned for: its record unchanged since it was read now, live, and
+/// of the incarnation the handle is pinned to, if it is. A push in flight
+/// while its repository is deleted, renamed or created again is then
+/// refused rather than acknowledged into keys its objects are not behind
+/// (a repository created later under the name clears what a deleted one
+/// left). Refs kept without a record (imported before records existed)
+/// are guarded by the record's absence.
+fn same_repository(backend: &EtcdBackend) -> Result<Compare, CommitError> {
+    let cluster = backend.cluster();
+    let name = backend.name();
+    let key = cluster.record_keys().record(name);
+    let gone = || {
+        CommitError::Unavailable(format!(
+            "cluster: repository '{name}' was deleted or renamed while the push was in \
+             flight; push refused"
+        ))
+    };
+    match cluster.read_record(name, Consistency::Quorum) {
+        Ok((Some(record), revision)) if record.is_live() => match backend.incarnation() {
+            Some(id) if id != record.id => Err(gone()),
+            _ => Ok(Compare::mod_revision(key, CompareOp::Equal, revision)),
+        },
+        Ok((Some(_), _)) => Err(gone()),
+        Ok((None, _)) if backend.incarnation().is_some() => Err(gone()),
+        Ok((None, _)) => Ok(Compare::version(key, CompareOp::Equal, 0)),
+        Err(e) => Err(CommitError::Unavailable(format!("{e}; push refused"))),
+    }
 }
 
 /// The rejections `tx` meets now (a batch's; an atomic transaction fails

@@ -92,7 +92,10 @@ fn create_delete_rename_and_list() {
     assert_eq!(moved.id, a.id);
     assert_eq!(head(&c, "a.git"), None);
     assert!(head(&c, "c.git").is_some());
-    assert_eq!(c.record("a.git").unwrap().unwrap().state, State::Deleted);
+    assert_eq!(
+        c.current_record("a.git").unwrap().unwrap().state,
+        State::Deleted
+    );
     assert!(matches!(
         c.rename("c.git", "team/b.git"),
         Err(LifecycleError::Exists(_))
@@ -244,4 +247,87 @@ fn keys_left_under_a_tombstone_are_cleared_and_keys_without_a_record_kept() {
         "{refused:?}"
     );
     assert!(head(&c, "legacy.git").is_some());
+}
+
+/// A push whose repository is deleted, renamed, or deleted and created
+/// again while it is in flight (its handle opened before) is refused, and
+/// its ref lands nowhere: not under the old name, the new name, or the
+/// new incarnation.
+#[test]
+fn a_push_in_flight_when_its_repository_goes_away_is_refused() {
+    use refstore_fs::config::LogRefUpdates;
+    use refstore_fs::flush::FlushMethod;
+    use refstore_refs::files::transaction::CommitOptions;
+    use refstore_refs::transaction::{Change, Expected, Transaction, Update};
+    use refstore_refs::{CommitError, ObjectId};
+
+    let options = CommitOptions {
+        flush: FlushMethod::Batch,
+        lock_timeout: Duration::ZERO,
+        packed_refs_timeout: Duration::ZERO,
+        log_updates: LogRefUpdates::Branches,
+        signature: "C O Mitter <c@example.com> 1700000000 +0000".into(),
+    };
+    let create = |name: &str, at: u8| Transaction {
+        updates: vec![Update {
+            name: RefName::new(name).unwrap(),
+            change: Change::Set(Target::Object(
+                ObjectId::from_hex(format!("{at:02x}").repeat(20).as_bytes()).unwrap(),
+            )),
+            expected: Expected::Absent,
+            no_deref: false,
+        }],
+        batch: false,
+        message: Some("push".into()),
+        create_reflog: false,
+    };
+    let has = |c: &Arc<Cluster>, repo: &str, name: &str| {
+        c.refs(repo, ObjectFormat::Sha1)
+            .read(&RefName::new(name).unwrap())
+            .unwrap()
+            .is_some()
+    };
+
+    let etcd = EtcdCluster::start(1);
+    let c = cluster(&etcd);
+    let new = NewRepository::default();
+    for (n, way) in ["delete", "rename", "recreate"].into_iter().enumerate() {
+        let repo = format!("r{n}.git");
+        let moved = format!("moved{n}.git");
+        let record = c.create(&repo, &new).unwrap();
+        let push = c.refs(&repo, ObjectFormat::Sha1);
+        push.pin_incarnation(record.id);
+        push.commit(&create("refs/heads/before", 1), &options)
+            .unwrap();
+        match way {
+            "delete" => {
+                c.delete(&repo).unwrap();
+            }
+            "rename" => {
+                c.rename(&repo, &moved).unwrap();
+            }
+            _ => {
+                c.delete(&repo).unwrap();
+                c.create(&repo, &new).unwrap();
+            }
+        }
+        let late = push.commit(&create("refs/heads/late", 2), &options);
+        match late {
+            Err(CommitError::Unavailable(message)) => assert!(
+                message.contains("was deleted or renamed while the push was in flight"),
+                "{way}: {message}"
+            ),
+            other => panic!("{way}: a push into a repository gone was not refused: {other:?}"),
+        }
+        assert!(!has(&c, &repo, "refs/heads/late"), "{way}");
+        assert!(!has(&c, &moved, "refs/heads/late"), "{way}");
+        assert_eq!(has(&c, &moved, "refs/heads/before"), way == "rename");
+        // A handle opened now pushes into the repository the name holds.
+        if way == "recreate" {
+            c.refs(&repo, ObjectFormat::Sha1)
+                .commit(&create("refs/heads/after", 3), &options)
+                .unwrap();
+            assert!(has(&c, &repo, "refs/heads/after"));
+        }
+    }
 }

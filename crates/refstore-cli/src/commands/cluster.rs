@@ -255,6 +255,16 @@ impl RefSource for ClusterRefs {
     fn refs(&self, repo: &Repository, name: &str) -> Arc<dyn Backend> {
         let refs = self.cluster.refs(name, repo.object_format());
         refs.set_peeler(repo.peeler());
+        // The copy's incarnation: its pushes commit only into that one.
+        let marker = repo.git_dir().join(refstore_cluster::records::MARKER);
+        if let Some(id) = repo
+            .vfs
+            .read(&marker)
+            .ok()
+            .and_then(|bytes| String::from_utf8(bytes).ok())
+        {
+            refs.pin_incarnation(id.trim().to_owned());
+        }
         refs
     }
 }

@@ -21,7 +21,7 @@
 
 use crate::commands::init::{self, NewRepository};
 use refstore_cluster::lifecycle::{LifecycleError, NewRepository as NewRecord};
-use refstore_cluster::records::{check_name, Record, RefFormat};
+use refstore_cluster::records::{check_name, Record, RefFormat, MARKER};
 use refstore_cluster::Cluster;
 use refstore_fs::config::{FsyncSettings, RefStorage};
 use refstore_fs::discover::is_git_directory;
@@ -36,8 +36,6 @@ use std::sync::mpsc::RecvTimeoutError;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-/// The file in a copy's git directory naming the incarnation it is of.
-pub const MARKER: &str = "refstore-cluster-id";
 /// Where removed copies go before they are deleted, below the root.
 const TRASH: &str = ".refstore-trash";
 /// Where new copies are made before they are renamed into place.
