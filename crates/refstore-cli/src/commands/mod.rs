@@ -26,6 +26,11 @@ mod upload_pack;
 
 use crate::context::{Fatal, Globals};
 
+/// The file in a cluster node's copy of a repository naming the
+/// incarnation it is of (written by `serve --cluster`; `maintenance`
+/// refuses such a copy without `--cluster`).
+pub(crate) const CLUSTER_COPY_MARKER: &str = "refstore-cluster-id";
+
 /// The subcommands of `refstore`.
 #[derive(Debug, clap::Subcommand)]
 pub enum Command {

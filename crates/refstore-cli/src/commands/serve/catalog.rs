@@ -37,7 +37,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 /// The file in a copy's git directory naming the incarnation it is of.
-pub const MARKER: &str = "refstore-cluster-id";
+pub const MARKER: &str = crate::commands::CLUSTER_COPY_MARKER;
 /// Where removed copies go before they are deleted, below the root.
 const TRASH: &str = ".refstore-trash";
 /// Where new copies are made before they are renamed into place.
