@@ -136,10 +136,12 @@ fn cluster_repo(
     match (&record, &carried) {
         (Some(record), Some(id)) if record.is_live() && record.id == *id => {}
         (Some(record), None) if record.is_live() => {}
-        _ => return Err(Fatal::new(format!(
+        _ => {
+            return Err(Fatal::new(format!(
             "'{}' is not this node's copy of the cluster's repository '{name}'; give its --name",
             dir.display()
-        ))),
+        )))
+        }
     }
     let refs = cluster.refs(&name, repo.object_format());
     refstore_refs::backend::Backend::set_peeler(refs.as_ref(), repo.peeler());
