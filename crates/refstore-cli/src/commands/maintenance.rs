@@ -8,6 +8,7 @@
 //! is not the truth, and judging reachability by it could lose objects
 //! acknowledged pushes need.
 
+use super::cluster_copy::incarnation;
 use crate::context::{Fatal, Globals};
 use refstore_maint::{Options, Repo, Task};
 use refstore_repo::Repository;
@@ -99,8 +100,7 @@ pub fn run(args: Args, globals: &Globals) -> Result<u8, Fatal> {
 
 /// True if `repo` carries a cluster's incarnation marker.
 fn is_cluster_copy(repo: &Repository) -> bool {
-    repo.vfs
-        .exists(&repo.location.common_dir.join(super::CLUSTER_COPY_MARKER))
+    incarnation(repo.vfs.as_ref(), &repo.location.common_dir).is_some()
 }
 
 /// `repo`, a copy of the cluster's repository `name` (by default its
@@ -126,11 +126,7 @@ fn cluster_repo(
             },
         )?,
     };
-    let carried = repo
-        .vfs
-        .read(&dir.join(super::CLUSTER_COPY_MARKER))
-        .ok()
-        .map(|bytes| String::from_utf8_lossy(&bytes).trim().to_owned());
+    let carried = incarnation(repo.vfs.as_ref(), &dir);
     let cluster = refstore_cluster::Cluster::connect(config).map_err(Fatal::new)?;
     let record = cluster.record(&name).map_err(Fatal::new)?;
     match (&record, &carried) {

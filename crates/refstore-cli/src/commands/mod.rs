@@ -3,6 +3,7 @@
 mod check_ref_format;
 #[cfg(feature = "cluster")]
 mod cluster;
+mod cluster_copy;
 mod for_each_ref;
 mod hash_object;
 mod index_pack;
@@ -25,11 +26,6 @@ mod update_ref;
 mod upload_pack;
 
 use crate::context::{Fatal, Globals};
-
-/// The file in a cluster node's copy of a repository naming the
-/// incarnation it is of (written by `serve --cluster`; `maintenance`
-/// refuses such a copy without `--cluster`).
-pub(crate) const CLUSTER_COPY_MARKER: &str = "refstore-cluster-id";
 
 /// The subcommands of `refstore`.
 #[derive(Debug, clap::Subcommand)]

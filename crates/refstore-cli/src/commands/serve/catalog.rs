@@ -37,7 +37,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 /// The file in a copy's git directory naming the incarnation it is of.
-pub const MARKER: &str = crate::commands::CLUSTER_COPY_MARKER;
+pub use crate::commands::cluster_copy::MARKER;
 /// Where removed copies go before they are deleted, below the root.
 const TRASH: &str = ".refstore-trash";
 /// Where new copies are made before they are renamed into place.
@@ -182,13 +182,10 @@ impl NodeCatalog {
         if !is_git_directory(self.vfs.as_ref(), dir) {
             return None;
         }
-        Some(
-            self.vfs
-                .read(&dir.join(MARKER))
-                .ok()
-                .and_then(|bytes| String::from_utf8(bytes).ok())
-                .map(|id| id.trim().to_owned()),
-        )
+        Some(crate::commands::cluster_copy::incarnation(
+            self.vfs.as_ref(),
+            dir,
+        ))
     }
 
     fn write_marker(&self, dir: &Path, id: &str) -> Result<(), String> {
