@@ -221,6 +221,24 @@ fn maintenance_consolidates_every_nodes_packs_and_loses_nothing() {
     let o = c.refstore(&["maintenance", "run", repo_dir(&c, 0).to_str().unwrap()]);
     assert!(!o.status.success());
     assert!(stderr(&o).contains("--cluster"), "{}", stderr(&o));
+    // Nor by the refs of another name than its own.
+    let o = c.cluster("create", &["other.git"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = c.refstore(&[
+        "maintenance",
+        "run",
+        "--cluster",
+        c.nodes[0].config.to_str().unwrap(),
+        "--name",
+        "other.git",
+        repo_dir(&c, 0).to_str().unwrap(),
+    ]);
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("not this node's copy"),
+        "{}",
+        stderr(&o)
+    );
 
     for n in 0..45 {
         history.push(&c, n % 3);

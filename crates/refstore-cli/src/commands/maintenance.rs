@@ -72,12 +72,16 @@ pub fn run(args: Args, globals: &Globals) -> Result<u8, Fatal> {
         None => globals.open_repo()?,
     };
     let repo = match &args.cluster {
-        Some(file) => cluster_repo(opened, &globals.cwd().join(file), args.name.as_deref(), globals)?,
+        Some(file) => {
+            let file = globals.cwd().join(file);
+            cluster_repo(opened, &file, args.name.as_deref(), globals)?
+        }
         None if is_cluster_copy(&opened) => {
+            let dir = opened.location.common_dir.display();
             return Err(Fatal::new(format!(
-                "'{}' is a cluster node's copy, whose refs are in etcd; run maintenance with --cluster <file>",
-                opened.location.common_dir.display()
-            )))
+                "'{dir}' is a cluster node's copy, whose refs are in etcd; \
+                 run maintenance with --cluster <file>"
+            )));
         }
         None => Repo::new(opened).map_err(Fatal::new)?,
     };
@@ -115,16 +119,16 @@ fn cluster_repo(
 ) -> Result<Repo, Fatal> {
     let config = super::cluster::read_config(globals.vfs().as_ref(), file)?;
     let dir = repo.location.common_dir.clone();
+    let unnamed = || {
+        Fatal::new(format!(
+            "cannot name '{}' for the cluster; give --name",
+            dir.display()
+        ))
+    };
     let name = match name {
         Some(name) => name.to_owned(),
-        None => super::cluster::repository_name(dir.parent().unwrap_or(&dir), &dir).ok_or_else(
-            || {
-                Fatal::new(format!(
-                    "cannot name '{}' for the cluster; give --name",
-                    dir.display()
-                ))
-            },
-        )?,
+        None => super::cluster::repository_name(dir.parent().unwrap_or(&dir), &dir)
+            .ok_or_else(unnamed)?,
     };
     let carried = incarnation(repo.vfs.as_ref(), &dir);
     let cluster = refstore_cluster::Cluster::connect(config).map_err(Fatal::new)?;
@@ -133,10 +137,11 @@ fn cluster_repo(
         (Some(record), Some(id)) if record.is_live() && record.id == *id => {}
         (Some(record), None) if record.is_live() => {}
         _ => {
+            let dir = dir.display();
             return Err(Fatal::new(format!(
-            "'{}' is not this node's copy of the cluster's repository '{name}'; give its --name",
-            dir.display()
-        )))
+                "'{dir}' is not this node's copy of the cluster's repository '{name}'; \
+                 give its --name"
+            )));
         }
     }
     let refs = cluster.refs(&name, repo.object_format());
