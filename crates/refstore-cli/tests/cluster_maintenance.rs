@@ -2,8 +2,10 @@
 //! two of them, many generated pushes through every node (new branches,
 //! fast-forwards, force-pushes that orphan commits, deletions), one node
 //! down for some of them and maintained while down (it lacks objects
-//! etcd's refs reach), then `refstore maintenance run --cluster` on every
-//! node while a push is in flight. Afterwards each node holds few packs,
+//! etcd's refs reach), its peers' packs of those pushes rolled up and
+//! deleted before it comes back and catches up from them, then
+//! `refstore maintenance run --cluster` on every node while a push is in
+//! flight (`MAINT_SEED=<n>` replays one history). Afterwards each node holds few packs,
 //! every ref's history is complete through every node (`git fsck
 //! --full` of a clone), every commit ever pushed, orphans included, is
 //! still on at least `object_copies` nodes (repacking consolidates and
@@ -261,11 +263,29 @@ fn maintenance_consolidates_every_nodes_packs_and_loses_nothing() {
     // n3 misses pushes, and is maintained while down: etcd's refs name
     // commits it lacks, and nothing it holds may go for that.
     c.kill_node(2);
+    let missed_from = history.pushed.len();
     for n in 0..12 {
         history.push(&c, n % 2);
     }
     maintain_ok(&c, 2, &["refstore.redundantPackExpire=now"]);
+    // Its peers roll up (and delete) the packs of the pushes it missed:
+    // it catches up from their consolidated packs.
+    for i in 0..2 {
+        maintain_ok(&c, i, &["refstore.redundantPackExpire=now"]);
+    }
     c.start_node(2);
+    // Its repair at startup copies them in.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let n3 = repo_dir(&c, 2);
+    for id in &history.pushed[missed_from..] {
+        while !support::git(&c.home, &n3, &["cat-file", "-e", id])
+            .status
+            .success()
+        {
+            assert!(Instant::now() < deadline, "n3 never caught up with {id}");
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
 
     // Maintenance on every node while a larger push is on its way.
     let big = support::noise(history.seed, 3_000_000);
