@@ -55,7 +55,7 @@ impl Repo {
     }
 
     /// A cluster node's copy of a repository, maintained with `refs`, the
-    /// cluster's refs of it (read at one revision, `HEAD` included): the
+    /// cluster's refs of it (listed at one revision, and `HEAD`): the
     /// tips its bitmaps are written for. Its own ref store is left alone
     /// (its refs are not the truth) and nothing is pruned.
     pub fn with_cluster_refs(
