@@ -63,10 +63,6 @@ impl RefFormat {
     }
 }
 
-/// The file in a node's copy of a repository (in its git directory)
-/// naming the incarnation (the record's `id`) the copy is of.
-pub const MARKER: &str = "refstore-cluster-id";
-
 /// One repository's record.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Record {

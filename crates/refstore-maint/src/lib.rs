@@ -26,6 +26,9 @@
 //! ([`Options::auto`]) a task runs only when its threshold says so, as git
 //! decides (`gc.auto`, `gc.autoPackLimit`, `maintenance.<task>.auto`).
 //!
+//! A cluster node's copy of a repository is maintained with the cluster's
+//! refs and without pruning ([`Repo::with_cluster_refs`]).
+//!
 //! Every file is written through the [`refstore_fs::Vfs`] and flushed
 //! before it receives the name readers look for.
 #![deny(missing_docs, unsafe_code)]

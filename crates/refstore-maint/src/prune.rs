@@ -25,8 +25,10 @@
 //!
 //! Conservative where it cannot see everything: nothing is pruned in a
 //! repository with a work-tree index or linked worktrees (objects staged
-//! there are not walked), nor in a reftable repository (its reflogs are
-//! not read here).
+//! there are not walked), in a reftable repository (its reflogs are not
+//! read here), nor in a cluster node's copy ([`Repo::cluster_copy`]: the
+//! node may lack objects through which the cluster's refs reach one it
+//! holds, and pushes through other nodes are not seen here).
 
 use crate::error::MaintError;
 use crate::loose_files::LooseObject;
@@ -46,6 +48,9 @@ pub fn prune(
     let Some(expiry) = repo.maint.prune_expire else {
         return Ok((loose, 0));
     };
+    if repo.cluster_copy {
+        return Ok((loose, 0));
+    }
     let now = SystemTime::now();
     let old_at = |path: &Path| {
         repo.vfs

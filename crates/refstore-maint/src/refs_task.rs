@@ -11,6 +11,11 @@ use refstore_refs::files::pack::PackOptions;
 
 /// Runs the task.
 pub fn run(repo: &Repo) -> Result<String, MaintError> {
+    if repo.cluster_copy {
+        // The cluster's refs are etcd's, which the cluster keeps itself;
+        // the copy's own ref store is not read.
+        return Ok("refs kept by the cluster: skipped".into());
+    }
     let Some(refs) = &repo.refs else {
         return Ok("no ref store given: skipped".into());
     };
@@ -43,6 +48,9 @@ pub fn run(repo: &Repo) -> Result<String, MaintError> {
 
 /// Loose refs (files) or tables (reftable) now, for `--auto`.
 pub fn pending(repo: &Repo) -> Result<usize, MaintError> {
+    if repo.cluster_copy {
+        return Ok(0);
+    }
     let Some(refs) = &repo.refs else {
         return Ok(0);
     };

@@ -1,6 +1,15 @@
 //! The repository housekeeping works on: the opened repository
 //! ([`refstore_repo::Repository`], which it derefs to) with the
 //! housekeeping settings and the ref store the tasks read.
+//!
+//! A cluster node's copy of a repository ([`Repo::with_cluster_refs`])
+//! is maintained with the cluster's refs (etcd's), not its own ref store,
+//! and without pruning: its objects are a part of the cluster's (with
+//! `object_copies` below the number of nodes it holds only some pushes),
+//! so an object it cannot reach from the refs may be reached through
+//! objects only other nodes hold, and a push in flight through another
+//! node may be about to name it. Packs are consolidated there and nothing
+//! is dropped.
 
 use crate::error::MaintError;
 use crate::settings::MaintSettings;
@@ -17,6 +26,9 @@ pub struct Repo {
     /// The ref store, for `pack-refs` and the tips bitmaps are written
     /// for (both skipped without one).
     pub refs: Option<Arc<dyn Backend>>,
+    /// True for a cluster node's copy: `refs` are the cluster's, and no
+    /// unreachable object is pruned (see the module's documentation).
+    pub cluster_copy: bool,
 }
 
 impl std::ops::Deref for Repo {
@@ -37,6 +49,23 @@ impl Repo {
         Ok(Repo {
             maint: MaintSettings::from_config(&repository.config)?,
             refs: Some(refs),
+            cluster_copy: false,
+            repository,
+        })
+    }
+
+    /// A cluster node's copy of a repository, maintained with `refs`, the
+    /// cluster's refs of it (listed at one revision, and `HEAD`): the
+    /// tips its bitmaps are written for. Its own ref store is left alone
+    /// (its refs are not the truth) and nothing is pruned.
+    pub fn with_cluster_refs(
+        repository: refstore_repo::Repository,
+        refs: Arc<dyn Backend>,
+    ) -> Result<Repo, MaintError> {
+        Ok(Repo {
+            maint: MaintSettings::from_config(&repository.config)?,
+            refs: Some(refs),
+            cluster_copy: true,
             repository,
         })
     }
@@ -47,6 +76,7 @@ impl Repo {
         Ok(Repo {
             maint: MaintSettings::from_config(&repository.config)?,
             refs: None,
+            cluster_copy: false,
             repository,
         })
     }

@@ -12,9 +12,16 @@
 //! to the number of workers. The run itself takes git's maintenance lock,
 //! so it also never overlaps a `git maintenance`, `git gc` or
 //! `refstore maintenance` on the same repository.
+//!
+//! A server whose refs come from elsewhere (a cluster's etcd, through its
+//! [`crate::RefSource`]) maintains each repository with the refs the push
+//! was served with ([`refstore_maint::Repo::with_cluster_refs`]): its own
+//! ref store is not the truth, so it is neither packed nor used to judge
+//! reachability, and nothing is pruned.
 
 use refstore_fs::config::Override;
 use refstore_fs::Vfs;
+use refstore_refs::backend::Backend;
 use refstore_repo::Repository;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -39,23 +46,38 @@ pub struct Maintenance {
 #[derive(Debug)]
 struct Inner {
     phases: Mutex<HashMap<PathBuf, Phase>>,
+    /// The refs of each queued repository whose refs are kept elsewhere
+    /// (a cluster's), as the last push to it was served with.
+    cluster_refs: Mutex<HashMap<PathBuf, Arc<dyn Backend>>>,
     queue: Mutex<Sender<PathBuf>>,
     vfs: Arc<dyn Vfs>,
     overrides: Vec<Override>,
+    /// True when the served repositories' refs are kept elsewhere (a
+    /// cluster's etcd) than in their own ref stores.
+    refs_elsewhere: bool,
 }
 
 impl Maintenance {
-    /// Starts `workers` threads (none: maintenance is off).
-    pub fn start(workers: usize, vfs: Arc<dyn Vfs>, overrides: Vec<Override>) -> Maintenance {
+    /// Starts `workers` threads (none: maintenance is off); with
+    /// `refs_elsewhere`, repositories are maintained with the refs their
+    /// pushes were served with, not their own ref stores'.
+    pub fn start(
+        workers: usize,
+        vfs: Arc<dyn Vfs>,
+        overrides: Vec<Override>,
+        refs_elsewhere: bool,
+    ) -> Maintenance {
         if workers == 0 {
             return Maintenance { inner: None };
         }
         let (sender, receiver) = channel();
         let inner = Arc::new(Inner {
             phases: Mutex::new(HashMap::new()),
+            cluster_refs: Mutex::new(HashMap::new()),
             queue: Mutex::new(sender),
             vfs,
             overrides,
+            refs_elsewhere,
         });
         let receiver = Arc::new(Mutex::new(receiver));
         for n in 0..workers {
@@ -71,9 +93,14 @@ impl Maintenance {
         Maintenance { inner: Some(inner) }
     }
 
-    /// Asks for `maintenance run --auto` of the repository at `git_dir`.
-    pub fn after_push(&self, git_dir: &Path) {
+    /// Asks for `maintenance run --auto` of `repo`, which a push was
+    /// just served on.
+    pub fn after_push(&self, repo: &refstore_protocol::Repository) {
         let Some(inner) = &self.inner else { return };
+        let git_dir = repo.location.git_dir.as_path();
+        if inner.refs_elsewhere {
+            lock(&inner.cluster_refs).insert(git_dir.to_owned(), repo.refs.clone());
+        }
         let mut phases = lock(&inner.phases);
         match phases.get(git_dir).copied() {
             Some(Phase::Queued) | Some(Phase::RunningAgain) => {}
@@ -105,14 +132,22 @@ fn work(inner: &Inner, receiver: &Mutex<Receiver<PathBuf>>) {
             let _ = lock(&inner.queue).send(git_dir);
         } else {
             phases.remove(&git_dir);
+            lock(&inner.cluster_refs).remove(&git_dir);
         }
     }
 }
 
 fn run_once(inner: &Inner, git_dir: &Path) {
+    let cluster_refs = lock(&inner.cluster_refs).get(git_dir).cloned();
     let result = Repository::open(inner.vfs.clone(), git_dir, &inner.overrides)
         .map_err(|e| e.to_string())
-        .and_then(|repo| refstore_maint::Repo::new(repo).map_err(|e| e.to_string()))
+        .and_then(|repo| {
+            match cluster_refs {
+                Some(refs) => refstore_maint::Repo::with_cluster_refs(repo, refs),
+                None => refstore_maint::Repo::new(repo),
+            }
+            .map_err(|e| e.to_string())
+        })
         .and_then(|repo| {
             let options = refstore_maint::Options {
                 auto: true,

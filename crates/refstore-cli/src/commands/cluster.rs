@@ -256,14 +256,8 @@ impl RefSource for ClusterRefs {
         let refs = self.cluster.refs(name, repo.object_format());
         refs.set_peeler(repo.peeler());
         // The copy's incarnation: its pushes commit only into that one.
-        let marker = repo.git_dir().join(refstore_cluster::records::MARKER);
-        if let Some(id) = repo
-            .vfs
-            .read(&marker)
-            .ok()
-            .and_then(|bytes| String::from_utf8(bytes).ok())
-        {
-            refs.pin_incarnation(id.trim().to_owned());
+        if let Some(id) = super::cluster_copy::incarnation(repo.vfs.as_ref(), repo.common_dir()) {
+            refs.pin_incarnation(id);
         }
         refs
     }

@@ -3,6 +3,7 @@
 mod check_ref_format;
 #[cfg(feature = "cluster")]
 mod cluster;
+mod cluster_copy;
 mod for_each_ref;
 mod hash_object;
 mod index_pack;

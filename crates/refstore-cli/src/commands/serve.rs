@@ -307,8 +307,9 @@ pub fn run(args: Args, globals: &Globals) -> Result<u8, Fatal> {
 /// Serves the repositories' refs from the cluster `path` describes, and
 /// copies every push's objects to `object_copies` of its nodes before the
 /// refs commit. Pushes are kept as packs (`receive.unpackLimit=0`), the
-/// unit nodes copy; maintenance, which would judge reachability by the
-/// local refs, does not run.
+/// unit nodes copy; background maintenance rolls them up with the
+/// cluster's refs (`refstore_maint::Repo::with_cluster_refs`: bitmaps for
+/// etcd's tips, nothing pruned), never the copy's own ref store.
 #[cfg(feature = "cluster")]
 fn join_cluster(options: &mut ServeOptions, globals: &Globals, path: &Path) -> Result<(), Fatal> {
     if options.replication.is_some() {
@@ -339,7 +340,6 @@ fn join_cluster(options: &mut ServeOptions, globals: &Globals, path: &Path) -> R
     let catalog = catalog::NodeCatalog::new(cluster, globals.vfs().clone(), options.root.clone());
     catalog.start();
     options.catalog = Some(catalog);
-    options.maintenance_workers = 0;
     Ok(())
 }
 

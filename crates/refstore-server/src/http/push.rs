@@ -43,7 +43,7 @@ pub(super) async fn push(
         let result = services::receive_pack(&repo, &mut input, &mut output);
         // A refused push stored nothing there is to maintain.
         if result.as_ref().is_ok_and(|&updated| updated > 0) && failure.get().is_none() {
-            service_state.maintenance.after_push(&repo.location.git_dir);
+            service_state.maintenance.after_push(&repo);
         }
         (result, output, failure.get())
     })

@@ -9,7 +9,8 @@
 //! - `POST /_refstore/replicate/<repo>/pack`: a complete pack, verified
 //!   and indexed durably before the answer (200 with its name; a pack
 //!   already there is 200 too; one that does not verify is 400 with
-//!   nothing stored).
+//!   nothing stored); then background maintenance is asked for, as after
+//!   a push.
 //!
 //! The repository is found and confined below the served root as for the
 //! git endpoints ([`crate::confine::repository`]), and named alike. These requests run on the
@@ -133,7 +134,8 @@ fn serve(
     ask: &Ask,
     pack: Option<&[u8]>,
 ) -> Result<Vec<u8>, (u16, String)> {
-    let repo = refstore_repo::Repository::open_location(
+    let name = served.name.clone();
+    let mut repo = refstore_repo::Repository::open_location(
         state.vfs.clone(),
         served.location,
         &state.options.repository_overrides(),
@@ -155,9 +157,15 @@ fn serve(
             .map_err(|e| (500, e))?
             .ok_or_else(|| (404, "no such pack".to_owned())),
         Ask::Upload => {
-            let name = packs::index(&repo, pack.unwrap_or_default())
+            let stored = packs::index(&repo, pack.unwrap_or_default())
                 .map_err(|e| (400, format!("pack refused: {e}")))?;
-            Ok(format!("{name}\n").into_bytes())
+            // Packs copied here add up as the node's own pushes do, so
+            // they are rolled up as those are, with the cluster's refs.
+            if let Some(source) = &state.options.ref_source {
+                repo.refs = source.refs(&repo, &name);
+            }
+            state.maintenance.after_push(&repo);
+            Ok(format!("{stored}\n").into_bytes())
         }
     }
 }

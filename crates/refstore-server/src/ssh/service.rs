@@ -215,10 +215,7 @@ fn finish(
         Ok(updated) => {
             // A refused push stored nothing there is to maintain.
             if command.service == Service::ReceivePack && updated > 0 {
-                shared
-                    .capacity
-                    .maintenance
-                    .after_push(&repo.location.git_dir);
+                shared.capacity.maintenance.after_push(repo);
             }
             Outcome {
                 exit: 0,

@@ -21,7 +21,7 @@
 
 use crate::commands::init::{self, NewRepository};
 use refstore_cluster::lifecycle::{LifecycleError, NewRepository as NewRecord};
-use refstore_cluster::records::{check_name, Record, RefFormat, MARKER};
+use refstore_cluster::records::{check_name, Record, RefFormat};
 use refstore_cluster::Cluster;
 use refstore_fs::config::{FsyncSettings, RefStorage};
 use refstore_fs::discover::is_git_directory;
@@ -36,6 +36,8 @@ use std::sync::mpsc::RecvTimeoutError;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
+/// The file in a copy's git directory naming the incarnation it is of.
+pub use crate::commands::cluster_copy::MARKER;
 /// Where removed copies go before they are deleted, below the root.
 const TRASH: &str = ".refstore-trash";
 /// Where new copies are made before they are renamed into place.
@@ -180,13 +182,10 @@ impl NodeCatalog {
         if !is_git_directory(self.vfs.as_ref(), dir) {
             return None;
         }
-        Some(
-            self.vfs
-                .read(&dir.join(MARKER))
-                .ok()
-                .and_then(|bytes| String::from_utf8(bytes).ok())
-                .map(|id| id.trim().to_owned()),
-        )
+        Some(crate::commands::cluster_copy::incarnation(
+            self.vfs.as_ref(),
+            dir,
+        ))
     }
 
     fn write_marker(&self, dir: &Path, id: &str) -> Result<(), String> {

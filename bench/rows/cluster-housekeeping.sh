@@ -1,0 +1,171 @@
+# Pack housekeeping in cluster mode: CHK_PUSHES (default 1000; the row
+# has run with up to what its report states) single-commit pushes over
+# smart HTTP, spread round-robin over the three nodes of a cluster (refs
+# in a one-member etcd on loopback, object_copies = 2), with background
+# maintenance off (--maintenance-workers 0) so that the packs add up as
+# they would without housekeeping; then `refstore maintenance run
+# --cluster` on every node (time, one run each). Reported:
+# - packs per node before and after;
+# - server CPU (the node process's user + system time, from /proc) and
+#   time of a full clone and of a fetch of the last 100 pushes, through
+#   node n1 before and after its maintenance, and through a single node
+#   (`refstore serve` without --cluster) holding the same history as one
+#   push, maintained by `refstore maintenance run`: what a node costs
+#   against a repository that never had many packs.
+# CHK_FETCH_RUNS (default 5) runs of each clone and fetch; medians.
+command -v etcd >/dev/null || { echo "error: etcd is missing (scripts/install-deps installs it)" >&2; exit 1; }
+pushes=${CHK_PUSHES:-1000}
+fetch_runs=${CHK_FETCH_RUNS:-5}
+((pushes > 100)) || { echo "cluster-housekeeping: CHK_PUSHES must be more than 100" >&2; exit 1; }
+base=$BENCH_DIR/cluster-housekeeping
+rm -rf "$base"
+mkdir -p "$base"
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; }
+trap cleanup EXIT
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+etcd_client=$(free_port) etcd_peer=$(free_port)
+etcd --name m1 --data-dir "$base/etcd" \
+    --listen-client-urls "http://127.0.0.1:$etcd_client" --advertise-client-urls "http://127.0.0.1:$etcd_client" \
+    --listen-peer-urls "http://127.0.0.1:$etcd_peer" --initial-advertise-peer-urls "http://127.0.0.1:$etcd_peer" \
+    --initial-cluster "m1=http://127.0.0.1:$etcd_peer" --initial-cluster-state new \
+    --logger zap --log-outputs "$base/etcd.log" &
+pids+=($!)
+until python3 - "$etcd_client" <<'PY' 2>/dev/null
+import sys, urllib.request
+sys.exit(0 if b'"health":"true"' in urllib.request.urlopen(f"http://127.0.0.1:{sys.argv[1]}/health", timeout=1).read() else 1)
+PY
+do sleep 0.2; done
+
+# The history: commit n changes one of 50 files, as in housekeeping.sh.
+src=$base/src
+"$GIT" init -q -b main "$src"
+now=$(date +%s)
+{
+    declare -A files
+    for ((n = 1; n <= pushes; n++)); do
+        f=$((n % 50))
+        files[$f]+="push $n changes file $f"$'\n'
+        printf 'commit refs/heads/main\nmark :%d\ncommitter bench <bench@refstore.invalid> %d +0000\ndata 8\npush %03d\n' \
+            "$n" $((now - pushes + n)) $((n % 1000))
+        printf 'M 100644 inline file%02d.txt\ndata %d\n%s\n' "$f" "${#files[$f]}" "${files[$f]}"
+    done
+} | "$GIT" -C "$src" fast-import --quiet --export-marks="$base/marks"
+sort -t: -k2 -n "$base/marks" | awk '{ print $2 }' >"$base/commits"
+first=$(head -1 "$base/commits")
+
+echo "alice:pw" >"$base/users"
+echo "a secret the bench's nodes share" >"$base/cluster.secret"
+ports=() nodes_table=""
+for n in 1 2 3; do
+    ports+=("$(free_port)")
+    nodes_table+="n$n = \"http://127.0.0.1:${ports[n - 1]}\""$'\n'
+done
+for n in 1 2 3; do
+    root=$base/root-n$n
+    mkdir -p "$root"
+    "$GIT" init -q --bare "$root/repo.git"
+    "$GIT" -C "$src" push -q "$root/repo.git" "$first:refs/heads/main"
+    cat >"$base/cluster-n$n.toml" <<TOML
+etcd = ["http://127.0.0.1:$etcd_client"]
+node = "n$n"
+object_copies = 2
+secret_file = "cluster.secret"
+[nodes]
+$nodes_table
+TOML
+done
+"$REFSTORE" cluster import --cluster "$base/cluster-n1.toml" "$base/root-n1/repo.git"
+node_pids=()
+for n in 1 2 3; do
+    "$REFSTORE" serve --listen "127.0.0.1:${ports[n - 1]}" --root "$base/root-n$n" --allow-push \
+        --credentials "$base/users" --workers 8 --maintenance-workers 0 \
+        --cluster "$base/cluster-n$n.toml" 2>"$base/n$n.log" &
+    pids+=($!)
+    node_pids+=($!)
+done
+single_port=$(free_port)
+mkdir -p "$base/root-single"
+"$GIT" init -q --bare "$base/root-single/repo.git"
+"$REFSTORE" serve --listen "127.0.0.1:$single_port" --root "$base/root-single" --allow-push \
+    --credentials "$base/users" --workers 8 --maintenance-workers 0 2>"$base/single.log" &
+pids+=($!)
+single_pid=$!
+sleep 1
+
+# The pushes, one commit each, round-robin over the nodes.
+n=0
+start=$(date +%s%N)
+while read -r commit; do
+    n=$((n + 1))
+    ((n == 1)) && continue
+    port=${ports[n % 3]}
+    "$GIT" -C "$src" push -q "http://alice:pw@127.0.0.1:$port/repo.git" "$commit:refs/heads/main"
+done <"$base/commits"
+end=$(date +%s%N)
+push_rate=$(awk -v n=$((pushes - 1)) -v s="$start" -v e="$end" 'BEGIN { printf "%.1f", n / ((e - s) / 1e9) }')
+"$GIT" -C "$src" push -q "http://alice:pw@127.0.0.1:$single_port/repo.git" main
+"$REFSTORE" maintenance run --quiet "$base/root-single/repo.git"
+
+packs_of() { find "$base/root-$1/repo.git/objects/pack" -name '*.pack' | wc -l; }
+# cpu_ticks PID: user + system clock ticks the process has used.
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+median() { sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+tick=$(getconf CLK_TCK)
+last100=$(sed -n "$((pushes - 100))p" "$base/commits")
+# serve_costs LABEL PORT PID: median server CPU (ms) and time (ms) of a
+# full clone and of a fetch of the last 100 pushes, into cost_<LABEL>_*.
+serve_costs() {
+    local label=$1 port=$2 pid=$3 r before after s e
+    local url="http://alice:pw@127.0.0.1:$port/repo.git"
+    : >"$base/$label-clone-cpu" && : >"$base/$label-clone-time"
+    : >"$base/$label-fetch-cpu" && : >"$base/$label-fetch-time"
+    for ((r = 0; r < fetch_runs; r++)); do
+        rm -rf "$base/clone-aside" && mv "$base/clone" "$base/clone-aside" 2>/dev/null || true
+        before=$(cpu_ticks "$pid") s=$(date +%s%N)
+        "$GIT" clone -q --bare "$url" "$base/clone"
+        e=$(date +%s%N) after=$(cpu_ticks "$pid")
+        echo $(((after - before) * 1000 / tick)) >>"$base/$label-clone-cpu"
+        echo $(((e - s) / 1000000)) >>"$base/$label-clone-time"
+        rm -rf "$base/fetch" && "$GIT" init -q --bare "$base/fetch"
+        "$GIT" -C "$src" push -q "$base/fetch" "$last100:refs/heads/main"
+        before=$(cpu_ticks "$pid") s=$(date +%s%N)
+        "$GIT" -C "$base/fetch" fetch -q "$url" main
+        e=$(date +%s%N) after=$(cpu_ticks "$pid")
+        echo $(((after - before) * 1000 / tick)) >>"$base/$label-fetch-cpu"
+        echo $(((e - s) / 1000000)) >>"$base/$label-fetch-time"
+    done
+}
+declare -A packs_before packs_after maint_ms
+for n in 1 2 3; do packs_before[$n]=$(packs_of "n$n"); done
+serve_costs before "${ports[0]}" "${node_pids[0]}"
+for n in 1 2 3; do
+    s=$(date +%s%N)
+    "$REFSTORE" -c refstore.redundantPackExpire=now maintenance run --quiet \
+        --cluster "$base/cluster-n$n.toml" "$base/root-n$n/repo.git"
+    e=$(date +%s%N)
+    maint_ms[$n]=$(((e - s) / 1000000))
+    packs_after[$n]=$(packs_of "n$n")
+done
+serve_costs after "${ports[0]}" "${node_pids[0]}"
+serve_costs single "$single_port" "$single_pid"
+
+cell() { median <"$base/$1"; }
+extra "### cluster-housekeeping: $pushes single-commit pushes over 3 cluster nodes (object_copies = 2), then \`refstore maintenance run --cluster\` on each"
+extra ""
+extra "Pushes: $push_rate/s. Packs per node before → after (maintenance time): n1 ${packs_before[1]} → ${packs_after[1]} (${maint_ms[1]} ms), n2 ${packs_before[2]} → ${packs_after[2]} (${maint_ms[2]} ms), n3 ${packs_before[3]} → ${packs_after[3]} (${maint_ms[3]} ms); single node: $(packs_of single) packs."
+extra ""
+extra "| served by | clone: server CPU | clone: time | fetch of last 100: server CPU | fetch: time |"
+extra "|---|---:|---:|---:|---:|"
+for label in before after single; do
+    case $label in
+        before) what="n1, before maintenance" ;;
+        after) what="n1, after maintenance" ;;
+        single) what="single node, maintained" ;;
+    esac
+    extra "| $what | $(cell "$label-clone-cpu") ms | $(cell "$label-clone-time") ms | $(cell "$label-fetch-cpu") ms | $(cell "$label-fetch-time") ms |"
+done
+extra ""
+cleanup
+trap - EXIT
