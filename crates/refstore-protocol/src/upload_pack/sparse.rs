@@ -32,13 +32,17 @@ pub(crate) const MAX_BOUNDARY: usize = 16;
 /// what they hold to `contents`, leaving out what `boundary_roots` hold at
 /// the same paths and what `excluded` holds (the client has it, wherever
 /// it is); fills `contents.client_versions` and `contents.client_has`.
+/// Returns those of `loose` (wanted blobs) that a boundary tree the walk
+/// read holds: git's sparse walk marks every entry of those trees as the
+/// client's, so such a blob is not sent.
 pub(crate) fn add_trees(
     graph: &mut Graph,
     roots: &[ObjectId],
     boundary_roots: &[ObjectId],
     excluded: &IdSet,
+    loose: &[ObjectId],
     contents: &mut PackContents,
-) -> Result<(), UploadPackError> {
+) -> Result<IdSet, UploadPackError> {
     let mut walk = Sparse {
         graph,
         excluded: (!excluded.is_empty()).then_some(excluded),
@@ -52,9 +56,29 @@ pub(crate) fn add_trees(
     for &root in roots {
         walk.add_tree(root, bases.clone(), contents)?;
     }
+    let mut held = IdSet::default();
+    if !loose.is_empty() {
+        for base in &bases {
+            walk.base_tree(base)?;
+        }
+        let format = walk.graph.object_format();
+        for tree in walk.base_trees.values() {
+            let mut at = 0;
+            while let Some(entry) = (at < tree.data.len())
+                .then(|| Entry::parse(&tree.data, at, format))
+                .flatten()
+            {
+                at = entry.end;
+                let id = entry.id(&tree.data);
+                if loose.contains(&id) {
+                    held.insert(id);
+                }
+            }
+        }
+    }
     contents.client_versions = Some(walk.versions);
     contents.client_has = walk.client_has;
-    Ok(())
+    Ok(held)
 }
 
 struct Sparse<'g> {

@@ -149,14 +149,21 @@ pub(crate) fn pack_contents(
                 .filter(|(_, is_tree)| *is_tree)
                 .map(|(id, _)| *id),
         );
-        super::sparse::add_trees(graph, &roots, &edge_trees, &excluded, &mut contents)?;
+        let loose: Vec<ObjectId> = want_others
+            .iter()
+            .filter(|(_, is_tree)| !is_tree)
+            .map(|(id, _)| *id)
+            .collect();
+        let held =
+            super::sparse::add_trees(graph, &roots, &edge_trees, &excluded, &loose, &mut contents)?;
+        want_others.retain(|(id, _)| !held.contains(id));
     }
     for (id, is_tree) in want_others {
         if is_tree {
             if !sparse {
                 add_tree(graph, id, &excluded, &mut contents, &mut versions)?;
             }
-        } else {
+        } else if !excluded.contains(&id) {
             contents.add(id, path_hash(ROOT, b""));
         }
     }
