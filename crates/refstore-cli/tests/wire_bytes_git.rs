@@ -127,6 +127,7 @@ fn run_fetch_corpus(setup: &Setup, git: &Server, git_version: (u32, u32), count:
             home: &setup.home,
             repo,
             scratch: &setup.scratch(),
+            ofs_delta: contains(&request.input, b"ofs-delta"),
         };
         let context = Context {
             how: request.how,
@@ -267,6 +268,8 @@ fn run_push_corpus(setup: &Setup, git: &Server, git_version: (u32, u32)) -> usiz
             home: &setup.home,
             repo: served,
             scratch: &setup.scratch(),
+            // Answers to pushes hold no pack.
+            ofs_delta: true,
         };
         let context = Context {
             how: request.how,

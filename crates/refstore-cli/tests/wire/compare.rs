@@ -15,6 +15,8 @@ pub struct Place<'a> {
     pub home: &'a Path,
     pub repo: &'a Path,
     pub scratch: &'a Path,
+    /// The client asked for `ofs-delta`: packs may hold offset deltas.
+    pub ofs_delta: bool,
 }
 
 /// `Ok` if refstore's answer is git's; otherwise what differs, with both
@@ -93,10 +95,20 @@ fn same_data(place: &Place<'_>, theirs: &[u8], ours: &[u8]) -> Result<bool, Stri
     if !(theirs.starts_with(b"PACK") && ours.starts_with(b"PACK")) {
         return Ok(theirs == ours);
     }
-    let theirs_objects = packs::objects(place.home, place.repo, place.scratch, theirs)
+    let theirs = packs::objects(place.home, place.repo, place.scratch, theirs)
         .map_err(|e| format!("git's pack: {e}"))?;
-    let our_objects = packs::objects(place.home, place.repo, place.scratch, ours)
+    let ours = packs::objects(place.home, place.repo, place.scratch, ours)
         .map_err(|e| format!("refstore's pack: {e}"))?;
+    if !place.ofs_delta {
+        assert_eq!(theirs.offset_deltas, 0, "git sent offset deltas unasked");
+        if ours.offset_deltas > 0 {
+            return Err(format!(
+                "refstore's pack has {} offset deltas, but the client did not ask for ofs-delta",
+                ours.offset_deltas
+            ));
+        }
+    }
+    let (theirs_objects, our_objects) = (theirs.ids, ours.ids);
     if theirs_objects != our_objects {
         let only_theirs: Vec<_> = theirs_objects.difference(&our_objects).collect();
         let only_ours: Vec<_> = our_objects.difference(&theirs_objects).collect();

@@ -30,6 +30,7 @@ pub(super) fn send(
     let request = PackRequest {
         progress,
         thin: inputs.thin,
+        ofs_delta: inputs.ofs_delta,
     };
     let repo = session.repo;
     let lookup = pack_cache::for_repository(repo).and_then(|cache| {

@@ -33,6 +33,8 @@ pub(crate) struct PackInputs<'a> {
     /// the whole trees of the client's commits count as its own (see
     /// [`super::walk::ShallowEdges`]). Unlike `thin`, this holds with a filter.
     pub shallow_thin: bool,
+    /// Deltas may name their base by offset (`ofs-delta`).
+    pub ofs_delta: bool,
 }
 
 impl<'a> PackInputs<'a> {
@@ -63,6 +65,7 @@ impl<'a> PackInputs<'a> {
             // The client may lack the bases a thin pack would use.
             thin: client.thin_pack && filter.is_none(),
             shallow_thin: client.thin_pack && !grafts.is_empty(),
+            ofs_delta: client.ofs_delta,
         }
     }
 }
@@ -89,7 +92,11 @@ pub(crate) fn pack_key(
         .bytes(Field::Filter, &filter)
         .bytes(
             Field::Capabilities,
-            &[u8::from(inputs.thin), u8::from(inputs.shallow_thin)],
+            &[
+                u8::from(inputs.thin),
+                u8::from(inputs.shallow_thin),
+                u8::from(inputs.ofs_delta),
+            ],
         );
     Some(key.finish())
 }
@@ -137,6 +144,7 @@ mod tests {
         filter: Option<Filter>,
         thin: bool,
         shallow_thin: bool,
+        ofs_delta: bool,
     }
 
     impl Request {
@@ -159,6 +167,7 @@ mod tests {
                     filter: self.filter.as_ref(),
                     thin: self.thin,
                     shallow_thin: self.shallow_thin,
+                    ofs_delta: self.ofs_delta,
                 },
             )
         }
@@ -195,17 +204,17 @@ mod tests {
             any::<bool>(),
             [set(), set(), set(), set(), set()],
             prop::option::of(filter()),
-            any::<bool>(),
-            any::<bool>(),
+            [any::<bool>(), any::<bool>(), any::<bool>()],
         )
             .prop_map(
-                |(git_dir, sha256, sets, filter, thin, shallow_thin)| Request {
+                |(git_dir, sha256, sets, filter, [thin, shallow_thin, ofs_delta])| Request {
                     git_dir,
                     sha256,
                     sets,
                     filter,
                     thin,
                     shallow_thin,
+                    ofs_delta,
                 },
             )
     }
@@ -223,6 +232,7 @@ mod tests {
             && a.filter == b.filter
             && a.thin == b.thin
             && a.shallow_thin == b.shallow_thin
+            && a.ofs_delta == b.ofs_delta
             && a.sets
                 .iter()
                 .zip(&b.sets)
@@ -241,7 +251,7 @@ mod tests {
         #[test]
         fn changing_any_one_field_changes_the_key(
             a in request(),
-            field in 0usize..10,
+            field in 0usize..11,
             extra in id(),
         ) {
             let mut b = a.clone();
@@ -258,7 +268,8 @@ mod tests {
                 }
                 7 => b.filter = match b.filter { None => Some(Filter::BlobNone), Some(_) => None },
                 8 => b.thin = !b.thin,
-                _ => b.shallow_thin = !b.shallow_thin,
+                9 => b.shallow_thin = !b.shallow_thin,
+                _ => b.ofs_delta = !b.ofs_delta,
             }
             prop_assert_ne!(a.key(), b.key());
         }
@@ -289,6 +300,7 @@ mod tests {
             filter: Some(&Filter::SparseOid("HEAD:sparse".into())),
             thin: false,
             shallow_thin: false,
+            ofs_delta: true,
         };
         assert_eq!(pack_key(Path::new("/a"), ObjectFormat::Sha1, &inputs), None);
     }

@@ -31,6 +31,9 @@ pub(crate) struct ClientOptions {
     pub include_tag: bool,
     /// The pack may be thin: deltas against objects the client has.
     pub thin_pack: bool,
+    /// The client reads offset deltas (`ofs-delta`); without it a delta
+    /// names its base by id, as git's pack-objects writes it then.
+    pub ofs_delta: bool,
     /// The client asked for `filter` (v0), so it may send a `filter` line.
     pub filter: bool,
     /// `no-done` (v0): once the server has said it is ready, the pack
@@ -71,9 +74,7 @@ impl ClientOptions {
     ) -> Result<(), UploadPackError> {
         match word {
             b"thin-pack" => self.thin_pack = true,
-            // Every client since git 1.4 reads the offset deltas the pack
-            // writer makes.
-            b"ofs-delta" => {}
+            b"ofs-delta" => self.ofs_delta = true,
             b"no-progress" => self.no_progress = true,
             b"include-tag" => self.include_tag = true,
             _ => {

@@ -47,6 +47,8 @@ pub(crate) struct PackRequest {
     /// The pack may be thin (`thin-pack`): deltas against objects the
     /// client has.
     pub thin: bool,
+    /// A delta may name its base by offset (`ofs-delta`); otherwise by id.
+    pub ofs_delta: bool,
 }
 
 /// Sends a pack of `contents` on side-band `mode` of `out`, with progress
@@ -76,8 +78,8 @@ pub(crate) fn send_pack<W: Write>(
             band.write_progress(message.as_bytes())?;
         }
         match cache {
-            Some(fill) => write::write(graph, &contents, plan, &mut fill.tee(&mut band)),
-            None => write::write(graph, &contents, plan, &mut band),
+            Some(fill) => write::write(graph, &contents, plan, request, &mut fill.tee(&mut band)),
+            None => write::write(graph, &contents, plan, request, &mut band),
         }
     });
     match result {
@@ -114,7 +116,7 @@ pub(crate) fn send_raw_pack(
     let plan = plan::plan(graph, &mut contents, request.thin)?;
     contents.forget_lookups();
     match cache {
-        Some(fill) => write::write(graph, &contents, plan, &mut fill.tee(out)),
-        None => write::write(graph, &contents, plan, out),
+        Some(fill) => write::write(graph, &contents, plan, request, &mut fill.tee(out)),
+        None => write::write(graph, &contents, plan, request, out),
     }
 }

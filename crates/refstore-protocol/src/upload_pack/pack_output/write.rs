@@ -3,6 +3,7 @@
 //! their deltas, damaged entries replaced by another copy.
 
 use super::plan::{damaged, How, Plan};
+use super::PackRequest;
 use crate::pkt_line::sideband::SidebandMode;
 use crate::upload_pack::contents::{PackContents, NO_PATH};
 use crate::upload_pack::delta_search::{Base, DeltaSearch, Found, MAX_SIZE};
@@ -35,6 +36,7 @@ pub(super) fn write(
     graph: &Graph,
     contents: &PackContents,
     plan: Plan,
+    request: PackRequest,
     out: &mut dyn Write,
 ) -> Result<PackSummary, UploadPackError> {
     let objects = contents.ids.len();
@@ -50,6 +52,7 @@ pub(super) fn write(
         graph,
         contents,
         plan,
+        ofs_delta: request.ofs_delta,
         reader: ObjectReader::new(graph),
         pack,
         offsets: vec![UNWRITTEN; objects],
@@ -82,6 +85,8 @@ struct Writer<'a, 'w> {
     graph: &'a Graph,
     contents: &'a PackContents,
     plan: Plan,
+    /// Deltas may name their base by offset; otherwise by id.
+    ofs_delta: bool,
     /// Reads objects compressed afresh and the client's objects (the
     /// bases of a thin pack), one delta at a time through a capped cache.
     reader: ObjectReader<'a>,
@@ -167,10 +172,7 @@ impl Writer<'_, '_> {
                             .map_err(io)?;
                     }
                     (_, How::Delta(base)) => {
-                        let distance = offset - self.offsets[base as usize];
-                        self.pack
-                            .entry_header(OFS_DELTA, entry.size, Some(distance))
-                            .map_err(io)?;
+                        self.delta_header(slot, base, entry.size)?;
                         self.summary.deltas += 1;
                         self.summary.reused_deltas += 1;
                     }
@@ -317,17 +319,26 @@ impl Writer<'_, '_> {
     fn write_delta(&mut self, slot: u32, found: &Found) -> Result<(), UploadPackError> {
         let size = found.delta.len() as u64;
         match found.base {
-            Base::Slot(base) => {
-                let distance = self.offsets[slot as usize] - self.offsets[base as usize];
-                self.pack
-                    .entry_header(OFS_DELTA, size, Some(distance))
-                    .map_err(io)?;
-            }
+            Base::Slot(base) => self.delta_header(slot, base, size)?,
             Base::Client(id) => self.pack.ref_delta_header(size, &id).map_err(io)?,
         }
         deflate(&mut self.pack, &found.delta)?;
         self.summary.deltas += 1;
         Ok(())
+    }
+
+    /// Writes the header of `slot`'s entry, a delta of `size` bytes
+    /// against the slot `base` written before it: by offset where the
+    /// client reads offset deltas, by id otherwise.
+    fn delta_header(&mut self, slot: u32, base: u32, size: u64) -> Result<(), UploadPackError> {
+        if self.ofs_delta {
+            let distance = self.offsets[slot as usize] - self.offsets[base as usize];
+            self.pack.entry_header(OFS_DELTA, size, Some(distance))
+        } else {
+            let id = self.contents.ids[base as usize];
+            self.pack.ref_delta_header(size, &id)
+        }
+        .map_err(io)
     }
 
     /// Keeps `data` as the candidate base for the next version of `slot`'s
