@@ -23,10 +23,17 @@
 //! `thin.rs`), stored whole or compressed afresh, are also tried as deltas
 //! against that version. Otherwise every base is in the pack.
 //!
+//! Where the objects begin with the first entries of a stored pack in
+//! the order it stores them (a count with bitmaps lists them so), that
+//! stretch is copied in one piece, as git's pack reuse does
+//! ([`verbatim`]); when it is the whole pack, the new pack is the stored
+//! one, checksum included.
+//!
 //! [`plan`] decides how each object is sent, reading only entry headers;
 //! [`write`] writes the pack that plan describes.
 
 mod plan;
+mod verbatim;
 mod write;
 
 pub(crate) use write::PackSummary;
@@ -84,8 +91,12 @@ pub(crate) fn send_pack<W: Write>(
         Ok(summary) => {
             if request.progress {
                 let message = format!(
-                    "Total {} (delta {}), reused {} (delta {}), pack-reused 0\n",
-                    summary.objects, summary.deltas, summary.reused, summary.reused_deltas
+                    "Total {} (delta {}), reused {} (delta {}), pack-reused {}\n",
+                    summary.objects,
+                    summary.deltas,
+                    summary.reused,
+                    summary.reused_deltas,
+                    summary.pack_reused
                 );
                 band.write_progress(message.as_bytes())?;
             }

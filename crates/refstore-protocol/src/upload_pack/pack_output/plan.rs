@@ -1,8 +1,10 @@
 //! Planning a pack: where each object to send is stored and how it is
 //! sent (its stored entry copied whole or as a delta, or compressed
 //! afresh), the delta chains copied, and which objects are worth keeping
-//! as delta bases. Only entry headers are read.
+//! as delta bases. Only entry headers are read, and not those of a
+//! leading stretch sent as stored ([`super::verbatim`]).
 
+use super::verbatim::{self, Stretch};
 use crate::upload_pack::contents::{PackContents, NO_PATH};
 use crate::upload_pack::delta_search::MAX_DEPTH;
 use crate::upload_pack::graph::Graph;
@@ -53,6 +55,9 @@ pub(super) struct Plan {
     /// commit meets each path once: keeping every file for nothing would
     /// hold the whole tree in memory).
     pub(super) base_wanted: Vec<bool>,
+    /// The leading slots sent as a stretch of a stored pack, copied in one
+    /// piece; their entries in `stored` are planned as whole objects, unread.
+    pub(super) verbatim: Option<Stretch>,
 }
 
 pub(super) fn damaged(e: refstore_odb::OdbError) -> UploadPackError {
@@ -72,6 +77,8 @@ pub(super) fn plan(
         false => ThinBases::none(),
     };
     let contents = &*contents;
+    let verbatim = verbatim::find(graph, contents);
+    let stretch_end = verbatim.map_or(0, |stretch| stretch.objects);
     let packs = graph.packs();
     let ids = &contents.ids;
     // The slot of each sent object, by pack and index position: a stored
@@ -105,6 +112,10 @@ pub(super) fn plan(
             stored.push(None);
             continue;
         };
+        if slot < stretch_end {
+            stored.push(Some((at, How::Whole)));
+            continue;
+        }
         if slot % RELEASE_HEADERS_EVERY == RELEASE_HEADERS_EVERY - 1 {
             // Reading every entry's header touches nearly every page of a
             // pack: give them back as it goes.
@@ -154,6 +165,7 @@ pub(super) fn plan(
         thin,
         fresh_for_delta,
         base_wanted: bases_wanted(&contents.paths, &searched),
+        verbatim,
     })
 }
 

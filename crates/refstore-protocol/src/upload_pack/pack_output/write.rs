@@ -1,8 +1,10 @@
-//! Writing a planned pack: each object's stored entry copied or its
-//! content compressed afresh (as a delta where one is found), bases before
-//! their deltas, damaged entries replaced by another copy.
+//! Writing a planned pack: a leading stretch of a stored pack copied in
+//! one piece ([`super::verbatim`]), then each object's stored entry copied
+//! or its content compressed afresh (as a delta where one is found), bases
+//! before their deltas, damaged entries replaced by another copy.
 
 use super::plan::{damaged, How, Plan};
+use super::verbatim;
 use crate::pkt_line::sideband::SidebandMode;
 use crate::upload_pack::contents::{PackContents, NO_PATH};
 use crate::upload_pack::delta_search::{Base, DeltaSearch, Found, MAX_SIZE};
@@ -21,10 +23,13 @@ pub(crate) struct PackSummary {
     pub objects: usize,
     /// Of those, sent as deltas.
     pub deltas: usize,
-    /// Objects whose stored entry was copied.
+    /// Objects whose stored entry was copied one by one.
     pub reused: usize,
     /// Of those, deltas.
     pub reused_deltas: usize,
+    /// Objects copied as a leading stretch of a stored pack (git's
+    /// "pack-reused"); not counted in `reused`.
+    pub pack_reused: usize,
 }
 
 /// An offset not (yet) known: not written.
@@ -45,23 +50,64 @@ pub(super) fn write(
     // them into full side-band packets.
     let mut buffered =
         std::io::BufWriter::with_capacity(SidebandMode::SideBand64k.max_content_len(), out);
-    let pack = PackWriter::start(&mut buffered, graph.object_format(), object_count).map_err(io)?;
+    let packs = graph.packs();
+    // A stored pack sent whole, with exactly its objects: the new pack is
+    // that one, checksum included.
+    let stored_trailer = plan
+        .verbatim
+        .filter(|stretch| stretch.is_whole_pack(packs, objects))
+        .and_then(|stretch| {
+            let order = packs.stored_order(stretch.pack);
+            let header = crate::upload_pack::pack_writer::pack_header(object_count);
+            (order.header() == Some(&header[..]))
+                .then(|| order.trailer())
+                .flatten()
+        });
+    let mut pack = match stored_trailer {
+        Some(trailer) => {
+            PackWriter::start_stored(&mut buffered, graph.object_format(), object_count, trailer)
+        }
+        None => PackWriter::start(&mut buffered, graph.object_format(), object_count),
+    }
+    .map_err(io)?;
+    let mut summary = PackSummary {
+        objects,
+        ..PackSummary::default()
+    };
+    let mut offsets = vec![UNWRITTEN; objects];
+    let mut plan = plan;
+    let mut first_unwritten = 0;
+    if let Some(stretch) = plan.verbatim {
+        let copied = verbatim::copy(packs, stretch, &mut pack).map_err(io)?;
+        let order = packs.stored_order(stretch.pack);
+        for (slot, offset) in offsets[..copied.objects].iter_mut().enumerate() {
+            *offset = order.offset(slot);
+        }
+        summary.pack_reused = copied.objects;
+        summary.deltas = copied.deltas;
+        if copied.objects < stretch.objects {
+            // An entry that cannot be copied as stored: from it on, the
+            // stretch is sent entry by entry.
+            verbatim::replan(packs, stretch, &mut plan, copied.objects..stretch.objects);
+            let entries = verbatim::copied_bytes(packs, stretch, copied.objects)
+                .ok_or_else(|| io(std::io::Error::other("a copied pack entry is gone")))?;
+            pack.hash_written(object_count, entries).map_err(io)?;
+        }
+        first_unwritten = copied.objects;
+    }
     let mut writer = Writer {
         graph,
         contents,
         plan,
         reader: ObjectReader::new(graph),
         pack,
-        offsets: vec![UNWRITTEN; objects],
+        offsets,
         pending: vec![false; objects],
         search: DeltaSearch::default(),
-        summary: PackSummary {
-            objects,
-            ..PackSummary::default()
-        },
+        summary,
         copied: Vec::new(),
     };
-    for slot in 0..objects {
+    for slot in first_unwritten..objects {
         writer.emit(slot as u32)?;
     }
     let summary = writer.summary;
