@@ -98,7 +98,7 @@ fn random_repository(seed: u64, commits: usize) -> (tempfile::TempDir, PathBuf, 
 /// (empty when the fetch fails) and the progress text.
 fn fetch(dir: &Path, wants: &[String]) -> (Result<(), String>, Vec<u8>, String) {
     let mut arguments: Vec<String> = wants.iter().map(|w| format!("want {w}")).collect();
-    arguments.extend(["ofs-delta".to_owned(), "done".to_owned()]);
+    arguments.extend(["ofs-delta", "include-tag", "done"].map(str::to_owned));
     let arguments: Vec<&str> = arguments.iter().map(String::as_str).collect();
     let input = support::fetch_request(&arguments);
     let repo = refstore_repo::Repository::open(Arc::new(RealFs::new()), dir, &[])
@@ -310,7 +310,13 @@ fn a_fetch_of_one_branch_reuses_the_leading_stretch_it_wants() {
         let (result, pack, progress) = fetch(&bare, std::slice::from_ref(&main));
         result.unwrap();
         let refs = vec![("refs/heads/main".to_owned(), main.clone())];
-        let expected = reachable(&bare, &[main]);
+        // include-tag: the tags of main's history come along, added after
+        // the count.
+        let mut tagged = vec![main];
+        for tag in git(&bare, &["tag", "--merged", "main"]).lines() {
+            tagged.push(git(&bare, &["rev-parse", tag]));
+        }
+        let expected = reachable(&bare, &tagged);
         assert_eq!(received(&pack, &refs), expected, "seed {seed}");
         let (total, reused) = counts(&progress);
         assert_eq!(total, expected.len());

@@ -65,7 +65,11 @@ impl Stretch {
 pub(super) fn find(graph: &Graph, contents: &PackContents) -> Option<Stretch> {
     let first = contents.located.first().copied().flatten()?;
     let order = graph.packs().stored_order(first.pack);
-    let limit = order.len().min(contents.ids.len());
+    // Objects added after the count (tags to include) have no location.
+    let limit = order
+        .len()
+        .min(contents.ids.len())
+        .min(contents.located.len());
     let objects = (0..limit)
         .take_while(|&rank| {
             contents.located[rank]
