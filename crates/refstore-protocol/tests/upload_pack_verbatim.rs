@@ -380,3 +380,38 @@ fn an_entry_damaged_inside_the_stretch_is_never_sent() {
         assert_eq!(counts(&progress), (expected.len(), rank), "seed {seed}");
     }
 }
+
+#[test]
+fn a_reused_pack_goes_through_the_pack_cache_unchanged() {
+    let (_dir, work, bare) = random_repository(14, 20);
+    git(&bare, &["repack", "-adbq"]);
+    git(&bare, &["config", "refstore.packCache.enabled", "true"]);
+    let stored = std::fs::read(&files_ending(&bare, "pack")[0]).unwrap();
+    let refs = refs(&bare);
+    // The first fetch writes the entry as it sends the pack, the second
+    // is sent the entry.
+    for _ in 0..2 {
+        let (result, pack, _) = fetch(&bare, &tips(&refs));
+        result.unwrap();
+        assert!(pack == stored, "not the stored pack");
+    }
+    assert!(bare.join("refstore-pack-cache").is_dir());
+    // A stretch and fresh objects after it: the cached pack is what was
+    // sent, and complete.
+    random_commits(&work, &mut Random(114), 3, 1_700_000_000, "more");
+    git(&work, &["push", "-q", bare.to_str().unwrap(), "main"]);
+    let refs = self::refs(&bare);
+    let expected = reachable(&bare, &tips(&refs));
+    let (result, first, progress) = fetch(&bare, &tips(&refs));
+    result.unwrap();
+    assert_eq!(counts(&progress), (expected.len(), stored_objects(&stored)));
+    let (result, second, _) = fetch(&bare, &tips(&refs));
+    result.unwrap();
+    assert!(first == second, "the cache changed the pack");
+    assert_eq!(received(&second, &refs), expected);
+}
+
+/// The number of entries a pack's header gives.
+fn stored_objects(pack: &[u8]) -> usize {
+    u32::from_be_bytes(pack[8..12].try_into().unwrap()) as usize
+}
