@@ -1,6 +1,7 @@
 //! A fetch whose objects begin with the first entries of a stored pack
 //! (a count with a pack's or a multi-pack index's bitmap lists them so)
-//! is sent that stretch of the pack as stored, the rest written after it;
+//! is sent that stretch of the pack as stored (and the first entries of
+//! the packs a multi-pack index numbers after it), the rest written after;
 //! a clone of a pack with all of its objects is the stored pack byte for
 //! byte. Over random histories: the received packs pass `git index-pack
 //! --strict` and `git fsck --strict` and hold exactly what the wants
@@ -261,37 +262,62 @@ fn a_bitmapped_pack_is_reused_and_loose_objects_are_written_after_it() {
     }
 }
 
+/// A random repository in two packs (the second of `later` commits) under
+/// a multi-pack index with a bitmap, the first pack preferred: the
+/// repository and the two packs' indexes, preferred first.
+fn two_packs_with_midx(
+    seed: u64,
+    later: usize,
+) -> (tempfile::TempDir, PathBuf, PathBuf, PathBuf, PathBuf) {
+    let (dir, work, bare) = random_repository(seed, 20);
+    git(&bare, &["repack", "-adq"]);
+    let first = files_ending(&bare, "idx")[0].clone();
+    random_commits(&work, &mut Random(seed + 100), later, 1_700_000_000, "more");
+    git(&work, &["push", "-q", bare.to_str().unwrap(), "main"]);
+    // The pushed objects in a second pack.
+    git(&bare, &["repack", "-dq"]);
+    assert_eq!(files_ending(&bare, "pack").len(), 2);
+    let name = first.with_extension("pack");
+    git(
+        &bare,
+        &[
+            "multi-pack-index",
+            "write",
+            "--bitmap",
+            &format!(
+                "--preferred-pack={}",
+                name.file_name().unwrap().to_str().unwrap()
+            ),
+        ],
+    );
+    let other = files_ending(&bare, "idx")
+        .into_iter()
+        .find(|index| *index != first)
+        .unwrap();
+    (dir, work, bare, first, other)
+}
+
 #[test]
-fn a_multi_pack_index_bitmap_reuses_its_preferred_pack() {
+fn a_multi_pack_index_bitmap_reuses_its_packs_preferred_first() {
     for seed in 6..=7 {
-        let (_dir, work, bare) = random_repository(seed, 20);
-        git(&bare, &["repack", "-adq"]);
-        let first = files_ending(&bare, "idx")[0].clone();
+        let (_dir, work, bare, first, other) = two_packs_with_midx(seed, 6);
         let preferred = entries(&bare, &first).len();
-        random_commits(&work, &mut Random(seed + 100), 6, 1_700_000_000, "more");
+        let second = entries(&bare, &other).len();
+        // And loose objects the index does not cover.
+        random_commits(&work, &mut Random(seed + 200), 2, 1_800_000_000, "last");
         git(&work, &["push", "-q", bare.to_str().unwrap(), "main"]);
-        // The pushed objects in a second pack.
-        git(&bare, &["repack", "-dq"]);
-        assert_eq!(files_ending(&bare, "pack").len(), 2);
-        let name = first.with_extension("pack");
-        git(
-            &bare,
-            &[
-                "multi-pack-index",
-                "write",
-                "--bitmap",
-                &format!(
-                    "--preferred-pack={}",
-                    name.file_name().unwrap().to_str().unwrap()
-                ),
-            ],
-        );
         let refs = refs(&bare);
         let (result, pack, progress) = fetch(&bare, &tips(&refs));
         result.unwrap();
         let expected = reachable(&bare, &tips(&refs));
+        assert!(expected.len() > preferred + second);
         assert_eq!(received(&pack, &refs), expected, "seed {seed}");
-        assert_eq!(counts(&progress), (expected.len(), preferred), "{progress}");
+        // Both packs copied in one piece each, the loose objects after.
+        assert_eq!(
+            counts(&progress),
+            (expected.len(), preferred + second),
+            "{progress}"
+        );
     }
 }
 
@@ -359,20 +385,7 @@ fn an_entry_damaged_inside_the_stretch_is_never_sent() {
         assert!(error.contains("damaged"), "seed {seed}: {error}");
 
         // A loose copy: it is sent instead, and the stretch ends before it.
-        let kind = match kind.as_str() {
-            "commit" => ObjectKind::Commit,
-            "tree" => ObjectKind::Tree,
-            "blob" => ObjectKind::Blob,
-            _ => ObjectKind::Tag,
-        };
-        let mut writer = LooseWriter::new(
-            Arc::new(RealFs::new()),
-            bare.join("objects"),
-            ObjectFormat::Sha1,
-            FlushMethod::None,
-        );
-        assert_eq!(writer.write(kind, &content).unwrap().to_string(), id);
-        writer.commit().unwrap();
+        write_loose(&bare, &kind, &content, &id);
         let (result, pack, progress) = fetch(&bare, &tips(&refs));
         result.unwrap();
         let expected = reachable(&bare, &tips(&refs));
@@ -414,4 +427,51 @@ fn a_reused_pack_goes_through_the_pack_cache_unchanged() {
 /// The number of entries a pack's header gives.
 fn stored_objects(pack: &[u8]) -> usize {
     u32::from_be_bytes(pack[8..12].try_into().unwrap()) as usize
+}
+
+#[test]
+fn an_entry_damaged_in_a_later_pack_of_a_multi_pack_index_is_never_sent() {
+    for seed in 15..=16 {
+        let (_dir, _work, bare, first, other) = two_packs_with_midx(seed, 8);
+        let preferred = entries(&bare, &first).len();
+        let listed = entries(&bare, &other);
+        let rank = Random(seed).below(listed.len() as u64) as usize;
+        let id = listed[rank].0.clone();
+        let kind = git(&bare, &["cat-file", "-t", &id]);
+        let content = support::git_with(&bare, &["cat-file", &kind, &id], &[], b"").stdout;
+        damage_entry(&bare, &other, rank);
+        let refs = refs(&bare);
+        let (result, _, _) = fetch(&bare, &tips(&refs));
+        let error = result.unwrap_err();
+        assert!(error.contains("damaged"), "seed {seed}: {error}");
+
+        write_loose(&bare, &kind, &content, &id);
+        let (result, pack, progress) = fetch(&bare, &tips(&refs));
+        result.unwrap();
+        let expected = reachable(&bare, &tips(&refs));
+        assert_eq!(received(&pack, &refs), expected, "seed {seed}");
+        assert_eq!(
+            counts(&progress),
+            (expected.len(), preferred + rank),
+            "seed {seed}"
+        );
+    }
+}
+
+/// Writes a loose copy of the object `id`, of type `kind`.
+fn write_loose(bare: &Path, kind: &str, content: &[u8], id: &str) {
+    let kind = match kind {
+        "commit" => ObjectKind::Commit,
+        "tree" => ObjectKind::Tree,
+        "blob" => ObjectKind::Blob,
+        _ => ObjectKind::Tag,
+    };
+    let mut writer = LooseWriter::new(
+        Arc::new(RealFs::new()),
+        bare.join("objects"),
+        ObjectFormat::Sha1,
+        FlushMethod::None,
+    );
+    assert_eq!(writer.write(kind, content).unwrap().to_string(), id);
+    writer.commit().unwrap();
 }

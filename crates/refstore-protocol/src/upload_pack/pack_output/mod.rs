@@ -25,9 +25,10 @@
 //!
 //! Where the objects begin with the first entries of a stored pack in
 //! the order it stores them (a count with bitmaps lists them so), that
-//! stretch is copied in one piece, as git's pack reuse does
-//! ([`verbatim`]); when it is the whole pack, the new pack is the stored
-//! one, checksum included.
+//! stretch is copied in one piece, and so are those of the packs a
+//! multi-pack index numbers after it, as git's pack reuse does
+//! ([`verbatim`]); when one pack is sent whole, the new pack is the
+//! stored one, checksum included.
 //!
 //! [`plan`] decides how each object is sent, reading only entry headers;
 //! [`write`] writes the pack that plan describes.

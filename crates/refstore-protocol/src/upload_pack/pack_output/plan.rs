@@ -4,7 +4,7 @@
 //! as delta bases. Only entry headers are read, and not those of a
 //! leading stretch sent as stored ([`super::verbatim`]).
 
-use super::verbatim::{self, Stretch};
+use super::verbatim::{self, Stretches};
 use crate::upload_pack::contents::{PackContents, NO_PATH};
 use crate::upload_pack::delta_search::MAX_DEPTH;
 use crate::upload_pack::graph::Graph;
@@ -55,9 +55,10 @@ pub(super) struct Plan {
     /// commit meets each path once: keeping every file for nothing would
     /// hold the whole tree in memory).
     pub(super) base_wanted: Vec<bool>,
-    /// The leading slots sent as a stretch of a stored pack, copied in one
-    /// piece; their entries in `stored` are planned as whole objects, unread.
-    pub(super) verbatim: Option<Stretch>,
+    /// The leading slots sent as stretches of stored packs, each copied in
+    /// one piece; their entries in `stored` are planned as whole objects,
+    /// unread.
+    pub(super) verbatim: Stretches,
 }
 
 pub(super) fn damaged(e: refstore_odb::OdbError) -> UploadPackError {
@@ -78,7 +79,7 @@ pub(super) fn plan(
     };
     let contents = &*contents;
     let verbatim = verbatim::find(graph, contents);
-    let stretch_end = verbatim.map_or(0, |stretch| stretch.objects);
+    let stretch_end = verbatim::end(&verbatim);
     let packs = graph.packs();
     let ids = &contents.ids;
     // The slot of each sent object, by pack and index position: a stored

@@ -53,16 +53,13 @@ pub(super) fn write(
     let packs = graph.packs();
     // A stored pack sent whole, with exactly its objects: the new pack is
     // that one, checksum included.
-    let stored_trailer = plan
-        .verbatim
-        .filter(|stretch| stretch.is_whole_pack(packs, objects))
-        .and_then(|stretch| {
-            let order = packs.stored_order(stretch.pack);
-            let header = crate::upload_pack::pack_writer::pack_header(object_count);
-            (order.header() == Some(&header[..]))
-                .then(|| order.trailer())
-                .flatten()
-        });
+    let stored_trailer = verbatim::whole_pack(packs, &plan.verbatim, objects).and_then(|whole| {
+        let order = packs.stored_order(whole);
+        let header = crate::upload_pack::pack_writer::pack_header(object_count);
+        (order.header() == Some(&header[..]))
+            .then(|| order.trailer())
+            .flatten()
+    });
     let mut pack = match stored_trailer {
         Some(trailer) => {
             PackWriter::start_stored(&mut buffered, graph.object_format(), object_count, trailer)
@@ -70,31 +67,26 @@ pub(super) fn write(
         None => PackWriter::start(&mut buffered, graph.object_format(), object_count),
     }
     .map_err(io)?;
-    let mut summary = PackSummary {
-        objects,
-        ..PackSummary::default()
-    };
     let mut offsets = vec![UNWRITTEN; objects];
     let mut plan = plan;
-    let mut first_unwritten = 0;
-    if let Some(stretch) = plan.verbatim {
-        let copied = verbatim::copy(packs, stretch, &mut pack).map_err(io)?;
-        let order = packs.stored_order(stretch.pack);
-        for (slot, offset) in offsets[..copied.objects].iter_mut().enumerate() {
-            *offset = order.offset(slot);
-        }
-        summary.pack_reused = copied.objects;
-        summary.deltas = copied.deltas;
-        if copied.objects < stretch.objects {
-            // An entry that cannot be copied as stored: from it on, the
-            // stretch is sent entry by entry.
-            verbatim::replan(packs, stretch, &mut plan, copied.objects..stretch.objects);
-            let entries = verbatim::copied_bytes(packs, stretch, copied.objects)
+    let copied = verbatim::copy(packs, &plan.verbatim, &mut pack, &mut offsets).map_err(io)?;
+    if copied.objects < verbatim::end(&plan.verbatim) {
+        // An entry that cannot be copied as stored: from it on, the
+        // stretches are sent entry by entry.
+        verbatim::replan(packs, &mut plan, copied.objects);
+        if stored_trailer.is_some() {
+            // Not the stored pack after all: hash what it copied.
+            let entries = verbatim::copied_bytes(packs, plan.verbatim[0], copied.objects)
                 .ok_or_else(|| io(std::io::Error::other("a copied pack entry is gone")))?;
             pack.hash_written(object_count, entries).map_err(io)?;
         }
-        first_unwritten = copied.objects;
     }
+    let summary = PackSummary {
+        objects,
+        deltas: copied.deltas,
+        pack_reused: copied.objects,
+        ..PackSummary::default()
+    };
     let mut writer = Writer {
         graph,
         contents,
@@ -107,7 +99,7 @@ pub(super) fn write(
         summary,
         copied: Vec::new(),
     };
-    for slot in first_unwritten..objects {
+    for slot in copied.objects..objects {
         writer.emit(slot as u32)?;
     }
     let summary = writer.summary;
