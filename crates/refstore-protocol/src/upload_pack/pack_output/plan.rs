@@ -1,8 +1,8 @@
 //! Planning a pack: where each object to send is stored and how it is
 //! sent (its stored entry copied whole or as a delta, or compressed
 //! afresh), the delta chains copied, and which objects are worth keeping
-//! as delta bases. Only entry headers are read, and not those of a
-//! leading stretch sent as stored ([`super::verbatim`]).
+//! as delta bases. Only entry headers are read, and not those of the
+//! leading stretches sent as stored ([`super::verbatim`]).
 
 use super::verbatim::{self, Stretches};
 use crate::upload_pack::contents::{PackContents, NO_PATH};

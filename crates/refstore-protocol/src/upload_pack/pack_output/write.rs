@@ -1,4 +1,4 @@
-//! Writing a planned pack: a leading stretch of a stored pack copied in
+//! Writing a planned pack: leading stretches of stored packs copied in
 //! one piece ([`super::verbatim`]), then each object's stored entry copied
 //! or its content compressed afresh (as a delta where one is found), bases
 //! before their deltas, damaged entries replaced by another copy.
@@ -27,7 +27,7 @@ pub(crate) struct PackSummary {
     pub reused: usize,
     /// Of those, deltas.
     pub reused_deltas: usize,
-    /// Objects copied as a leading stretch of a stored pack (git's
+    /// Objects copied in leading stretches of stored packs (git's
     /// "pack-reused"); not counted in `reused`.
     pub pack_reused: usize,
 }
