@@ -15,19 +15,17 @@
 //! Each copied entry is checked against the CRC32 the pack's `.idx`
 //! records for it. Copying stops before the first entry that is damaged
 //! or a reference delta (its base may not precede it): from there on, the
-//! entries of the stretches are planned as any other ([`replan`]), so a
+//! entries of the stretches are planned as any other (by the pack writer), so a
 //! damaged one is sent from another copy or fails the fetch.
 //!
 //! When one pack is sent whole with exactly its objects, the new pack is
 //! the stored one byte for byte: its checksum is the stored trailer (once
 //! checked against the one the `.idx` records), and nothing is hashed.
 
-use super::plan::{How, Plan};
 use crate::upload_pack::contents::PackContents;
-use crate::upload_pack::delta_search::MAX_DEPTH;
 use crate::upload_pack::graph::Graph;
 use crate::upload_pack::pack_writer::PackWriter;
-use refstore_odb::{PackedAt, Packs, StoredKind, StoredOrder};
+use refstore_odb::{PackedAt, Packs, StoredOrder};
 
 /// The entry type of a reference delta, which is never copied as part of
 /// a stretch.
@@ -196,43 +194,7 @@ pub(super) fn copied_bytes(packs: &Packs, stretch: Stretch, objects: usize) -> O
     order.bytes(order.offset(0), order.offset(objects))
 }
 
-/// Plans the slots of the plan's stretches from `from` on (left out by [`copy`]) as
-/// the pack writer sends any stored entry: a whole object or a delta
-/// against another slot of the same stretch is copied (checked then),
-/// anything else is compressed afresh. Their chains are counted as full,
-/// so none of them becomes a new delta.
-pub(super) fn replan(packs: &Packs, plan: &mut Plan, from: usize) {
-    for stretch in plan.verbatim.clone() {
-        let first = stretch.first_slot;
-        let ranks = from.saturating_sub(first)..stretch.objects;
-        let order = packs.stored_order(stretch.pack);
-        let in_stretch = |rank: usize, own: usize| rank < stretch.objects && rank != own;
-        for rank in ranks {
-            let at = PackedAt {
-                pack: stretch.pack,
-                position: order.position(rank),
-            };
-            let how = match packs.entry(at).map(|entry| entry.kind) {
-                Ok(StoredKind::Whole(_)) => How::Whole,
-                Ok(StoredKind::OfsDelta { base_offset }) => order
-                    .rank_at(base_offset)
-                    .filter(|&base| in_stretch(base, rank))
-                    .map_or(How::Fresh, |base| How::Delta((first + base) as u32)),
-                Ok(StoredKind::RefDelta { base }) => packs
-                    .locate_all(&base)
-                    .filter(|base| base.pack == stretch.pack)
-                    .find_map(|base| order_rank(&order, packs, base))
-                    .filter(|&base| in_stretch(base, rank))
-                    .map_or(How::Fresh, |base| How::Delta((first + base) as u32)),
-                Err(_) => How::Fresh,
-            };
-            plan.stored[first + rank] = Some((at, how));
-            plan.height[first + rank] = MAX_DEPTH;
-        }
-    }
-}
-
 /// The rank of the entry at `at` in its pack's stored order.
-fn order_rank(order: &StoredOrder<'_>, packs: &Packs, at: PackedAt) -> Option<usize> {
+pub(super) fn order_rank(order: &StoredOrder<'_>, packs: &Packs, at: PackedAt) -> Option<usize> {
     order.rank_at(packs.offset_of(at))
 }

@@ -7,12 +7,12 @@ use super::plan::{damaged, How, Plan};
 use super::verbatim;
 use crate::pkt_line::sideband::SidebandMode;
 use crate::upload_pack::contents::{PackContents, NO_PATH};
-use crate::upload_pack::delta_search::{Base, DeltaSearch, Found, MAX_SIZE};
+use crate::upload_pack::delta_search::{Base, DeltaSearch, Found, MAX_DEPTH, MAX_SIZE};
 use crate::upload_pack::graph::Graph;
 use crate::upload_pack::pack_writer::{type_id, DeflateInto, PackWriter, OFS_DELTA};
 use crate::upload_pack::thin::ObjectReader;
 use crate::upload_pack::UploadPackError;
-use refstore_odb::{PackedAt, StoredKind};
+use refstore_odb::{PackedAt, Packs, StoredKind};
 use refstore_refs::ObjectId;
 use std::io::Write;
 
@@ -73,7 +73,7 @@ pub(super) fn write(
     if copied.objects < verbatim::end(&plan.verbatim) {
         // An entry that cannot be copied as stored: from it on, the
         // stretches are sent entry by entry.
-        verbatim::replan(packs, &mut plan, copied.objects);
+        replan(packs, &mut plan, copied.objects);
         if stored_trailer.is_some() {
             // Not the stored pack after all: hash what it copied.
             let entries = verbatim::copied_bytes(packs, plan.verbatim[0], copied.objects)
@@ -463,4 +463,40 @@ fn deflate(pack: &mut PackWriter<'_>, data: &[u8]) -> Result<(), UploadPackError
     let mut deflate = DeflateInto::new(pack);
     deflate.write_all(data).map_err(io)?;
     deflate.finish().map_err(io)
+}
+
+/// Plans the slots of the plan's stretches from `from` on (those
+/// [`verbatim::copy`] left out) as the pack writer sends any stored entry: a whole object or a delta
+/// against another slot of the same stretch is copied (checked then),
+/// anything else is compressed afresh. Their chains are counted as full,
+/// so none of them becomes a new delta.
+fn replan(packs: &Packs, plan: &mut Plan, from: usize) {
+    for stretch in plan.verbatim.clone() {
+        let first = stretch.first_slot;
+        let ranks = from.saturating_sub(first)..stretch.objects;
+        let order = packs.stored_order(stretch.pack);
+        let in_stretch = |rank: usize, own: usize| rank < stretch.objects && rank != own;
+        for rank in ranks {
+            let at = PackedAt {
+                pack: stretch.pack,
+                position: order.position(rank),
+            };
+            let how = match packs.entry(at).map(|entry| entry.kind) {
+                Ok(StoredKind::Whole(_)) => How::Whole,
+                Ok(StoredKind::OfsDelta { base_offset }) => order
+                    .rank_at(base_offset)
+                    .filter(|&base| in_stretch(base, rank))
+                    .map_or(How::Fresh, |base| How::Delta((first + base) as u32)),
+                Ok(StoredKind::RefDelta { base }) => packs
+                    .locate_all(&base)
+                    .filter(|base| base.pack == stretch.pack)
+                    .find_map(|base| verbatim::order_rank(&order, packs, base))
+                    .filter(|&base| in_stretch(base, rank))
+                    .map_or(How::Fresh, |base| How::Delta((first + base) as u32)),
+                Err(_) => How::Fresh,
+            };
+            plan.stored[first + rank] = Some((at, how));
+            plan.height[first + rank] = MAX_DEPTH;
+        }
+    }
 }
