@@ -96,7 +96,7 @@ pub use loose::{loose_object_path, LooseWriter};
 pub use loose_header::{loose_kind, parse_loose_header};
 pub use odb::{open_store, Odb};
 pub use pack::{store_pack, PackOptions, StoredPack};
-pub use packed::{PackedAt, Packs, StoredEntry, StoredKind};
+pub use packed::{PackedAt, Packs, StoredEntry, StoredKind, StoredOrder};
 pub use quarantine::{Migrated, Quarantine, QUARANTINE_PREFIX};
 pub use rev_index::reverse_index;
 pub use unpack::{resolve_pack, ObjectData, PackObject, PackSummary};

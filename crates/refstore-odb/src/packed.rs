@@ -209,6 +209,16 @@ impl Packs {
             .copied()
     }
 
+    /// Pack `pack` in the order its entries are stored, for a writer that
+    /// copies a run of them as one piece.
+    pub fn stored_order(&self, pack: u32) -> StoredOrder<'_> {
+        let pack = &self.packs[pack as usize];
+        StoredOrder {
+            pack,
+            by_offset: pack.by_offset(),
+        }
+    }
+
     /// The first stored entry of `id`, or `None` if no pack has it.
     pub fn locate(&self, id: &ObjectId) -> Option<PackedAt> {
         self.locate_all(id).next()
@@ -229,6 +239,13 @@ impl Packs {
     #[inline]
     pub fn id(&self, at: PackedAt) -> ObjectId {
         self.packs[at.pack as usize].id_at(at.position)
+    }
+
+    /// Where the entry at `at` starts in its pack.
+    pub fn offset_of(&self, at: PackedAt) -> u64 {
+        self.packs[at.pack as usize]
+            .index
+            .pack_offset_at_index(at.position)
     }
 
     /// The object whose entry starts at `offset` of `pack`.
@@ -533,5 +550,81 @@ impl Packs {
             )
             .map_err(failed)?;
         Ok(ObjectKind::from_gix(outcome.kind))
+    }
+}
+
+/// A pack's entries in the order they are stored, by rank (0 for the
+/// first entry): where each starts, its CRC32 check, and the pack's raw
+/// bytes, header and trailer.
+#[derive(Clone, Copy)]
+pub struct StoredOrder<'a> {
+    pack: &'a Pack,
+    by_offset: &'a ByOffset,
+}
+
+impl<'a> StoredOrder<'a> {
+    /// How many entries the pack holds.
+    pub fn len(&self) -> usize {
+        self.by_offset.positions.len()
+    }
+
+    /// True if the pack holds no entry.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Where the entry of rank `rank` starts; `len()` gives the end of the
+    /// last entry.
+    pub fn offset(&self, rank: usize) -> u64 {
+        self.by_offset.offsets[rank]
+    }
+
+    /// The rank of the entry starting at `offset`, if one does.
+    pub fn rank_at(&self, offset: u64) -> Option<usize> {
+        self.by_offset.find(offset)
+    }
+
+    /// The index position of the entry of rank `rank`.
+    pub fn position(&self, rank: usize) -> u32 {
+        self.by_offset.positions[rank]
+    }
+
+    /// The pack's bytes from `from` up to `to`, if it has them.
+    pub fn bytes(&self, from: u64, to: u64) -> Option<&'a [u8]> {
+        self.pack.data.entry_slice(from..to)
+    }
+
+    /// The pack type of the entry of rank `rank` (1 to 4 for whole
+    /// objects, 6 and 7 for offset and reference deltas), from the first
+    /// byte of its header.
+    pub fn type_id(&self, rank: usize) -> Option<u8> {
+        let offset = self.offset(rank);
+        self.bytes(offset, offset + 1).map(|b| (b[0] >> 4) & 7)
+    }
+
+    /// True if the raw bytes of the entry of rank `rank` have the CRC32
+    /// the index records for them (false for a version 1 index, which
+    /// records none).
+    pub fn crc_matches(&self, rank: usize) -> bool {
+        let Some(raw) = self.bytes(self.offset(rank), self.offset(rank + 1)) else {
+            return false;
+        };
+        self.pack
+            .index
+            .crc32_at_index(self.position(rank))
+            .is_some_and(|crc| crc32fast::hash(raw) == crc)
+    }
+
+    /// The pack's header: signature, version, number of entries.
+    pub fn header(&self) -> Option<&'a [u8]> {
+        self.bytes(0, 12)
+    }
+
+    /// The checksum that ends the pack, if it is the one its index
+    /// records (a damaged trailer is `None`).
+    pub fn trailer(&self) -> Option<&'a [u8]> {
+        let data = &self.pack.data;
+        let trailer = self.bytes(data.pack_end() as u64, data.data_len() as u64)?;
+        (trailer == self.pack.index.pack_checksum().as_slice()).then_some(trailer)
     }
 }

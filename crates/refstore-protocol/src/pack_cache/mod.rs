@@ -20,13 +20,13 @@
 //! - the filter, encoded canonically (a `sparse:oid=` filter, whose
 //!   patterns come from a blob the request may name through a ref, is
 //!   not cached);
-//! - whether the pack may be thin.
+//! - whether the pack may be thin, and whether its deltas may name their
+//!   base by offset (`ofs-delta`; without it they name it by id).
 //!
 //! Sets are sorted and deduplicated: the order of a client's lines does
 //! not change the objects sent, only perhaps their order, and any pack
-//! of the same objects is a right answer. Not in the key: `ofs-delta`
-//! (the pack writer always writes offset deltas, as every client since
-//! git 1.4 reads them), progress (`no-progress`) and the side-band mode,
+//! of the same objects is a right answer. Not in the key: progress
+//! (`no-progress`) and the side-band mode,
 //! which frame the pack per connection: the cache holds the pack's bytes
 //! alone, and each request frames them for its client. The refs are not
 //! in it either: by the time the pack starts, everything taken from them

@@ -29,7 +29,11 @@ pub(crate) fn type_id(kind: gix_object::Kind) -> u8 {
 /// Writes a pack into `out`, hashing and counting.
 pub(crate) struct PackWriter<'w> {
     out: &'w mut dyn Write,
-    hasher: gix_hash::Hasher,
+    /// `None` while the pack is a stored one sent unchanged.
+    hasher: Option<gix_hash::Hasher>,
+    format: ObjectFormat,
+    /// The checksum of the stored pack sent unchanged.
+    known_trailer: Vec<u8>,
     offset: u64,
     header: Vec<u8>,
 }
@@ -43,16 +47,57 @@ impl<'w> PackWriter<'w> {
     ) -> std::io::Result<Self> {
         let mut writer = PackWriter {
             out,
-            hasher: gix_hash::hasher(format.gix_kind()),
+            hasher: Some(gix_hash::hasher(format.gix_kind())),
+            format,
+            known_trailer: Vec::new(),
             offset: 0,
             header: Vec::with_capacity(32),
         };
-        let mut header = [0u8; 12];
-        header[..4].copy_from_slice(b"PACK");
-        header[4..8].copy_from_slice(&2u32.to_be_bytes());
-        header[8..].copy_from_slice(&objects.to_be_bytes());
-        writer.write(&header)?;
+        writer.write(&pack_header(objects))?;
         Ok(writer)
+    }
+
+    /// Starts a pack that is to be a stored pack byte for byte, whose
+    /// checksum `trailer` is known: nothing is hashed, and
+    /// [`PackWriter::finish`] writes `trailer`. Should the pack turn out
+    /// different, [`PackWriter::hash_written`] must be given what was
+    /// written before anything else is.
+    pub fn start_stored(
+        out: &'w mut dyn Write,
+        format: ObjectFormat,
+        objects: u32,
+        trailer: &[u8],
+    ) -> std::io::Result<Self> {
+        let mut writer = PackWriter {
+            out,
+            hasher: None,
+            format,
+            known_trailer: trailer.to_vec(),
+            offset: 0,
+            header: Vec::with_capacity(32),
+        };
+        writer.write(&pack_header(objects))?;
+        Ok(writer)
+    }
+
+    /// Hashes from here on, for a pack started with
+    /// [`PackWriter::start_stored`] that turned out different from the
+    /// stored one: `entries` are the bytes written after the header.
+    pub fn hash_written(&mut self, objects: u32, entries: &[u8]) -> std::io::Result<()> {
+        if self.hasher.is_some() {
+            return Ok(());
+        }
+        if 12 + entries.len() as u64 != self.offset {
+            return Err(std::io::Error::other(
+                "the bytes to hash are not those written",
+            ));
+        }
+        let mut hasher = gix_hash::hasher(self.format.gix_kind());
+        hasher.update(&pack_header(objects));
+        hasher.update(entries);
+        self.hasher = Some(hasher);
+        self.known_trailer.clear();
+        Ok(())
     }
 
     /// Where the next entry starts.
@@ -84,7 +129,9 @@ impl<'w> PackWriter<'w> {
 
     /// Writes entry data.
     pub fn write(&mut self, bytes: &[u8]) -> std::io::Result<()> {
-        self.hasher.update(bytes);
+        if let Some(hasher) = self.hasher.as_mut() {
+            hasher.update(bytes);
+        }
         self.offset += bytes.len() as u64;
         self.out.write_all(bytes)
     }
@@ -92,14 +139,27 @@ impl<'w> PackWriter<'w> {
     /// Writes the checksum that ends the pack; returns the pack's length
     /// in bytes.
     pub fn finish(self) -> std::io::Result<u64> {
-        let checksum = self
-            .hasher
-            .try_finalize()
-            .map_err(|e| std::io::Error::other(e.to_string()))?;
-        self.out.write_all(checksum.as_slice())?;
+        let checksum = match self.hasher {
+            Some(hasher) => hasher
+                .try_finalize()
+                .map_err(|e| std::io::Error::other(e.to_string()))?
+                .as_slice()
+                .to_vec(),
+            None => self.known_trailer,
+        };
+        self.out.write_all(&checksum)?;
         self.out.flush()?;
-        Ok(self.offset + checksum.as_slice().len() as u64)
+        Ok(self.offset + checksum.len() as u64)
     }
+}
+
+/// The header of a version 2 pack of `objects` entries.
+pub(crate) fn pack_header(objects: u32) -> [u8; 12] {
+    let mut header = [0u8; 12];
+    header[..4].copy_from_slice(b"PACK");
+    header[4..8].copy_from_slice(&2u32.to_be_bytes());
+    header[8..].copy_from_slice(&objects.to_be_bytes());
+    header
 }
 
 /// An adapter that deflates what is written into it straight into a

@@ -23,10 +23,18 @@
 //! `thin.rs`), stored whole or compressed afresh, are also tried as deltas
 //! against that version. Otherwise every base is in the pack.
 //!
+//! Where the objects begin with the first entries of a stored pack in
+//! the order it stores them (a count with bitmaps lists them so), that
+//! stretch is copied in one piece, and so are those of the packs a
+//! multi-pack index numbers after it, as git's pack reuse does
+//! ([`verbatim`]); when one pack is sent whole, the new pack is the
+//! stored one, checksum included.
+//!
 //! [`plan`] decides how each object is sent, reading only entry headers;
 //! [`write`] writes the pack that plan describes.
 
 mod plan;
+mod verbatim;
 mod write;
 
 pub(crate) use write::PackSummary;
@@ -64,7 +72,7 @@ pub(crate) fn send_pack<W: Write>(
     cache: Option<&mut Fill>,
 ) -> Result<PackSummary, UploadPackError> {
     let mut band = SidebandWriter::new(out, mode);
-    let result = plan::plan(graph, &mut contents, request.thin).and_then(|plan| {
+    let result = plan::plan(graph, &mut contents, request).and_then(|plan| {
         contents.forget_lookups();
         if request.progress {
             let n = contents.ids.len();
@@ -86,8 +94,12 @@ pub(crate) fn send_pack<W: Write>(
         Ok(summary) => {
             if request.progress {
                 let message = format!(
-                    "Total {} (delta {}), reused {} (delta {}), pack-reused 0\n",
-                    summary.objects, summary.deltas, summary.reused, summary.reused_deltas
+                    "Total {} (delta {}), reused {} (delta {}), pack-reused {}\n",
+                    summary.objects,
+                    summary.deltas,
+                    summary.reused,
+                    summary.reused_deltas,
+                    summary.pack_reused
                 );
                 band.write_progress(message.as_bytes())?;
             }
@@ -113,7 +125,7 @@ pub(crate) fn send_raw_pack(
     out: &mut dyn Write,
     cache: Option<&mut Fill>,
 ) -> Result<PackSummary, UploadPackError> {
-    let plan = plan::plan(graph, &mut contents, request.thin)?;
+    let plan = plan::plan(graph, &mut contents, request)?;
     contents.forget_lookups();
     match cache {
         Some(fill) => write::write(graph, &contents, plan, request, &mut fill.tee(out)),

@@ -1,8 +1,11 @@
 //! Planning a pack: where each object to send is stored and how it is
 //! sent (its stored entry copied whole or as a delta, or compressed
 //! afresh), the delta chains copied, and which objects are worth keeping
-//! as delta bases. Only entry headers are read.
+//! as delta bases. Only entry headers are read, and not those of the
+//! leading stretches sent as stored ([`super::verbatim`]).
 
+use super::verbatim::{self, Stretches};
+use super::PackRequest;
 use crate::upload_pack::contents::{PackContents, NO_PATH};
 use crate::upload_pack::delta_search::MAX_DEPTH;
 use crate::upload_pack::graph::Graph;
@@ -53,6 +56,10 @@ pub(super) struct Plan {
     /// commit meets each path once: keeping every file for nothing would
     /// hold the whole tree in memory).
     pub(super) base_wanted: Vec<bool>,
+    /// The leading slots sent as stretches of stored packs, each copied in
+    /// one piece; their entries in `stored` are planned as whole objects,
+    /// unread.
+    pub(super) verbatim: Stretches,
 }
 
 pub(super) fn damaged(e: refstore_odb::OdbError) -> UploadPackError {
@@ -65,13 +72,20 @@ pub(super) fn damaged(e: refstore_odb::OdbError) -> UploadPackError {
 pub(super) fn plan(
     graph: &Graph,
     contents: &mut PackContents,
-    thin: bool,
+    request: PackRequest,
 ) -> Result<Plan, UploadPackError> {
-    let thin = match thin {
+    let thin = match request.thin {
         true => ThinBases::find(graph, contents)?,
         false => ThinBases::none(),
     };
     let contents = &*contents;
+    // Stored stretches hold offset deltas, which only a client that asked
+    // for them reads.
+    let verbatim = match request.ofs_delta {
+        true => verbatim::find(graph, contents),
+        false => Stretches::new(),
+    };
+    let stretch_end = verbatim::end(&verbatim);
     let packs = graph.packs();
     let ids = &contents.ids;
     // The slot of each sent object, by pack and index position: a stored
@@ -105,6 +119,10 @@ pub(super) fn plan(
             stored.push(None);
             continue;
         };
+        if slot < stretch_end {
+            stored.push(Some((at, How::Whole)));
+            continue;
+        }
         if slot % RELEASE_HEADERS_EVERY == RELEASE_HEADERS_EVERY - 1 {
             // Reading every entry's header touches nearly every page of a
             // pack: give them back as it goes.
@@ -154,6 +172,7 @@ pub(super) fn plan(
         thin,
         fresh_for_delta,
         base_wanted: bases_wanted(&contents.paths, &searched),
+        verbatim,
     })
 }
 

@@ -1,17 +1,19 @@
-//! Writing a planned pack: each object's stored entry copied or its
-//! content compressed afresh (as a delta where one is found), bases before
-//! their deltas, damaged entries replaced by another copy.
+//! Writing a planned pack: leading stretches of stored packs copied in
+//! one piece ([`super::verbatim`]), then each object's stored entry copied
+//! or its content compressed afresh (as a delta where one is found), bases
+//! before their deltas, damaged entries replaced by another copy.
 
 use super::plan::{damaged, How, Plan};
+use super::verbatim;
 use super::PackRequest;
 use crate::pkt_line::sideband::SidebandMode;
 use crate::upload_pack::contents::{PackContents, NO_PATH};
-use crate::upload_pack::delta_search::{Base, DeltaSearch, Found, MAX_SIZE};
+use crate::upload_pack::delta_search::{Base, DeltaSearch, Found, MAX_DEPTH, MAX_SIZE};
 use crate::upload_pack::graph::Graph;
 use crate::upload_pack::pack_writer::{type_id, DeflateInto, PackWriter, OFS_DELTA};
 use crate::upload_pack::thin::ObjectReader;
 use crate::upload_pack::UploadPackError;
-use refstore_odb::{PackedAt, StoredKind};
+use refstore_odb::{PackedAt, Packs, StoredKind};
 use refstore_refs::ObjectId;
 use std::io::Write;
 
@@ -22,10 +24,13 @@ pub(crate) struct PackSummary {
     pub objects: usize,
     /// Of those, sent as deltas.
     pub deltas: usize,
-    /// Objects whose stored entry was copied.
+    /// Objects whose stored entry was copied one by one.
     pub reused: usize,
     /// Of those, deltas.
     pub reused_deltas: usize,
+    /// Objects copied in leading stretches of stored packs (git's
+    /// "pack-reused"); not counted in `reused`.
+    pub pack_reused: usize,
 }
 
 /// An offset not (yet) known: not written.
@@ -47,7 +52,43 @@ pub(super) fn write(
     // them into full side-band packets.
     let mut buffered =
         std::io::BufWriter::with_capacity(SidebandMode::SideBand64k.max_content_len(), out);
-    let pack = PackWriter::start(&mut buffered, graph.object_format(), object_count).map_err(io)?;
+    let packs = graph.packs();
+    // A stored pack sent whole, with exactly its objects: the new pack is
+    // that one, checksum included.
+    let stored_trailer = verbatim::whole_pack(packs, &plan.verbatim, objects).and_then(|whole| {
+        let order = packs.stored_order(whole);
+        let header = crate::upload_pack::pack_writer::pack_header(object_count);
+        (order.header() == Some(&header[..]))
+            .then(|| order.trailer())
+            .flatten()
+    });
+    let mut pack = match stored_trailer {
+        Some(trailer) => {
+            PackWriter::start_stored(&mut buffered, graph.object_format(), object_count, trailer)
+        }
+        None => PackWriter::start(&mut buffered, graph.object_format(), object_count),
+    }
+    .map_err(io)?;
+    let mut offsets = vec![UNWRITTEN; objects];
+    let mut plan = plan;
+    let copied = verbatim::copy(packs, &plan.verbatim, &mut pack, &mut offsets).map_err(io)?;
+    if copied.objects < verbatim::end(&plan.verbatim) {
+        // An entry that cannot be copied as stored: from it on, the
+        // stretches are sent entry by entry.
+        replan(packs, &mut plan, copied.objects);
+        if stored_trailer.is_some() {
+            // Not the stored pack after all: hash what it copied.
+            let entries = verbatim::copied_bytes(packs, plan.verbatim[0], copied.objects)
+                .ok_or_else(|| io(std::io::Error::other("a copied pack entry is gone")))?;
+            pack.hash_written(object_count, entries).map_err(io)?;
+        }
+    }
+    let summary = PackSummary {
+        objects,
+        deltas: copied.deltas,
+        pack_reused: copied.objects,
+        ..PackSummary::default()
+    };
     let mut writer = Writer {
         graph,
         contents,
@@ -55,16 +96,13 @@ pub(super) fn write(
         ofs_delta: request.ofs_delta,
         reader: ObjectReader::new(graph),
         pack,
-        offsets: vec![UNWRITTEN; objects],
+        offsets,
         pending: vec![false; objects],
         search: DeltaSearch::default(),
-        summary: PackSummary {
-            objects,
-            ..PackSummary::default()
-        },
+        summary,
         copied: Vec::new(),
     };
-    for slot in 0..objects {
+    for slot in copied.objects..objects {
         writer.emit(slot as u32)?;
     }
     let summary = writer.summary;
@@ -436,4 +474,40 @@ fn deflate(pack: &mut PackWriter<'_>, data: &[u8]) -> Result<(), UploadPackError
     let mut deflate = DeflateInto::new(pack);
     deflate.write_all(data).map_err(io)?;
     deflate.finish().map_err(io)
+}
+
+/// Plans the slots of the plan's stretches from `from` on (those
+/// [`verbatim::copy`] left out) as the pack writer sends any stored entry: a whole object or a delta
+/// against another slot of the same stretch is copied (checked then),
+/// anything else is compressed afresh. Their chains are counted as full,
+/// so none of them becomes a new delta.
+fn replan(packs: &Packs, plan: &mut Plan, from: usize) {
+    for stretch in plan.verbatim.clone() {
+        let first = stretch.first_slot;
+        let ranks = from.saturating_sub(first)..stretch.objects;
+        let order = packs.stored_order(stretch.pack);
+        let in_stretch = |rank: usize, own: usize| rank < stretch.objects && rank != own;
+        for rank in ranks {
+            let at = PackedAt {
+                pack: stretch.pack,
+                position: order.position(rank),
+            };
+            let how = match packs.entry(at).map(|entry| entry.kind) {
+                Ok(StoredKind::Whole(_)) => How::Whole,
+                Ok(StoredKind::OfsDelta { base_offset }) => order
+                    .rank_at(base_offset)
+                    .filter(|&base| in_stretch(base, rank))
+                    .map_or(How::Fresh, |base| How::Delta((first + base) as u32)),
+                Ok(StoredKind::RefDelta { base }) => packs
+                    .locate_all(&base)
+                    .filter(|base| base.pack == stretch.pack)
+                    .find_map(|base| verbatim::order_rank(&order, packs, base))
+                    .filter(|&base| in_stretch(base, rank))
+                    .map_or(How::Fresh, |base| How::Delta((first + base) as u32)),
+                Err(_) => How::Fresh,
+            };
+            plan.stored[first + rank] = Some((at, how));
+            plan.height[first + rank] = MAX_DEPTH;
+        }
+    }
 }
