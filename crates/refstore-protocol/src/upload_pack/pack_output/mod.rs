@@ -34,9 +34,11 @@
 //! [`write`] writes the pack that plan describes.
 
 mod plan;
+mod request;
 mod verbatim;
 mod write;
 
+pub(crate) use request::PackRequest;
 pub(crate) use write::PackSummary;
 
 use super::contents::PackContents;
@@ -46,18 +48,6 @@ use crate::pack_cache::Fill;
 use crate::pkt_line::sideband::{SidebandMode, SidebandWriter};
 use crate::pkt_line::PacketWriter;
 use std::io::Write;
-
-/// How the client wants the pack.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct PackRequest {
-    /// Progress messages are sent on band 2 (no `no-progress`).
-    pub progress: bool,
-    /// The pack may be thin (`thin-pack`): deltas against objects the
-    /// client has.
-    pub thin: bool,
-    /// A delta may name its base by offset (`ofs-delta`); otherwise by id.
-    pub ofs_delta: bool,
-}
 
 /// Sends a pack of `contents` on side-band `mode` of `out`, with progress
 /// unless `request` turns it off, and ends the stream with its flush-pkt. A

@@ -4,8 +4,8 @@
 //! as delta bases. Only entry headers are read, and not those of the
 //! leading stretches sent as stored ([`super::verbatim`]).
 
+use super::request::PackRequest;
 use super::verbatim::{self, Stretches};
-use super::PackRequest;
 use crate::upload_pack::contents::{PackContents, NO_PATH};
 use crate::upload_pack::delta_search::MAX_DEPTH;
 use crate::upload_pack::graph::Graph;

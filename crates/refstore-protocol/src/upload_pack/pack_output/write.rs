@@ -4,8 +4,8 @@
 //! before their deltas, damaged entries replaced by another copy.
 
 use super::plan::{damaged, How, Plan};
+use super::request::PackRequest;
 use super::verbatim;
-use super::PackRequest;
 use crate::pkt_line::sideband::SidebandMode;
 use crate::upload_pack::contents::{PackContents, NO_PATH};
 use crate::upload_pack::delta_search::{Base, DeltaSearch, Found, MAX_DEPTH, MAX_SIZE};
