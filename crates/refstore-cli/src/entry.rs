@@ -113,9 +113,14 @@ fn run(hand: Hand, dispatch: fn(Command, &context::Globals) -> Result<u8, Fatal>
         return 1;
     };
     // Handed over before `Globals` is built, which applies `-C`.
-    if hand == Hand::ServerCommandsOver
-        && matches!(command, Command::Serve(_) | Command::Cluster(_))
-    {
+    // `maintenance --cluster` reads etcd, whose client only the server's
+    // executable holds.
+    let server_command = match &command {
+        Command::Serve(_) | Command::Cluster(_) => true,
+        Command::Maintenance(args) => args.is_for_cluster(),
+        _ => false,
+    };
+    if hand == Hand::ServerCommandsOver && server_command {
         return exec_server().exit();
     }
     let globals = match context::Globals::new(global.chdir, global.git_dir, &global.config) {

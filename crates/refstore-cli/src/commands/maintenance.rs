@@ -21,6 +21,15 @@ pub struct Args {
     action: Action,
 }
 
+impl Args {
+    /// The command works on a cluster node's copy (`--cluster`).
+    pub fn is_for_cluster(&self) -> bool {
+        match &self.action {
+            Action::Run(args) => args.cluster.is_some(),
+        }
+    }
+}
+
 #[derive(Debug, clap::Subcommand)]
 enum Action {
     /// Run housekeeping tasks now.
@@ -54,7 +63,11 @@ struct RunArgs {
 }
 
 /// Runs `maintenance`.
-pub fn run(args: Args, globals: &Globals) -> Result<u8, Fatal> {
+/// How a cluster node's copy is opened with the cluster's refs: in the
+/// server's executable, which holds the etcd client.
+pub type OpenClusterCopy = fn(Repository, &Path, Option<&str>, &Globals) -> Result<Repo, Fatal>;
+
+pub fn run(args: Args, globals: &Globals, cluster_repo: OpenClusterCopy) -> Result<u8, Fatal> {
     let Action::Run(args) = args.action;
     let mut tasks = Vec::new();
     for name in &args.tasks {
@@ -107,11 +120,24 @@ fn is_cluster_copy(repo: &Repository) -> bool {
     incarnation(repo.vfs.as_ref(), &repo.location.common_dir).is_some()
 }
 
+/// `--cluster` where the etcd client is not linked in (the `refstore`
+/// executable hands `maintenance --cluster` to `refstore-server`).
+pub fn cluster_in_server(
+    _: Repository,
+    _: &Path,
+    _: Option<&str>,
+    _: &Globals,
+) -> Result<Repo, Fatal> {
+    Err(Fatal::new(
+        "maintenance --cluster runs in the server's executable, refstore-server",
+    ))
+}
+
 /// `repo`, a copy of the cluster's repository `name` (by default its
 /// directory's name), with the cluster's refs of it; refused unless the
 /// cluster's record of that name is of the incarnation the copy carries.
 #[cfg(feature = "cluster")]
-fn cluster_repo(
+pub fn cluster_repo(
     repo: Repository,
     file: &Path,
     name: Option<&str>,
@@ -151,6 +177,6 @@ fn cluster_repo(
 
 /// `--cluster` in a build without the `cluster` feature.
 #[cfg(not(feature = "cluster"))]
-fn cluster_repo(_: Repository, _: &Path, _: Option<&str>, _: &Globals) -> Result<Repo, Fatal> {
+pub fn cluster_repo(_: Repository, _: &Path, _: Option<&str>, _: &Globals) -> Result<Repo, Fatal> {
     Err(super::cluster::missing())
 }

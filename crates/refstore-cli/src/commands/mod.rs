@@ -160,6 +160,7 @@ pub fn run(command: Command, globals: &Globals) -> Result<u8, Fatal> {
     match command {
         Command::Cluster(args) => cluster::run(args, globals),
         Command::Serve(args) => serve::run(*args, globals),
+        Command::Maintenance(args) => maintenance::run(args, globals, maintenance::cluster_repo),
         other => run_local(other, globals),
     }
 }
@@ -174,7 +175,9 @@ pub fn run_local(command: Command, globals: &Globals) -> Result<u8, Fatal> {
         Command::HashObject(args) => hash_object::run(args, globals),
         Command::IndexPack(args) => index_pack::run(args, globals),
         Command::Init(args) => init::run(args, globals),
-        Command::Maintenance(args) => maintenance::run(args, globals),
+        Command::Maintenance(args) => {
+            maintenance::run(args, globals, maintenance::cluster_in_server)
+        }
         Command::PackRefs(args) => pack_refs::run(args, globals),
         Command::ReceivePack(args) => receive_pack::run(args, globals),
         Command::Refs(args) => refs::run(args, globals),
