@@ -21,13 +21,37 @@ struct Member {
     child: Option<Child>,
 }
 
-/// A free loopback port.
+/// Where [`free_port`] looks: below Linux's ephemeral range (32768 and
+/// up by default), from which outgoing connections take their local
+/// ports. A server restarted on its port (a killed node, an etcd member)
+/// then never finds it taken by some client's connection meanwhile.
+const PORTS: std::ops::Range<u16> = 20000..32000;
+
+/// A free loopback port, never one this process handed out before (tests
+/// of one binary run at once, and a port a stopped server left must stay
+/// its own).
 pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static HANDED_OUT: std::sync::Mutex<Vec<u16>> = std::sync::Mutex::new(Vec::new());
+    static TURN: AtomicU32 = AtomicU32::new(0);
+    let span = u32::from(PORTS.end - PORTS.start);
+    let turn = TURN.fetch_add(1, Ordering::Relaxed);
+    let start = std::process::id()
+        .wrapping_mul(7919)
+        .wrapping_add(turn.wrapping_mul(104_729))
+        % span;
+    let mut handed_out = HANDED_OUT.lock().unwrap_or_else(|e| e.into_inner());
+    for step in 0..span {
+        let port = PORTS.start + ((start + step * 613) % span) as u16;
+        if handed_out.contains(&port) {
+            continue;
+        }
+        if TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            handed_out.push(port);
+            return port;
+        }
+    }
+    panic!("no free loopback port in {PORTS:?}");
 }
 
 /// The etcd binary, installed first if missing.
