@@ -7,8 +7,6 @@
 use refstore_fs::flush::FlushMethod;
 use refstore_fs::real::RealFs;
 use refstore_odb::{LooseWriter, ObjectKind, Packs, StoredKind};
-use refstore_protocol::upload_pack::{upload_pack, Options};
-use refstore_protocol::{ProtocolVersion, Repository};
 use refstore_refs::ObjectFormat;
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -36,49 +34,16 @@ fn commit_versions(path: &Path, from: usize, count: usize) {
     }
 }
 
-/// What a full v2 fetch of `want` from `dir` answers: the result, the pack
+/// The answer to a v2 fetch of `want` from `dir`: the result, the pack
 /// (empty when the fetch fails) and the progress text.
 fn fetch(dir: &Path, want: &str) -> (Result<(), String>, Vec<u8>, String) {
-    let input = support::fetch_request(&[&format!("want {want}"), "done"]);
-    let repo = refstore_repo::Repository::open(Arc::new(RealFs::new()), dir, &[])
-        .and_then(Repository::serve)
-        .unwrap();
-    let options = Options {
-        stateless_rpc: true,
-        advertise_refs: false,
-        version: ProtocolVersion::V2,
-    };
-    let mut response = Vec::new();
-    let result = upload_pack(&repo, &options, &mut &input[..], &mut response);
-    let mut progress = Vec::new();
-    let read = support::v2_pack_with(&response, |message: &[u8]| {
-        progress.extend_from_slice(message)
-    });
-    let (result, pack) = match (result, read) {
-        (Ok(()), Ok(pack)) => (Ok(()), pack),
-        (Err(e), Err(band3)) => (Err(format!("{e} / {band3}")), Vec::new()),
-        (ours, client) => panic!(
-            "server said {ours:?}, the client read {:?}",
-            client.map(|pack| pack.len())
-        ),
-    };
-    (result, pack, String::from_utf8(progress).unwrap())
+    support::served_fetch(dir, &[&format!("want {want}"), "done"])
 }
 
 /// `(reused, reused deltas)` from git's "Total" line.
 fn reuse_counts(progress: &str) -> (usize, usize) {
-    let total = progress
-        .lines()
-        .find(|l| l.starts_with("Total "))
-        .unwrap_or_else(|| panic!("no Total line in {progress:?}"));
-    let numbers: Vec<usize> = total
-        .split(|c: char| !c.is_ascii_digit())
-        .filter(|s| !s.is_empty())
-        .map(|s| s.parse().unwrap())
-        .collect();
-    // Total N (delta D), reused R (delta RD), pack-reused P
-    assert_eq!(numbers.len(), 5, "{total}");
-    (numbers[2], numbers[3])
+    let [_, _, reused, reused_deltas, _] = support::total_line(progress);
+    (reused, reused_deltas)
 }
 
 /// Stores `pack` in a new bare repository with `main` at `tip`, checks it

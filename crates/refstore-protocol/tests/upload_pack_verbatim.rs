@@ -12,8 +12,6 @@
 use refstore_fs::flush::FlushMethod;
 use refstore_fs::real::RealFs;
 use refstore_odb::{LooseWriter, ObjectKind};
-use refstore_protocol::upload_pack::{upload_pack, Options};
-use refstore_protocol::{ProtocolVersion, Repository};
 use refstore_refs::ObjectFormat;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -110,46 +108,13 @@ fn fetch_with(
     let mut arguments: Vec<String> = wants.iter().map(|w| format!("want {w}")).collect();
     arguments.extend(options.iter().map(|o| o.to_string()));
     let arguments: Vec<&str> = arguments.iter().map(String::as_str).collect();
-    let input = support::fetch_request(&arguments);
-    let repo = refstore_repo::Repository::open(Arc::new(RealFs::new()), dir, &[])
-        .and_then(Repository::serve)
-        .unwrap();
-    let options = Options {
-        stateless_rpc: true,
-        advertise_refs: false,
-        version: ProtocolVersion::V2,
-    };
-    let mut response = Vec::new();
-    let result = upload_pack(&repo, &options, &mut &input[..], &mut response);
-    let mut progress = Vec::new();
-    let read = support::v2_pack_with(&response, |message: &[u8]| {
-        progress.extend_from_slice(message)
-    });
-    let (result, pack) = match (result, read) {
-        (Ok(()), Ok(pack)) => (Ok(()), pack),
-        (Err(e), Err(band3)) => (Err(format!("{e} / {band3}")), Vec::new()),
-        (ours, client) => panic!(
-            "server said {ours:?}, the client read {:?}",
-            client.map(|pack| pack.len())
-        ),
-    };
-    (result, pack, String::from_utf8(progress).unwrap())
+    support::served_fetch(dir, &arguments)
 }
 
 /// `(total, pack-reused)` from git's "Total" progress line.
 fn counts(progress: &str) -> (usize, usize) {
-    let total = progress
-        .lines()
-        .find(|l| l.starts_with("Total "))
-        .unwrap_or_else(|| panic!("no Total line in {progress:?}"));
-    let numbers: Vec<usize> = total
-        .split(|c: char| !c.is_ascii_digit())
-        .filter(|s| !s.is_empty())
-        .map(|s| s.parse().unwrap())
-        .collect();
-    // Total N (delta D), reused R (delta RD), pack-reused P
-    assert_eq!(numbers.len(), 5, "{total}");
-    (numbers[0], numbers[4])
+    let [total, _, _, _, pack_reused] = support::total_line(progress);
+    (total, pack_reused)
 }
 
 /// Stores `pack` in a new repository through `git index-pack --strict`,

@@ -81,3 +81,55 @@ pub fn push_target() -> (tempfile::TempDir, String) {
     git_ok(&repo, &["config", "receive.denyDeletes", "true"]);
     (tmp, commit)
 }
+
+/// What a stateless v2 `fetch` with `arguments`, served by refstore from
+/// the repository at `dir`, answers: the result (with band 3's message
+/// when it fails), the pack (empty then) and the progress text.
+pub fn served_fetch(dir: &Path, arguments: &[&str]) -> (Result<(), String>, Vec<u8>, String) {
+    use refstore_protocol::upload_pack::{upload_pack, Options};
+    let input = fetch_request(arguments);
+    let repo = refstore_repo::Repository::open(
+        std::sync::Arc::new(refstore_fs::real::RealFs::new()),
+        dir,
+        &[],
+    )
+    .and_then(refstore_protocol::Repository::serve)
+    .unwrap();
+    let options = Options {
+        stateless_rpc: true,
+        advertise_refs: false,
+        version: refstore_protocol::ProtocolVersion::V2,
+    };
+    let mut response = Vec::new();
+    let result = upload_pack(&repo, &options, &mut &input[..], &mut response);
+    let mut progress = Vec::new();
+    let read = v2_pack_with(&response, |message: &[u8]| {
+        progress.extend_from_slice(message)
+    });
+    let (result, pack) = match (result, read) {
+        (Ok(()), Ok(pack)) => (Ok(()), pack),
+        (Err(e), Err(band3)) => (Err(format!("{e} / {band3}")), Vec::new()),
+        (ours, client) => panic!(
+            "server said {ours:?}, the client read {:?}",
+            client.map(|pack| pack.len())
+        ),
+    };
+    (result, pack, String::from_utf8(progress).unwrap())
+}
+
+/// The numbers of git's "Total N (delta D), reused R (delta RD),
+/// pack-reused P" progress line, in that order.
+pub fn total_line(progress: &str) -> [usize; 5] {
+    let total = progress
+        .lines()
+        .find(|l| l.starts_with("Total "))
+        .unwrap_or_else(|| panic!("no Total line in {progress:?}"));
+    let numbers: Vec<usize> = total
+        .split(|c: char| !c.is_ascii_digit())
+        .filter(|s| !s.is_empty())
+        .map(|s| s.parse().unwrap())
+        .collect();
+    numbers
+        .try_into()
+        .unwrap_or_else(|_| panic!("not five numbers: {total}"))
+}
