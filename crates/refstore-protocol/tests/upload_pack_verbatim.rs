@@ -391,25 +391,30 @@ fn an_entry_damaged_inside_the_stretch_is_never_sent() {
         let index = files_ending(&bare, "idx")[0].clone();
         let count = entries(&bare, &index).len();
         let rank = Random(seed).below(count as u64) as usize;
-        let refs = refs(&bare);
-        let id = entries(&bare, &index)[rank].0.clone();
-        let kind = git(&bare, &["cat-file", "-t", &id]);
-        let content = support::git_with(&bare, &["cat-file", &kind, &id], &[], b"").stdout;
-        damage_entry(&bare, &index, rank);
-
-        // No other copy: the fetch fails, on band 3.
-        let (result, _, _) = fetch(&bare, &tips(&refs));
-        let error = result.unwrap_err();
-        assert!(error.contains("damaged"), "seed {seed}: {error}");
-
-        // A loose copy: it is sent instead, and the stretch ends before it.
-        write_loose(&bare, &kind, &content, &id);
-        let (result, pack, progress) = fetch(&bare, &tips(&refs));
-        result.unwrap();
-        let expected = reachable(&bare, &tips(&refs));
-        assert_eq!(received(&pack, &refs), expected, "seed {seed}");
-        assert_eq!(counts(&progress), (expected.len(), rank), "seed {seed}");
+        damaged_then_copied(&bare, &index, rank, rank, seed);
     }
+}
+
+/// Damages the entry of rank `rank` in the pack of `index`: with no other
+/// copy the fetch of every tip fails on band 3; with a loose copy it is
+/// sent whole and complete, the stretch ending before it (`reused`
+/// entries copied as stored).
+fn damaged_then_copied(bare: &Path, index: &Path, rank: usize, reused: usize, seed: u64) {
+    let id = entries(bare, index)[rank].0.clone();
+    let kind = git(bare, &["cat-file", "-t", &id]);
+    let content = support::git_with(bare, &["cat-file", &kind, &id], &[], b"").stdout;
+    damage_entry(bare, index, rank);
+    let refs = refs(bare);
+    let (result, _, _) = fetch(bare, &tips(&refs));
+    let error = result.unwrap_err();
+    assert!(error.contains("damaged"), "seed {seed}: {error}");
+
+    write_loose(bare, &kind, &content, &id);
+    let (result, pack, progress) = fetch(bare, &tips(&refs));
+    result.unwrap();
+    let expected = reachable(bare, &tips(&refs));
+    assert_eq!(received(&pack, &refs), expected, "seed {seed}");
+    assert_eq!(counts(&progress), (expected.len(), reused), "seed {seed}");
 }
 
 #[test]
@@ -454,25 +459,7 @@ fn an_entry_damaged_in_a_later_pack_of_a_multi_pack_index_is_never_sent() {
         let preferred = entries(&bare, &first).len();
         let listed = entries(&bare, &other);
         let rank = Random(seed).below(listed.len() as u64) as usize;
-        let id = listed[rank].0.clone();
-        let kind = git(&bare, &["cat-file", "-t", &id]);
-        let content = support::git_with(&bare, &["cat-file", &kind, &id], &[], b"").stdout;
-        damage_entry(&bare, &other, rank);
-        let refs = refs(&bare);
-        let (result, _, _) = fetch(&bare, &tips(&refs));
-        let error = result.unwrap_err();
-        assert!(error.contains("damaged"), "seed {seed}: {error}");
-
-        write_loose(&bare, &kind, &content, &id);
-        let (result, pack, progress) = fetch(&bare, &tips(&refs));
-        result.unwrap();
-        let expected = reachable(&bare, &tips(&refs));
-        assert_eq!(received(&pack, &refs), expected, "seed {seed}");
-        assert_eq!(
-            counts(&progress),
-            (expected.len(), preferred + rank),
-            "seed {seed}"
-        );
+        damaged_then_copied(&bare, &other, rank, preferred + rank, seed);
     }
 }
 
