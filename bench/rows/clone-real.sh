@@ -21,17 +21,7 @@
 # clone, FETCH_RUNS (default 3) of each fetch; medians are reported.
 # CLONE_FULL=0 skips the full clones, (a) and (b), to measure the fetches
 # alone.
-repo=${CLONE_REPO:-}
-if [[ -z $repo ]]; then
-    echo "clone-real: skipped: no repository given; set CLONE_REPO=/path/to/bare.git" >&2
-    extra "### clone-real: skipped (no repository given; set CLONE_REPO=/path/to/bare.git)"
-    return 0
-fi
-if [[ ! -d $repo/objects ]]; then
-    echo "clone-real: $repo is not a bare repository (no objects/)" >&2
-    exit 1
-fi
-repo=$(cd "$repo" && pwd)
+require_repository clone-real || return 0
 clone_runs=${CLONE_RUNS:-1}
 fetch_runs=${FETCH_RUNS:-3}
 work=$BENCH_DIR/clone-real

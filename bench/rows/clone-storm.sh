@@ -21,17 +21,7 @@
 # cache and a fresh server. The repository is given like clone-real's:
 # CLONE_REPO=/path/to/bare.git (never modified); without it the row says
 # so and measures nothing.
-repo=${CLONE_REPO:-}
-if [[ -z $repo ]]; then
-    echo "clone-storm: skipped: no repository given; set CLONE_REPO=/path/to/bare.git" >&2
-    extra "### clone-storm: skipped (no repository given; set CLONE_REPO=/path/to/bare.git)"
-    return 0
-fi
-if [[ ! -d $repo/objects ]]; then
-    echo "clone-storm: $repo is not a bare repository (no objects/)" >&2
-    exit 1
-fi
-repo=$(cd "$repo" && pwd)
+require_repository clone-storm || return 0
 sizes=${STORM_SIZES:-16 32}
 work=$BENCH_DIR/clone-storm
 rm -rf "$work"

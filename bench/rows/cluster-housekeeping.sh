@@ -41,17 +41,7 @@ do sleep 0.2; done
 # The history: commit n changes one of 50 files, as in housekeeping.sh.
 src=$base/src
 "$GIT" init -q -b main "$src"
-now=$(date +%s)
-{
-    declare -A files
-    for ((n = 1; n <= pushes; n++)); do
-        f=$((n % 50))
-        files[$f]+="push $n changes file $f"$'\n'
-        printf 'commit refs/heads/main\nmark :%d\ncommitter bench <bench@refstore.invalid> %d +0000\ndata 8\npush %03d\n' \
-            "$n" $((now - pushes + n)) $((n % 1000))
-        printf 'M 100644 inline file%02d.txt\ndata %d\n%s\n' "$f" "${#files[$f]}" "${files[$f]}"
-    done
-} | "$GIT" -C "$src" fast-import --quiet --export-marks="$base/marks"
+one_file_commits "$src" "$pushes" "$base/marks"
 sort -t: -k2 -n "$base/marks" | awk '{ print $2 }' >"$base/commits"
 first=$(head -1 "$base/commits")
 

@@ -43,17 +43,7 @@ requests=$src/requests
 if [[ ! -f $src/done ]]; then
     rm -rf "$src"
     "$GIT" init -q --bare "$src/repo.git"
-    now=$(date +%s)
-    {
-        declare -A files
-        for ((n = 1; n <= pushes; n++)); do
-            f=$((n % 50))
-            files[$f]+="push $n changes file $f"$'\n'
-            printf 'commit refs/heads/main\nmark :%d\ncommitter bench <bench@refstore.invalid> %d +0000\ndata 8\npush %03d\n' \
-                "$n" $((now - pushes + n)) $((n % 1000))
-            printf 'M 100644 inline file%02d.txt\ndata %d\n%s\n' "$f" "${#files[$f]}" "${files[$f]}"
-        done
-    } | "$GIT" -C "$src/repo.git" fast-import --quiet --export-marks="$src/marks"
+    one_file_commits "$src/repo.git" "$pushes" "$src/marks"
     sort -t: -k2 -n "$src/marks" | awk '{ print $2 }' >"$src/commits"
     mkdir -p "$requests"
     zero=0000000000000000000000000000000000000000
