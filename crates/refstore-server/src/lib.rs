@@ -9,6 +9,7 @@ pub mod authorize;
 pub mod capacity;
 pub mod catalog;
 pub mod confine;
+pub mod health;
 pub mod http;
 pub mod maintenance;
 pub mod metrics;

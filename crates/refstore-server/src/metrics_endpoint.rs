@@ -1,6 +1,8 @@
 //! `--metrics-listen`: a small HTTP listener, apart from the Git
 //! transports, that serves `GET /metrics` (every `refstore_…` series of
-//! [`Metrics`]) and `GET /healthz` (`ok` while the process serves).
+//! [`Metrics`]) and `GET /healthz` (`200 ok` while the process is ready
+//! for requests, `503` with `starting: …` or `draining` otherwise; see
+//! [`Health`]).
 //!
 //! It runs hyper on a single-threaded tokio runtime in a thread of its own,
 //! so a scrape never waits for a Git worker and a busy Git server never
@@ -12,6 +14,7 @@
 
 mod exposition;
 
+use crate::health::Health;
 use crate::metrics::Metrics;
 use bytes::Bytes;
 use http_body_util::Full;
@@ -72,10 +75,11 @@ pub struct MetricsEndpoint {
 
 impl MetricsEndpoint {
     /// Listens on `addr` (`host:port`; port 0 picks a free one) and serves
-    /// `metrics` until `shutdown` is set.
+    /// `metrics` and `health` until `shutdown` is set.
     pub fn start(
         addr: &str,
         metrics: Arc<Metrics>,
+        health: Health,
         shutdown: Arc<AtomicBool>,
     ) -> Result<MetricsEndpoint, MetricsEndpointError> {
         let listen_error = |e: std::io::Error| MetricsEndpointError::Listen {
@@ -92,7 +96,7 @@ impl MetricsEndpoint {
             .map_err(|e| MetricsEndpointError::Start(e.to_string()))?;
         let thread = std::thread::Builder::new()
             .name("refstore-metrics".into())
-            .spawn(move || runtime.block_on(accept_loop(listener, metrics, shutdown)))
+            .spawn(move || runtime.block_on(accept_loop(listener, metrics, health, shutdown)))
             .map_err(|e| MetricsEndpointError::Start(e.to_string()))?;
         Ok(MetricsEndpoint {
             addr: bound,
@@ -118,6 +122,7 @@ impl MetricsEndpoint {
 async fn accept_loop(
     listener: std::net::TcpListener,
     metrics: Arc<Metrics>,
+    health: Health,
     shutdown: Arc<AtomicBool>,
 ) {
     let listener = match tokio::net::TcpListener::from_std(listener) {
@@ -143,8 +148,9 @@ async fn accept_loop(
                         continue;
                     };
                     let metrics = metrics.clone();
+                    let health = health.clone();
                     tokio::spawn(async move {
-                        serve_connection(stream, metrics).await;
+                        serve_connection(stream, metrics, health).await;
                         drop(slot);
                     });
                 }
@@ -160,10 +166,11 @@ async fn accept_loop(
 /// Answers the requests of one connection, for about
 /// [`CONNECTION_LIFETIME`]. A client that goes away or is too slow is
 /// nothing to report.
-async fn serve_connection(stream: tokio::net::TcpStream, metrics: Arc<Metrics>) {
+async fn serve_connection(stream: tokio::net::TcpStream, metrics: Arc<Metrics>, health: Health) {
     let service = hyper::service::service_fn(move |request| {
         let metrics = metrics.clone();
-        async move { Ok::<_, Infallible>(answer(&request, &metrics)) }
+        let health = health.clone();
+        async move { Ok::<_, Infallible>(answer(&request, &metrics, &health)) }
     });
     let connection = hyper::server::conn::http1::Builder::new()
         .timer(TokioTimer::new())
@@ -179,7 +186,11 @@ async fn serve_connection(stream: tokio::net::TcpStream, metrics: Arc<Metrics>) 
 }
 
 /// The response to one request.
-fn answer(request: &Request<Incoming>, metrics: &Metrics) -> Response<Full<Bytes>> {
+fn answer(
+    request: &Request<Incoming>,
+    metrics: &Metrics,
+    health: &Health,
+) -> Response<Full<Bytes>> {
     let path = request.uri().path();
     if path != "/metrics" && path != "/healthz" {
         return plain(StatusCode::NOT_FOUND, "not found\n");
@@ -192,7 +203,19 @@ fn answer(request: &Request<Incoming>, metrics: &Metrics) -> Response<Full<Bytes
         return response;
     }
     if path == "/healthz" {
-        return plain(StatusCode::OK, "ok\n");
+        let (ready, text) = health.report();
+        let status = if ready {
+            StatusCode::OK
+        } else {
+            StatusCode::SERVICE_UNAVAILABLE
+        };
+        let mut response = Response::new(Full::new(Bytes::from(text)));
+        *response.status_mut() = status;
+        response.headers_mut().insert(
+            CONTENT_TYPE,
+            HeaderValue::from_static("text/plain; charset=utf-8"),
+        );
+        return response;
     }
     let openmetrics = request
         .headers()
@@ -254,8 +277,14 @@ mod tests {
         let metrics = Arc::new(Metrics::new());
         refstore_fs::observe::Observer::push_received(&*metrics, 2);
         let shutdown = Arc::new(AtomicBool::new(false));
-        let endpoint =
-            MetricsEndpoint::start("127.0.0.1:0", metrics.clone(), shutdown.clone()).unwrap();
+        let health = Health::starting("catching up 2 repositories");
+        let endpoint = MetricsEndpoint::start(
+            "127.0.0.1:0",
+            metrics.clone(),
+            health.clone(),
+            shutdown.clone(),
+        )
+        .unwrap();
         let addr = endpoint.local_addr();
 
         let text = get(addr, "/metrics", "");
@@ -289,8 +318,25 @@ mod tests {
         assert!(text.ends_with("# EOF\n"), "{text}");
 
         let text = get(addr, "/healthz", "");
+        assert!(
+            text.starts_with("HTTP/1.1 503 Service Unavailable\r\n"),
+            "{text}"
+        );
+        assert!(
+            text.ends_with("\r\n\r\nstarting: catching up 2 repositories\n"),
+            "{text}"
+        );
+        health.set_ready();
+        let text = get(addr, "/healthz", "");
         assert!(text.starts_with("HTTP/1.1 200 OK\r\n"), "{text}");
         assert!(text.ends_with("\r\n\r\nok\n"), "{text}");
+        health.begin_draining();
+        let text = get(addr, "/healthz", "");
+        assert!(
+            text.starts_with("HTTP/1.1 503 Service Unavailable\r\n"),
+            "{text}"
+        );
+        assert!(text.ends_with("\r\n\r\ndraining\n"), "{text}");
 
         let text = get(addr, "/metrics/x", "");
         assert!(text.starts_with("HTTP/1.1 404 Not Found\r\n"), "{text}");
@@ -317,8 +363,13 @@ mod tests {
     #[test]
     fn connections_beyond_the_limit_are_closed_unanswered() {
         let shutdown = Arc::new(AtomicBool::new(false));
-        let endpoint =
-            MetricsEndpoint::start("127.0.0.1:0", Arc::default(), shutdown.clone()).unwrap();
+        let endpoint = MetricsEndpoint::start(
+            "127.0.0.1:0",
+            Arc::default(),
+            Health::ready(),
+            shutdown.clone(),
+        )
+        .unwrap();
         let addr = endpoint.local_addr();
         let mut held: Vec<_> = (0..MAX_CONNECTIONS)
             .map(|_| std::net::TcpStream::connect(addr).unwrap())
@@ -347,8 +398,13 @@ mod tests {
     #[test]
     fn a_bad_address_fails_at_start() {
         let shutdown = Arc::new(AtomicBool::new(false));
-        let err =
-            MetricsEndpoint::start("no-such-host.invalid:x", Arc::default(), shutdown).unwrap_err();
+        let err = MetricsEndpoint::start(
+            "no-such-host.invalid:x",
+            Arc::default(),
+            Health::ready(),
+            shutdown,
+        )
+        .unwrap_err();
         assert!(
             err.to_string()
                 .starts_with("--metrics-listen: cannot listen on no-such-host.invalid:x: "),

@@ -6,6 +6,7 @@ use crate::access::{AccessRules, Reloadable};
 use crate::auth::Credentials;
 use crate::catalog::Catalog;
 use crate::confine::Served;
+use crate::health::Health;
 use crate::metrics::Metrics;
 use crate::ref_source::RefSource;
 use refstore_fs::Vfs;
@@ -67,6 +68,9 @@ pub struct ServeOptions {
     /// operations on them (`--cluster`: the cluster's records); `None`:
     /// every repository below the root, and no admin endpoint.
     pub catalog: Option<Arc<dyn Catalog>>,
+    /// Whether new requests should be sent here, as `/healthz` of
+    /// `--metrics-listen` reports it to a load balancer.
+    pub health: Health,
 }
 
 impl ServeOptions {
@@ -89,6 +93,7 @@ impl ServeOptions {
             replication: None,
             ref_source: None,
             catalog: None,
+            health: Health::ready(),
         }
     }
 

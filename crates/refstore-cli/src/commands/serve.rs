@@ -9,6 +9,7 @@ use crate::context::{Fatal, Globals};
 use refstore_fs::Vfs;
 use refstore_protocol::limits::{Limits, SERVE_BIG_FILE_THRESHOLD};
 use refstore_server::access::{AccessRules, Reloadable};
+use refstore_server::health::Health;
 use refstore_server::http::tls::ServerConfig;
 use refstore_server::metrics::Metrics;
 use refstore_server::metrics_endpoint::MetricsEndpoint;
@@ -264,6 +265,7 @@ pub fn run(args: Args, globals: &Globals) -> Result<u8, Fatal> {
         },
     );
     let metrics = options.metrics.clone();
+    let health = options.health.clone();
     let server =
         Server::bind(&args.listen, options.clone(), globals.vfs().clone()).map_err(Fatal::new)?;
     replicate::start_repair(&args.replicate, &options, globals, &shutdown)?;
@@ -275,7 +277,7 @@ pub fn run(args: Args, globals: &Globals) -> Result<u8, Fatal> {
         server.capacity(),
     )?;
     let endpoint = match &args.metrics_listen {
-        Some(addr) => Some(start_metrics(addr, &metrics, &shutdown)?),
+        Some(addr) => Some(start_metrics(addr, &metrics, &health, &shutdown)?),
         None => None,
     };
     if args.print_address {
@@ -354,10 +356,11 @@ fn join_cluster(_: &mut ServeOptions, _: &Globals, _: &Path) -> Result<(), Fatal
 fn start_metrics(
     addr: &str,
     metrics: &Arc<Metrics>,
+    health: &Health,
     shutdown: &Arc<AtomicBool>,
 ) -> Result<MetricsEndpoint, Fatal> {
-    let endpoint =
-        MetricsEndpoint::start(addr, metrics.clone(), shutdown.clone()).map_err(Fatal::new)?;
+    let endpoint = MetricsEndpoint::start(addr, metrics.clone(), health.clone(), shutdown.clone())
+        .map_err(Fatal::new)?;
     Metrics::install(metrics);
     tracing::info!(addr = %endpoint.local_addr(), "serving metrics");
     Ok(endpoint)
