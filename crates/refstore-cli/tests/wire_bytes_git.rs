@@ -197,15 +197,15 @@ fn upload_pack_answers_as_git_does() {
     );
 }
 
+/// Needs a git newer than the machine's, which CI does not build, so it is
+/// run by hand: `REFSTORE_TEST_GIT_NEW=/path/to/git cargo test -p
+/// refstore-cli --test wire_bytes_git -- --ignored`. Asked to run without
+/// one, it fails rather than passing unchecked.
 #[test]
+#[ignore = "needs REFSTORE_TEST_GIT_NEW=/path/to/git (>= 2.45)"]
 fn upload_pack_answers_as_a_newer_git_does() {
-    let Some(path) = std::env::var_os("REFSTORE_TEST_GIT_NEW") else {
-        eprintln!(
-            "\n*** SKIPPED: the comparison with a newer git did not run; set \
-             REFSTORE_TEST_GIT_NEW=/path/to/git (>= 2.45) to run it ***\n"
-        );
-        return;
-    };
+    let path = std::env::var_os("REFSTORE_TEST_GIT_NEW")
+        .expect("set REFSTORE_TEST_GIT_NEW=/path/to/git (>= 2.45) to compare with a newer git");
     let (git, version) = git_server(Path::new(&path));
     let count = run_fetch_corpora(&git, version);
     println!(
