@@ -75,6 +75,7 @@ mod pack;
 mod pack_index;
 mod pack_list;
 mod packed;
+mod peel_memo;
 mod quarantine;
 mod rev_index;
 mod set_aside;

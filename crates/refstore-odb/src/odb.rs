@@ -153,21 +153,39 @@ impl Odb {
     ///
     /// Fails with [`OdbError::MissingTagTarget`] if a tag on the way points at
     /// a missing object; git then records no peeled value.
+    ///
+    /// A tag peeled before in this process (in any repository) is not read
+    /// again: the answer is remembered ([`crate::peel_memo`]), and only
+    /// the presence of the tag and its target here is looked up.
     pub fn peel(&self, id: &ObjectId) -> Result<Option<ObjectId>, OdbError> {
+        if let Some(target) = crate::peel_memo::recall(id) {
+            if self.contains(id) && self.contains(&target) {
+                return Ok(Some(target));
+            }
+        }
         let Some(mut target) = self.tagged(id)? else {
             return Ok(None);
         };
         let mut tag = *id;
         // Tags form no cycles (an id is a hash of the content naming its
-        // target), so this ends at a non-tag or a missing object.
+        // target), so this ends at a non-tag or a missing object. Only a
+        // tag is read whole; a target's header says whether it is one.
         loop {
-            match self.read(&target)? {
+            match self.kind(&target)? {
                 None => return Err(OdbError::MissingTagTarget { tag, target }),
-                Some((ObjectKind::Tag, data)) => {
+                Some(ObjectKind::Tag) => {
+                    let Some((_, data)) = self.read(&target)? else {
+                        return Err(OdbError::MissingTagTarget { tag, target });
+                    };
                     tag = target;
                     target = self.parse_tag_target(&tag, &data)?;
                 }
-                Some(_) => return Ok(Some(target)),
+                Some(_) => {
+                    if tag == *id {
+                        crate::peel_memo::remember(*id, target);
+                    }
+                    return Ok(Some(target));
+                }
             }
         }
     }

@@ -236,3 +236,42 @@ fn a_missing_object_directory_is_an_error() {
     let err = Odb::open(&tmp.path().join("nope"), ObjectFormat::Sha1).unwrap_err();
     assert!(err.to_string().contains("nope"), "{err}");
 }
+
+#[test]
+fn a_tag_peeled_in_one_repository_peels_in_another_only_with_its_target() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (whole, partial) = (tmp.path().join("whole"), tmp.path().join("partial"));
+    for dir in [&whole, &partial] {
+        std::fs::create_dir_all(dir).unwrap();
+        run(dir, &["init", "-q", "--bare", "."]);
+    }
+    let tree = run_with_input(&whole, &["mktree"], b"");
+    let tree = String::from_utf8(tree).unwrap();
+    let commit = run(&whole, &["commit-tree", tree.trim(), "-m", "tagged"]);
+    let tag_body = format!(
+        "object {commit}\ntype commit\ntag v1\ntagger C O Mitter <c@example.com> 1700000000 +0000\n\nv1\n"
+    );
+    // The same tag object in both; only `whole` has what it names.
+    let mut tags = Vec::new();
+    for dir in [&whole, &partial] {
+        let tag = run_with_input(
+            dir,
+            &["hash-object", "-t", "tag", "-w", "--stdin"],
+            tag_body.as_bytes(),
+        );
+        tags.push(id(String::from_utf8(tag).unwrap().trim()));
+    }
+    assert_eq!(tags[0], tags[1]);
+    let tag = tags[0];
+    let whole_odb = Odb::open(&whole.join("objects"), ObjectFormat::Sha1).unwrap();
+    let partial_odb = Odb::open(&partial.join("objects"), ObjectFormat::Sha1).unwrap();
+    for _ in 0..2 {
+        assert_eq!(whole_odb.peel(&tag).unwrap(), Some(id(&commit)));
+        assert!(
+            matches!(partial_odb.peel(&tag), Err(OdbError::MissingTagTarget { .. })),
+            "a tag whose target this repository lacks does not peel here, whatever another repository knows"
+        );
+    }
+    assert!(!try_run(&partial, &["rev-parse", &format!("{tag}^{{}}")]).0);
+    assert_eq!(run(&whole, &["rev-parse", &format!("{tag}^{{}}")]), commit);
+}
