@@ -190,6 +190,14 @@ impl Odb {
         }
     }
 
+    /// What the annotated tag `id` peels to, if this process peeled it
+    /// before (in any repository) and remembers it. Says nothing about
+    /// this database: a caller that knows the tag is here must still find
+    /// the target here before using the answer as [`Odb::peel`] does.
+    pub fn remembered_peel(&self, id: &ObjectId) -> Option<ObjectId> {
+        crate::peel_memo::recall(id)
+    }
+
     /// gix's handle, for gix-pack's lookups of thin-pack bases.
     pub(crate) fn gix_handle(&self) -> &gix_odb::HandleArc {
         &self.handle

@@ -306,11 +306,23 @@ impl<'a> Peeler<'a> {
             None => self.objects.kind(id).map_err(read_error)?,
         };
         let peeled = match kind {
-            Some(ObjectKind::Tag) => self.objects.peel(id).ok().flatten(),
+            Some(ObjectKind::Tag) => match self.objects.remembered_peel(id) {
+                // The tag is here (its kind was read); its target must be.
+                Some(target) if self.holds(&target) => Some(target),
+                _ => self.objects.peel(id).ok().flatten(),
+            },
             _ => None,
         };
         self.known.insert(*id, peeled);
         Ok(peeled)
+    }
+
+    /// Whether the repository holds `id`, asking the packs first.
+    fn holds(&self, id: &ObjectId) -> bool {
+        let packed = self.packs.is_some_and(|packs| {
+            id.format() == self.objects.format() && packs.locate(id).is_some()
+        });
+        packed || self.objects.contains(id)
     }
 
     /// The kind of `id` as the packs store it, if they hold it with its
