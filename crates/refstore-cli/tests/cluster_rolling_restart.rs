@@ -184,11 +184,82 @@ fn node_log(c: &TestCluster, i: usize) -> String {
     std::fs::read_to_string(c.home.join(format!("{}.log", c.nodes[i].name))).unwrap_or_default()
 }
 
+/// Whether git failed because nothing accepted its connection (a node
+/// that stopped accepting), rather than during a request.
+fn refused(o: &Output) -> bool {
+    let err = stderr(o);
+    err.contains("Failed to connect") || err.contains("Couldn't connect to server")
+}
+
+/// A client that goes to the draining node `url` directly, not through
+/// the balancer (as one that resolved a node's own address does, or as
+/// requests the balancer sent just before its check): it clones, then
+/// pushes new commits to new branches and fetches, one after another,
+/// until the node refuses a connection. Every operation the node took on
+/// must succeed, the last of them in flight as it stopped accepting; the
+/// acknowledged pushes go to `ledger` like the others. Returns how many
+/// operations succeeded.
+fn straggler(home: &Path, name: &str, url: &str, ledger: &Mutex<Ledger>, t0: Instant) -> usize {
+    let mut done = 0;
+    let fail = |what: &str, o: &Output| {
+        ledger.lock().unwrap().failures.push(format!(
+            "a client of {name} alone: {what} failed at {:.1}s: {}",
+            t0.elapsed().as_secs_f64(),
+            stderr(o)
+        ));
+    };
+    let work = home.join(format!("straggler-{name}"));
+    let o = net_git(home, home, &["clone", "-q", url, work.to_str().unwrap()]);
+    if !o.status.success() {
+        if !refused(&o) {
+            fail("the clone", &o);
+        }
+        return done;
+    }
+    done += 1;
+    for round in 1.. {
+        std::fs::write(work.join("straggler.txt"), format!("round {round}\n")).unwrap();
+        git_ok(home, &work, &["add", "."]);
+        git_ok(
+            home,
+            &work,
+            &["commit", "-q", "-m", &format!("straggler round {round}")],
+        );
+        let id = git_ok(home, &work, &["rev-parse", "HEAD"])
+            .trim()
+            .to_owned();
+        let branch = format!("refs/heads/straggler/{name}-{round}");
+        let o = net_git(
+            home,
+            &work,
+            &["push", "-q", "origin", &format!("HEAD:{branch}")],
+        );
+        if !o.status.success() {
+            if !refused(&o) {
+                fail(&format!("push of {id} to {branch}"), &o);
+            }
+            return done;
+        }
+        ledger.lock().unwrap().pushed.insert(branch, id);
+        done += 1;
+        let o = net_git(home, &work, &["fetch", "-q", "origin"]);
+        if !o.status.success() {
+            if !refused(&o) {
+                fail("fetch", &o);
+            }
+            return done;
+        }
+        done += 1;
+    }
+    unreachable!()
+}
+
 /// Restarts node `i` as an operator rolling through the cluster does:
 /// SIGTERM; `/healthz` answers `draining` and the balancer takes the node
-/// out of rotation while it still runs; it exits 0; it is started again on
-/// the same root and is back in rotation once `/healthz` says `ok`.
-fn restart(c: &mut TestCluster, lb: &Haproxy, i: usize, t0: Instant) {
+/// out of rotation while it still serves, a [`straggler`] among its
+/// clients; it exits 0; it is started again on the same root and is back
+/// in rotation once `/healthz` says `ok`.
+fn restart(c: &mut TestCluster, lb: &Haproxy, i: usize, ledger: &Mutex<Ledger>, t0: Instant) {
     let name = c.nodes[i].name.clone();
     let at = |what: &str| eprintln!("{:6.2}s {name}: {what}", t0.elapsed().as_secs_f64());
     at("SIGTERM");
@@ -211,7 +282,19 @@ fn restart(c: &mut TestCluster, lb: &Haproxy, i: usize, t0: Instant) {
         node_log(c, i)
     );
     at("out of the balancer's rotation, still serving");
-    let status = c.wait_node(i);
+    let (home, url) = (c.home.clone(), c.nodes[i].url());
+    let (stragglers, status) = std::thread::scope(|s| {
+        let straggler = s.spawn(|| straggler(&home, &name, &url, ledger, t0));
+        let status = c.wait_node(i);
+        (straggler.join().unwrap(), status)
+    });
+    at(&format!(
+        "{stragglers} operations of a client of it alone succeeded while it drained"
+    ));
+    assert!(
+        stragglers > 0,
+        "{name} served its own client nothing while it drained"
+    );
     assert!(
         status.success(),
         "{name} exited with {status}: {}",
@@ -260,7 +343,7 @@ fn a_rolling_restart_behind_haproxy_fails_no_client_operation() {
         std::thread::sleep(STEADY);
         for i in 0..c.nodes.len() {
             let from = Instant::now();
-            restart(&mut c, &lb, i, t0);
+            restart(&mut c, &lb, i, &ledger, t0);
             windows.push((c.nodes[i].name.clone(), from, Instant::now()));
         }
         std::thread::sleep(STEADY);
