@@ -6,6 +6,9 @@
 //! still serves), finishes what is in flight, exits 0, and is started
 //! again on the same root; the next node is stopped only once the
 //! restarted one reports `ok` and the balancer sends it requests again.
+//! Meanwhile one more client goes to the draining node directly, not
+//! through the balancer, until the node refuses its connection: what the
+//! node took on as it stopped accepting is finished, not cut off.
 //!
 //! Not one client operation may fail, on its first and only try, and
 //! every acknowledged push must be visible through every node at the end.
