@@ -65,9 +65,18 @@ pub(super) async fn serve(
         }
         Some(config) => {
             let acceptor = tokio_rustls::TlsAcceptor::from(config);
+            // A handshake under way when the server stops is given the
+            // moment an owed request gets (see `serve_owed_request`), not
+            // cut off; one closing the connection to make room is.
+            let stopped = async {
+                until_stopped(&mut stopping).await;
+                if *stopping.server.borrow() {
+                    tokio::time::sleep(OWED_REQUEST_GRACE).await;
+                }
+            };
             let handshake = tokio::select! {
                 done = tokio::time::timeout(timeout, acceptor.accept(io)) => Some(done),
-                () = until_stopped(&mut stopping) => None,
+                () = stopped => None,
             };
             match handshake {
                 Some(Ok(Ok(io))) => {
