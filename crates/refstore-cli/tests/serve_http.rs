@@ -389,3 +389,42 @@ fn a_refused_fetch_shows_the_services_message() {
     // Cut short: no last chunk.
     assert!(!answer.ends_with("0\r\n\r\n"), "{answer:?}");
 }
+
+/// A connection the server took just before SIGTERM, whose client had not
+/// sent its request yet, gets that request answered before the server
+/// exits: the client was told the server took it.
+#[test]
+fn a_connection_taken_before_sigterm_gets_its_first_request_answered() {
+    use std::io::Write;
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path();
+    let root = home.join("root");
+    setup(home, &root);
+    // No --metrics-listen: no drain time, accepting stops at the signal.
+    let server = Served::start(home, &root, &[]);
+    let mut early = std::net::TcpStream::connect(&server.addr).unwrap();
+    // Taken by the server (it accepts at once), request not sent yet.
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let addr = server.addr.clone();
+    let stopping = std::thread::spawn(move || server.stop());
+    // The server has stopped accepting (a new connection is refused)...
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while std::net::TcpStream::connect(&addr).is_ok() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "still accepting after SIGTERM"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    // ...and the early connection's request is answered all the same.
+    early
+        .write_all(
+            b"GET /team/proj.git/info/refs?service=git-upload-pack HTTP/1.1\r\nHost: x\r\n\r\n",
+        )
+        .unwrap();
+    let (status, answer) = read_answer(&mut early);
+    assert_eq!(status, 200, "{answer}");
+    assert!(answer.contains("refs/heads/main"), "{answer}");
+    let (code, log) = stopping.join().unwrap();
+    assert_eq!(code, Some(0), "{log}");
+}

@@ -255,3 +255,69 @@ fn certificates_are_reloaded_on_sighup_and_checked_at_startup() {
         assert!(stderr(&o).contains(reason), "{reason}: {}", stderr(&o));
     }
 }
+
+/// A connection the server took just before SIGTERM, before its client
+/// began the TLS handshake, gets its handshake and first request answered
+/// before the server exits: the client was told the server took it.
+#[test]
+fn a_connection_taken_before_sigterm_gets_its_handshake_and_first_request() {
+    use std::time::{Duration, Instant};
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path();
+    let root = home.join("root");
+    setup(home, &root);
+    let (cert, key) = certificate(home, "server");
+    // No --metrics-listen: no drain time, accepting stops at the signal.
+    let server = Served::start(
+        home,
+        &root,
+        &[
+            "--tls-cert",
+            cert.to_str().unwrap(),
+            "--tls-key",
+            key.to_str().unwrap(),
+        ],
+    );
+    let early = TcpStream::connect(&server.addr).unwrap();
+    // Taken by the server (it accepts at once), nothing sent yet.
+    std::thread::sleep(Duration::from_millis(300));
+    let addr = server.addr.clone();
+    let stopping = std::thread::spawn(move || server.stop());
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while TcpStream::connect(&addr).is_ok() {
+        assert!(Instant::now() < deadline, "still accepting after SIGTERM");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // git's one connection (protocol v0: one request) is relayed to the
+    // early one.
+    let relay = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = relay.local_addr().unwrap().port();
+    let relaying = std::thread::spawn(move || {
+        let (client, _) = relay.accept().unwrap();
+        let pipe = |mut from: TcpStream, mut to: TcpStream| {
+            std::thread::spawn(move || {
+                let _ = std::io::copy(&mut from, &mut to);
+                let _ = to.shutdown(std::net::Shutdown::Write);
+            })
+        };
+        let up = pipe(client.try_clone().unwrap(), early.try_clone().unwrap());
+        let down = pipe(early, client);
+        let _ = (up.join(), down.join());
+    });
+    let o = git_tls(
+        home,
+        home,
+        &cert,
+        &[
+            "-c",
+            "protocol.version=0",
+            "ls-remote",
+            &format!("https://127.0.0.1:{port}/proj.git"),
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("\tHEAD\n"), "{}", stdout(&o));
+    relaying.join().unwrap();
+    let (code, log) = stopping.join().unwrap();
+    assert_eq!(code, Some(0), "{log}");
+}

@@ -236,6 +236,65 @@ fn metrics_count_what_git_clients_did() {
     assert!(TcpStream::connect(&metrics_addr).is_err());
 }
 
+/// SIGTERM: `/healthz` answers `draining` at once while git is still
+/// served for the drain time; a second SIGTERM ends the drain time, and
+/// the server exits 0, having logged each phase.
+#[test]
+fn sigterm_drains_and_a_second_one_stops_at_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path();
+    let root = home.join("root");
+    setup(home, &root);
+    // Long enough that only the second signal can end it within the test.
+    let server = Observed::start(home, &root, &["--drain-time", "120"]);
+    let (status, _, body) = server.metrics_get("/healthz");
+    assert_eq!((status, body.as_str()), (200, "ok\n"));
+
+    server.process.signal("TERM");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let (status, _, body) = server.metrics_get("/healthz");
+        if (status, body.as_str()) == (503, "draining\n") {
+            break;
+        }
+        assert_eq!((status, body.as_str()), (200, "ok\n"));
+        assert!(std::time::Instant::now() < deadline, "never draining");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    // Still serving, on new connections too, while draining.
+    for _ in 0..3 {
+        let refs = git_net_ok(home, home, &["ls-remote", &server.url("proj.git")]);
+        assert!(refs.contains("refs/heads/main"), "{refs}");
+    }
+    let (status, _, body) = server.metrics_get("/healthz");
+    assert_eq!((status, body.as_str()), (503, "draining\n"));
+
+    let (addr, metrics_addr) = (server.addr.clone(), server.metrics_addr.clone());
+    let second = std::time::Instant::now();
+    let (code, log) = server.stop();
+    assert_eq!(code, Some(0), "{log}");
+    assert!(
+        second.elapsed() < std::time::Duration::from_secs(30),
+        "the second SIGTERM did not end the drain time: {:?}",
+        second.elapsed()
+    );
+    let phases = [
+        "draining: /healthz answers draining",
+        "signalled again: draining cut short",
+        "stopping: no new connections; finishing the requests in flight",
+        "shut down",
+    ];
+    let mut rest = log.as_str();
+    for phase in phases {
+        let at = rest
+            .find(phase)
+            .unwrap_or_else(|| panic!("{phase:?} not logged in order: {log}"));
+        rest = &rest[at..];
+    }
+    assert!(TcpStream::connect(&addr).is_err());
+    assert!(TcpStream::connect(&metrics_addr).is_err());
+}
+
 /// Request counters come from the HTTP transport.
 #[test]
 fn http_requests_are_counted() {

@@ -34,6 +34,8 @@ impl Server {
         isolate(&mut cmd, home)
             .args(["serve", "--listen", "127.0.0.1:0", "--print-address"])
             .args(["--metrics-listen", "127.0.0.1:0", "--workers", "16"])
+            // No balancer to wait for: SIGTERM stops at once.
+            .args(["--drain-time", "0"])
             .arg("--root")
             .arg(root);
         let (process, stdout) = ServerProcess::spawn(&mut cmd);

@@ -1,7 +1,7 @@
 //! What the integration tests of every refstore crate share, so that a
 //! set-up lives in one place: running git and JGit, the environment they
 //! run in, the repositories tests start from, server processes, etcd
-//! clusters and SSH clients, the linearizability checker, the
+//! clusters, HAProxy in front of servers and SSH clients, the linearizability checker, the
 //! fault-matrix driver and a TCP proxy that plays network partitions.
 //!
 //! Only tests use this crate (as a dev-dependency); it is not published.
@@ -15,6 +15,7 @@ pub mod fault_proxy;
 pub mod faults;
 pub mod fixtures;
 pub mod git;
+pub mod haproxy;
 pub mod jgit;
 pub mod names;
 pub mod pkt_line;

@@ -113,6 +113,15 @@ pub struct Args {
     /// credentials.
     #[arg(long, value_name = "addr")]
     metrics_listen: Option<String>,
+    /// Seconds to go on serving after SIGTERM or SIGINT while `/healthz`
+    /// answers `draining`, so that a load balancer checking it sends new
+    /// clients elsewhere before anything is refused; then no new
+    /// connections are accepted and the requests in flight finish. A
+    /// second signal ends the drain time at once. Default: 5 with
+    /// --metrics-listen, 0 (stop accepting at once) without, where nothing
+    /// reports draining.
+    #[arg(long, value_name = "seconds")]
+    drain_time: Option<f64>,
     /// How diagnostic and access-log lines on standard error are written:
     /// `text` for people, `json` (one object per line) for log collectors.
     #[arg(long, value_name = "format", value_enum, default_value_t = LogFormat::Text)]
@@ -167,6 +176,12 @@ enum LogFormat {
     Json,
 }
 
+/// The drain time when `--metrics-listen` is given and `--drain-time` is
+/// not: a load balancer checking `/healthz` every second or two, and
+/// taking a failed check or two to give up on a server, has moved new
+/// clients away well within it.
+const DEFAULT_DRAIN_TIME: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// The pack cache's directory below the served root, unless
 /// `refstore.packCache.path` names another.
 const PACK_CACHE_DIR: &str = ".refstore-pack-cache";
@@ -187,6 +202,7 @@ pub fn run(args: Args, globals: &Globals) -> Result<u8, Fatal> {
         )));
     }
     options.timeout = std::time::Duration::from_secs_f64(args.timeout);
+    let drain_time = drain_time(&args)?;
     options.allow_push = args.allow_push;
     options.limits = Limits {
         max_fetch_request: args.max_fetch_request,
@@ -251,8 +267,15 @@ pub fn run(args: Args, globals: &Globals) -> Result<u8, Fatal> {
             "--allow-push needs --credentials <file> or --ssh-authorized-keys <file> with at least one user: pushes are always authenticated",
         ));
     }
-    let shutdown = refstore_server::shutdown::on_signals()
+    let signalled = refstore_server::shutdown::on_signals()
         .map_err(|e| Fatal::new(format!("cannot handle signals: {e}")))?;
+    // The transports stop accepting on this, once draining is over.
+    let shutdown =
+        refstore_server::shutdown::drain_on(signalled, options.health.clone(), drain_time)
+            .map_err(|e| Fatal::new(format!("cannot handle signals: {e}")))?;
+    // The health listener outlives the transports: it answers `draining`
+    // until the requests in flight are done.
+    let transports_done = Arc::new(AtomicBool::new(false));
     let hangup = refstore_server::shutdown::on_hangup()
         .map_err(|e| Fatal::new(format!("cannot handle signals: {e}")))?;
     reload_on_hangup(
@@ -277,7 +300,7 @@ pub fn run(args: Args, globals: &Globals) -> Result<u8, Fatal> {
         server.capacity(),
     )?;
     let endpoint = match &args.metrics_listen {
-        Some(addr) => Some(start_metrics(addr, &metrics, &health, &shutdown)?),
+        Some(addr) => Some(start_metrics(addr, &metrics, &health, &transports_done)?),
         None => None,
     };
     if args.print_address {
@@ -300,10 +323,25 @@ pub fn run(args: Args, globals: &Globals) -> Result<u8, Fatal> {
     if let Some(ssh) = ssh {
         let _ = ssh.join();
     }
+    transports_done.store(true, Ordering::Relaxed);
     if let Some(endpoint) = endpoint {
         endpoint.join();
     }
     Ok(0)
+}
+
+/// `--drain-time`, or its default.
+fn drain_time(args: &Args) -> Result<std::time::Duration, Fatal> {
+    match args.drain_time {
+        None if args.metrics_listen.is_some() => Ok(DEFAULT_DRAIN_TIME),
+        None => Ok(std::time::Duration::ZERO),
+        Some(seconds) if seconds.is_finite() && seconds >= 0.0 => {
+            Ok(std::time::Duration::from_secs_f64(seconds))
+        }
+        Some(seconds) => Err(Fatal::new(format!(
+            "--drain-time {seconds}: give a number of seconds (0: stop accepting at once)"
+        ))),
+    }
 }
 
 /// Serves the repositories' refs from the cluster `path` describes, and

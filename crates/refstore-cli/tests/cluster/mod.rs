@@ -83,6 +83,30 @@ impl Node {
     pub fn pid(&self) -> u32 {
         self.child.as_ref().expect("running").id()
     }
+
+    /// What its `/healthz` answers (status and body), if it answers.
+    pub fn healthz(&self) -> Option<(u16, String)> {
+        use std::io::{Read, Write};
+        let mut stream = std::net::TcpStream::connect(("127.0.0.1", self.metrics_port)).ok()?;
+        stream
+            .set_read_timeout(Some(std::time::Duration::from_secs(5)))
+            .ok()?;
+        stream
+            .write_all(b"GET /healthz HTTP/1.0\r\nHost: health\r\n\r\n")
+            .ok()?;
+        let mut answer = String::new();
+        stream.read_to_string(&mut answer).ok()?;
+        let status = answer.split(' ').nth(1)?.parse().ok()?;
+        let (_, body) = answer.split_once("\r\n\r\n")?;
+        Some((status, body.to_owned()))
+    }
+
+    /// Whether its process has exited (or was never started).
+    pub fn exited(&mut self) -> bool {
+        self.child
+            .as_mut()
+            .is_none_or(|child| child.try_wait().is_ok_and(|status| status.is_some()))
+    }
 }
 
 impl Drop for Node {
@@ -397,6 +421,22 @@ impl TestCluster {
                 .then(|| value.trim().parse().ok())
                 .flatten()
         })
+    }
+
+    /// Sends node `i` the signal `name` (`TERM`, `INT`, ...) with kill(1).
+    pub fn signal_node(&self, i: usize, name: &str) {
+        let pid = self.nodes[i].pid().to_string();
+        let status = Command::new("kill")
+            .args([&format!("-{name}"), &pid])
+            .status()
+            .unwrap();
+        assert!(status.success(), "kill -{name} {pid}");
+    }
+
+    /// Waits until node `i` has exited: its exit status.
+    pub fn wait_node(&mut self, i: usize) -> std::process::ExitStatus {
+        let mut child = self.nodes[i].child.take().expect("the node runs");
+        child.wait().unwrap()
     }
 
     /// Kills node `i` with SIGKILL.

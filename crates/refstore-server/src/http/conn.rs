@@ -65,9 +65,18 @@ pub(super) async fn serve(
         }
         Some(config) => {
             let acceptor = tokio_rustls::TlsAcceptor::from(config);
+            // A handshake under way when the server stops is given the
+            // moment an owed request gets (see `serve_owed_request`), not
+            // cut off; one closing the connection to make room is.
+            let stopped = async {
+                until_stopped(&mut stopping).await;
+                if *stopping.server.borrow() {
+                    tokio::time::sleep(OWED_REQUEST_GRACE).await;
+                }
+            };
             let handshake = tokio::select! {
                 done = tokio::time::timeout(timeout, acceptor.accept(io)) => Some(done),
-                () = until_stopped(&mut stopping) => None,
+                () = stopped => None,
             };
             match handshake {
                 Some(Ok(Ok(io))) => {
@@ -152,9 +161,17 @@ where
     tokio::pin!(connection);
     let result = tokio::select! {
         result = connection.as_mut() => result,
-        () = until_stopped(stopping) => {
-            // Requests in flight complete; a head still arriving is given
-            // up on, so a slow client cannot hold up the exit.
+        () = until_stopped(stopping) => 'stopped: {
+            // (Not for a connection closed to make room: that one is idle.)
+            let server_stops = *stopping.server.borrow();
+            if server_stops {
+                if let Some(ended) = serve_owed_request(&mut connection, wire).await {
+                    break 'stopped ended;
+                }
+            }
+            // Requests in flight complete; a head still arriving beyond
+            // that is given up on, so a slow client cannot hold up the
+            // exit.
             connection.as_mut().graceful_shutdown();
             let mut idle_checks = 0;
             loop {
@@ -199,6 +216,49 @@ where
         tracing::debug!(%client, "connection ended: {e}");
     }
     Outcome::Done
+}
+
+/// How long a connection of a server shutting down is given to send the
+/// request it is owed an answer to ([`serve_owed_request`]): clients send
+/// a request as soon as they connect, so a moment; one that sends nothing
+/// holds up the exit no longer than this.
+const OWED_REQUEST_GRACE: Duration = Duration::from_secs(2);
+
+/// How often a connection waiting for an owed request looks whether it
+/// started.
+const OWED_REQUEST_POLL: Duration = Duration::from_millis(10);
+
+/// When the server stops, a connection it accepted but read no request
+/// from yet is owed the answer to its first request, and one whose next
+/// request is arriving the answer to that: their clients sent them to a
+/// server that had taken the connection, and a close would cut them off
+/// unanswered (a kept-alive connection that is idle is closed at once, as
+/// clients expect of one). Drives `connection` until such a request has
+/// started (hyper then finishes it before closing), for at most
+/// [`OWED_REQUEST_GRACE`]; returns the connection's end if it ended
+/// meanwhile.
+async fn serve_owed_request<C>(
+    connection: &mut std::pin::Pin<&mut C>,
+    wire: &Wire,
+) -> Option<C::Output>
+where
+    C: std::future::Future,
+{
+    if wire.answering() || (wire.served_any() && !wire.partial_head()) {
+        return None;
+    }
+    let started = wire.requests_started();
+    let deadline = tokio::time::Instant::now() + OWED_REQUEST_GRACE;
+    while !wire.answering()
+        && wire.requests_started() == started
+        && tokio::time::Instant::now() < deadline
+    {
+        tokio::select! {
+            ended = connection.as_mut() => return Some(ended),
+            () = tokio::time::sleep(OWED_REQUEST_POLL) => {}
+        }
+    }
+    None
 }
 
 /// What ends a connection early: the server shutting down, or the

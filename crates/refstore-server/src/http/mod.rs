@@ -17,7 +17,8 @@
 //! opened, and the service's output is streamed back through a bounded
 //! channel so memory stays bounded whatever the size of a clone. Setting
 //! the shutdown flag stops taking new connections; requests in flight
-//! complete.
+//! complete, and so does the first request of every connection taken
+//! before the listener closed (those the kernel had queued included).
 
 mod admin;
 mod body;
@@ -44,6 +45,7 @@ pub use crate::options::ServeOptions;
 use refstore_fs::Vfs;
 use state::State;
 use std::net::{SocketAddr, TcpListener};
+use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -184,18 +186,48 @@ impl Server {
         let turning_away = Arc::new(tokio::sync::Semaphore::new(MAX_TURNING_AWAY));
         let (stop, stopping) = tokio::sync::watch::channel(false);
         let mut poll = tokio::time::interval(SHUTDOWN_POLL);
-        while !shutdown.load(Ordering::Relaxed) {
-            let (stream, client) = tokio::select! {
-                accepted = listener.accept() => match accepted {
-                    Ok(accepted) => accepted,
-                    Err(e) => {
-                        // EMFILE and the like: give connections time to end.
-                        tracing::warn!("accepting a connection failed: {e}");
-                        tokio::time::sleep(SHUTDOWN_POLL).await;
-                        continue;
-                    }
+        // Once stopping: the listening socket, read without waiting.
+        let mut backlog: Option<TcpListener> = None;
+        loop {
+            if backlog.is_none() && shutdown.load(Ordering::Relaxed) {
+                // Connections the kernel completed before the listener
+                // closes belong to clients told the server took them:
+                // they are served too (their first request is owed an
+                // answer), not reset with the listener. The socket is
+                // asked directly, since the runtime may not have seen
+                // them arrive yet.
+                match listener.as_fd().try_clone_to_owned() {
+                    Ok(fd) => backlog = Some(TcpListener::from(fd)),
+                    Err(_) => break,
+                }
+            }
+            let accepted = match &backlog {
+                Some(backlog) => match backlog.accept() {
+                    Ok((stream, client)) => stream
+                        .set_nonblocking(true)
+                        .and_then(|()| tokio::net::TcpStream::from_std(stream))
+                        .map(|stream| (stream, client)),
+                    // Nothing more waiting (WouldBlock), or the socket
+                    // failed: either way the listener closes now.
+                    Err(_) => break,
                 },
-                _ = poll.tick() => continue,
+                None => tokio::select! {
+                    accepted = listener.accept() => accepted,
+                    _ = poll.tick() => continue,
+                },
+            };
+            let (stream, client) = match accepted {
+                Ok(accepted) => accepted,
+                Err(e) if backlog.is_some() => {
+                    tracing::debug!("a connection waiting as the server stopped failed: {e}");
+                    continue;
+                }
+                Err(e) => {
+                    // EMFILE and the like: give connections time to end.
+                    tracing::warn!("accepting a connection failed: {e}");
+                    tokio::time::sleep(SHUTDOWN_POLL).await;
+                    continue;
+                }
             };
             let metrics = &state.options.metrics;
             let wire = Arc::new(pace::Wire::opened());
@@ -242,7 +274,7 @@ impl Server {
                 open.fetch_sub(1, Ordering::Relaxed);
             });
         }
-        drop(listener);
+        drop((listener, backlog));
         let _ = stop.send(true);
         while open.load(Ordering::Relaxed) > 0 {
             tokio::time::sleep(SHUTDOWN_POLL / 4).await;

@@ -112,6 +112,11 @@ impl Wire {
         Active(self.clone())
     }
 
+    /// How many requests were read on the connection.
+    pub fn requests_started(&self) -> u64 {
+        self.requests.load(Ordering::Relaxed)
+    }
+
     /// True once a request was read on the connection.
     pub fn served_any(&self) -> bool {
         self.requests.load(Ordering::Relaxed) > 0
