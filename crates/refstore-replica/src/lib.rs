@@ -34,6 +34,7 @@ mod steps;
 pub use catch_up::ClusterTips;
 pub use packs::ENDPOINT_PREFIX;
 pub use peers::Peers;
+pub use peers::DEFAULT_TIMEOUT as DEFAULT_PEER_TIMEOUT;
 pub use steps::ForRepository;
 
 use client::Client;
