@@ -245,3 +245,40 @@ fn lock<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 /// Per repository, the tips of the last walk that found everything here.
 pub(crate) type CompleteTips = std::sync::Mutex<HashMap<String, HashSet<ObjectId>>>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn id(n: u32) -> ObjectId {
+        let mut raw = [0u8; 20];
+        raw[..4].copy_from_slice(&n.to_be_bytes());
+        ObjectId::from_raw(&raw).unwrap()
+    }
+
+    /// Generated packs and needs: a pack is chosen exactly when it holds
+    /// a needed object, so a pack of orphans this node pruned (objects it
+    /// lacks and does not need) is never chosen.
+    #[test]
+    fn a_pack_is_chosen_for_what_is_needed_never_for_what_is_lacking() {
+        let mut seed = 0x5eed_u64;
+        let mut next = |below: u32| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % u64::from(below)) as u32
+        };
+        for _ in 0..200 {
+            let needed: HashSet<ObjectId> = (0..next(5)).map(|_| id(next(50))).collect();
+            let pack: HashSet<ObjectId> = (0..next(20)).map(|_| id(next(100))).collect();
+            let expected = pack.iter().any(|o| needed.contains(o));
+            assert_eq!(holds_needed(&pack, &needed), expected);
+        }
+        // The case that matters: the pack's only object is an orphan
+        // this node lacks (it pruned it); nothing is needed of it.
+        let orphans: HashSet<ObjectId> = [id(1), id(2)].into();
+        assert!(!holds_needed(&orphans, &[id(3)].into()));
+        assert!(!holds_needed(&orphans, &HashSet::new()));
+        assert!(holds_needed(&[id(1), id(3)].into(), &[id(3)].into()));
+    }
+}

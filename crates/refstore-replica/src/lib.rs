@@ -23,6 +23,8 @@ mod catch_up;
 mod catch_up_lacking;
 mod client;
 mod closure;
+#[cfg(test)]
+mod closure_tests;
 mod idx;
 pub mod packs;
 mod peers;
