@@ -355,7 +355,10 @@ fn maintenance_consolidates_every_nodes_packs_and_loses_nothing() {
 
 /// `-c` settings under which maintenance prunes what is older than an hour
 /// and deletes the packs it rewrote at once.
-const PRUNE: [&str; 2] = ["gc.pruneExpire=1.hour.ago", "refstore.redundantPackExpire=now"];
+const PRUNE: [&str; 2] = [
+    "gc.pruneExpire=1.hour.ago",
+    "refstore.redundantPackExpire=now",
+];
 
 /// Maintenance of node `i` with [`PRUNE`], run again while a run of the
 /// node's own holds the repository.
@@ -385,7 +388,11 @@ fn repair(c: &mut TestCluster, i: usize) {
     c.start_node(i);
     let deadline = Instant::now() + Duration::from_secs(60);
     while passes() == before {
-        assert!(Instant::now() < deadline, "no repair on {}", c.nodes[i].name);
+        assert!(
+            Instant::now() < deadline,
+            "no repair on {}",
+            c.nodes[i].name
+        );
         std::thread::sleep(Duration::from_millis(100));
     }
 }
@@ -448,7 +455,10 @@ fn pruning_drops_old_orphans_from_every_node_for_good() {
     let root = history.root.clone();
     history.step += 1;
     let gone = history.commit_on(&c, &root);
-    for (node, refspec) in [(1, format!("{gone}:refs/heads/gone")), (2, ":refs/heads/gone".into())] {
+    for (node, refspec) in [
+        (1, format!("{gone}:refs/heads/gone")),
+        (2, ":refs/heads/gone".into()),
+    ] {
         let o = c.git(&["push", "-q", &c.nodes[node].url(), &refspec]);
         assert!(o.status.success(), "{}", stderr(&o));
     }
@@ -462,7 +472,10 @@ fn pruning_drops_old_orphans_from_every_node_for_good() {
     // An orphan younger than the grace period.
     history.step += 1;
     let young = history.commit_on(&c, &root);
-    for refspec in [format!("{young}:refs/heads/young"), ":refs/heads/young".into()] {
+    for refspec in [
+        format!("{young}:refs/heads/young"),
+        ":refs/heads/young".into(),
+    ] {
         let o = c.git(&["push", "-q", &c.nodes[0].url(), &refspec]);
         assert!(o.status.success(), "{}", stderr(&o));
     }
@@ -506,7 +519,10 @@ fn pruning_drops_old_orphans_from_every_node_for_good() {
     for id in &history.orphaned {
         assert_eq!(holders(&c, id), 0, "orphan {id} survived");
     }
-    assert!(holders(&c, &young) >= COPIES, "the young orphan lost copies");
+    assert!(
+        holders(&c, &young) >= COPIES,
+        "the young orphan lost copies"
+    );
     for i in 0..3 {
         clone_checked(&c, i, &history.refs, "pruned");
     }

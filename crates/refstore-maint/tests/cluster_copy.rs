@@ -9,7 +9,7 @@
 
 use refstore_fs::real::RealFs;
 use refstore_fs::Vfs;
-use refstore_maint::{Options, Repo, Task};
+use refstore_maint::{Options, Repo};
 use refstore_testsupport::Git;
 use std::path::Path;
 use std::process::Command;
@@ -76,17 +76,30 @@ fn setup(dir: &Path, extra: Option<&str>) -> Copy {
     let second = commit(&git_dir, Some(&first[0]), "second\n");
     let old_side = commit(&git_dir, Some(&first[0]), "old side\n");
     git(&git_dir, &["update-ref", "refs/heads/main", &second[0]], "");
-    git(&git_dir, &["update-ref", "refs/heads/old", &old_side[0]], "");
+    git(
+        &git_dir,
+        &["update-ref", "refs/heads/old", &old_side[0]],
+        "",
+    );
     git(&git_dir, &["repack", "-a", "-d", "-q"], "");
     for entry in std::fs::read_dir(git_dir.join("objects/pack")).unwrap() {
         backdate(&entry.unwrap().path());
     }
     let young_side = commit(&git_dir, Some(&second[0]), "young side\n");
-    git(&git_dir, &["update-ref", "refs/heads/young", &young_side[0]], "");
+    git(
+        &git_dir,
+        &["update-ref", "refs/heads/young", &young_side[0]],
+        "",
+    );
     git(&git_dir, &["repack", "-d", "-q"], "");
     let loose = |content: &str| git(&git_dir, &["hash-object", "-w", "--stdin"], content);
     let old_loose = loose("an old orphan\n");
-    backdate(&git_dir.join("objects").join(&old_loose[..2]).join(&old_loose[2..]));
+    backdate(
+        &git_dir
+            .join("objects")
+            .join(&old_loose[..2])
+            .join(&old_loose[2..]),
+    );
     let young_loose = loose("a young orphan\n");
 
     // Ids only, as etcd holds them (git would refuse ids it lacks).
@@ -142,7 +155,10 @@ fn a_cluster_copy_prunes_old_orphans_by_the_refs_it_is_given() {
         assert!(has(&git_dir, id), "{id} of main is gone: {summaries:?}");
     }
     for id in &copy.old_side {
-        assert!(!has(&git_dir, id), "{id}, old and orphaned, is kept: {summaries:?}");
+        assert!(
+            !has(&git_dir, id),
+            "{id}, old and orphaned, is kept: {summaries:?}"
+        );
     }
     assert!(!has(&git_dir, &copy.old_loose), "{summaries:?}");
     for id in copy.young_side.iter().chain([&copy.young_loose]) {
@@ -153,7 +169,11 @@ fn a_cluster_copy_prunes_old_orphans_by_the_refs_it_is_given() {
     assert!(git_dir.join("refs/heads/old").exists());
     // What remains is whole: `main` and the young branch read back.
     git(&git_dir, &["update-ref", "-d", "refs/heads/old"], "");
-    git(&git_dir, &["fsck", "--full", "--no-dangling", "--no-progress"], "");
+    git(
+        &git_dir,
+        &["fsck", "--full", "--no-dangling", "--no-progress"],
+        "",
+    );
     // Once pruned, a second run finds nothing more to do, and keeps all.
     maintain(dir.path());
     for id in copy.main.iter().chain(&copy.young_side) {

@@ -28,17 +28,11 @@
 
 use crate::closure::Closure;
 use crate::packs;
+use crate::tips::ClusterTips;
 use crate::Replica;
 use refstore_protocol::Repository;
 use refstore_refs::ObjectId;
-use std::collections::{HashMap, HashSet};
-
-/// The cluster's refs of a repository, for catching up.
-pub trait ClusterTips: Send + Sync + std::fmt::Debug {
-    /// The objects the refs of the repository `name` (opened as `repo`)
-    /// point at, listed at one revision, and `HEAD`'s.
-    fn tips(&self, repo: &Repository, name: &str) -> Result<Vec<ObjectId>, String>;
-}
+use std::collections::HashSet;
 
 /// One pack the peers offer: its name, the peers that listed it, and its
 /// object ids once its index was read.
@@ -242,9 +236,6 @@ pub(crate) fn holds_needed(ids: &HashSet<ObjectId>, needed: &HashSet<ObjectId>) 
 fn lock<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|e| e.into_inner())
 }
-
-/// Per repository, the tips of the last walk that found everything here.
-pub(crate) type CompleteTips = std::sync::Mutex<HashMap<String, HashSet<ObjectId>>>;
 
 #[cfg(test)]
 mod tests {

@@ -46,7 +46,11 @@ fn history(source: &Path, rng: &mut Rng) -> (Vec<String>, Vec<String>) {
         let own = git(source, &["hash-object", "-w", "--stdin"], &format!("{n}\n"));
         blobs.push(own.clone());
         let shared = blobs[rng.next(blobs.len())].clone();
-        let sub = git(source, &["mktree"], &format!("100644 blob {shared}\tshared\n"));
+        let sub = git(
+            source,
+            &["mktree"],
+            &format!("100644 blob {shared}\tshared\n"),
+        );
         let tree = git(
             source,
             &["mktree"],

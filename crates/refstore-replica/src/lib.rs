@@ -32,12 +32,13 @@ mod quorum;
 pub mod repair;
 pub mod secret;
 mod steps;
+mod tips;
 
-pub use catch_up::ClusterTips;
 pub use packs::ENDPOINT_PREFIX;
 pub use peers::Peers;
 pub use peers::DEFAULT_TIMEOUT as DEFAULT_PEER_TIMEOUT;
 pub use steps::ForRepository;
+pub use tips::ClusterTips;
 
 use client::Client;
 
@@ -49,7 +50,7 @@ pub struct Replica {
     /// The cluster's refs, which decide what catching up copies.
     tips: std::sync::OnceLock<std::sync::Arc<dyn ClusterTips>>,
     /// Where the last catch-up's walk may stop.
-    complete: catch_up::CompleteTips,
+    complete: tips::CompleteTips,
 }
 
 impl Replica {
