@@ -81,9 +81,19 @@ impl Replica {
         tips: &dyn ClusterTips,
         wanted: &[ObjectId],
     ) -> Result<usize, String> {
-        let mut roots = tips.tips(repo, name)?;
+        // Without etcd's refs (it cannot be reached), a fetch's wants are
+        // still made complete; a repair pass waits for the next.
+        let mut roots = match tips.tips(repo, name) {
+            Ok(roots) => roots,
+            Err(e) if !wanted.is_empty() => {
+                tracing::warn!(repo = name, "catching up with a fetch's wants only: {e}");
+                Vec::new()
+            }
+            Err(e) => return Err(e),
+        };
         roots.extend_from_slice(wanted);
-        let complete = lock(&self.complete).get(name).cloned().unwrap_or_default();
+        let key = format!("{name}\0{}", tips.incarnation(repo).unwrap_or_default());
+        let complete = lock(&self.complete).get(&key).cloned().unwrap_or_default();
         let mut closure = Closure::new(repo.object_format(), complete);
         closure.walk(&repo.objects, roots.clone())?;
         let mut offers: Option<Vec<Offer>> = None;
@@ -102,7 +112,7 @@ impl Replica {
         if closure.missing().is_empty() {
             // The tips of this walk are the stops of the next: the set
             // stays as small as the refs.
-            lock(&self.complete).insert(name.to_owned(), roots.into_iter().collect());
+            lock(&self.complete).insert(key, roots.into_iter().collect());
         } else {
             tracing::warn!(
                 repo = name,

@@ -282,4 +282,8 @@ impl refstore_replica::ClusterTips for ClusterRefs {
         tips.extend(resolved.and_then(|r| r.id));
         Ok(tips)
     }
+
+    fn incarnation(&self, repo: &Repository) -> Option<String> {
+        super::cluster_copy::incarnation(repo.vfs.as_ref(), repo.common_dir())
+    }
 }
