@@ -24,8 +24,8 @@ pub struct MaintSettings {
     /// period is at least this (`gc.pruneExpire` below it is raised): the
     /// longest a push may take between its pack reaching a node and its
     /// refs committing in etcd. Default one hour; `refstore serve
-    /// --cluster` gives its repositories twice its peer and request
-    /// timeouts unless configured otherwise.
+    /// --cluster` gives its repositories twice the sum of its peer and
+    /// request timeouts unless `-c` sets it.
     pub cluster_prune_floor: Duration,
     /// `maintenance.<task>.auto`, where set.
     pub task_auto: HashMap<Task, i64>,

@@ -334,8 +334,9 @@ fn join_cluster(options: &mut ServeOptions, globals: &Globals, path: &Path) -> R
     }
     // The grace period of pruning on this node is at least the longest a
     // push may take between its pack reaching a node and its refs
-    // committing: twice the peer and request timeouts. First, so that a
-    // `-c refstore.clusterPruneFloor` given to serve replaces it.
+    // committing: twice the sum of the peer and request timeouts. Put
+    // first, so that a `-c refstore.clusterPruneFloor` given to serve
+    // replaces it.
     let peer_timeout = config
         .peer_timeout
         .unwrap_or(refstore_replica::DEFAULT_PEER_TIMEOUT);
