@@ -15,7 +15,10 @@
 //! Such a pack is rolled up with the geometric ones into one new pack of
 //! its reachable objects; the old pack becomes redundant and is deleted
 //! `refstore.redundantPackExpire` later like any rolled-up pack, readers
-//! still finding the dropped objects in it until then.
+//! still finding the dropped objects in it until then. A run that cannot
+//! judge (objects missing here) leaves such a pack redundant without
+//! deleting it: rolling it back in would give its orphans a new pack's
+//! age and another grace period.
 
 use crate::error::MaintError;
 use crate::inventory::{Inventory, PackInfo};

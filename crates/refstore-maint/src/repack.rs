@@ -131,6 +131,12 @@ pub fn run(repo: &Repo) -> Result<String, MaintError> {
         .collect();
     let now = SystemTime::now();
     let mut redundant: HashMap<String, SystemTime> = HashMap::new();
+    // A cluster copy's packs rewritten by an earlier run's pruning, which
+    // this run cannot judge (objects missing here until it catches up):
+    // left redundant as they were, neither deleted nor rolled back in.
+    let mut undecided: HashMap<String, SystemTime> = HashMap::new();
+    let cannot_judge =
+        repo.cluster_copy && prune.is_none() && crate::reach::cluster_grace(repo).is_some();
     for pack in inventory.packs.iter().filter(|p| !p.keep) {
         if named.contains(pack.index_name().as_str()) {
             continue;
@@ -148,6 +154,8 @@ pub fn run(repo: &Repo) -> Result<String, MaintError> {
         if (0..entries.len()).all(|n| elsewhere_or_dropped(entries.id(n))) {
             let since = redundant_before.get(&pack.name).copied().unwrap_or(now);
             redundant.insert(pack.name.clone(), since);
+        } else if let Some(since) = redundant_before.get(&pack.name).filter(|_| cannot_judge) {
+            undecided.insert(pack.name.clone(), *since);
         }
     }
     let mut deleted = 0;
@@ -163,6 +171,7 @@ pub fn run(repo: &Repo) -> Result<String, MaintError> {
             deleted += 1;
         }
     }
+    redundant.extend(undecided);
     write_redundant(repo, &redundant, &redundant_before)?;
     summary.push_str(&format!(
         "{deleted} redundant packs deleted, {} kept for readers",

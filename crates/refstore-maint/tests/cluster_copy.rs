@@ -127,9 +127,24 @@ fn setup(dir: &Path, extra: Option<&str>) -> Copy {
 
 /// Every task on the copy in `dir`, with `etcd.git`'s refs.
 fn maintain(dir: &Path) -> Vec<String> {
+    maintain_with(dir, &[])
+}
+
+/// [`maintain`] with configuration `overrides` (`key=value`).
+fn maintain_with(dir: &Path, overrides: &[&str]) -> Vec<String> {
     let vfs: Arc<dyn Vfs> = Arc::new(RealFs::new());
     let git_dir = dir.join("r.git");
-    let opened = refstore_repo::Repository::open(vfs.clone(), &git_dir, &[]).unwrap();
+    let overrides: Vec<refstore_fs::config::Override> = overrides
+        .iter()
+        .map(|o| {
+            let (key, value) = o.split_once('=').unwrap();
+            refstore_fs::config::Override {
+                key: key.to_owned(),
+                value: Some(value.to_owned()),
+            }
+        })
+        .collect();
+    let opened = refstore_repo::Repository::open(vfs.clone(), &git_dir, &overrides).unwrap();
     // The cluster's refs: a store apart from the copy's own.
     let refs = refstore_repo::Repository::open(vfs, &dir.join("etcd.git"), &[])
         .unwrap()
@@ -199,5 +214,42 @@ fn a_cluster_copy_lacking_what_the_refs_reach_prunes_nothing() {
         .chain([&copy.old_loose, &copy.young_loose])
     {
         assert!(has(&git_dir, id), "{id} is gone: {summaries:?}");
+    }
+}
+
+#[test]
+fn a_pack_pruning_rewrote_stays_redundant_through_runs_that_cannot_judge() {
+    let dir = tempfile::tempdir().unwrap();
+    let copy = setup(dir.path(), None);
+    let git_dir = dir.path().join("r.git");
+    let keep_packs = ["refstore.redundantPackExpire=1.hour.ago"];
+    let redundant_list = git_dir.join("objects/info/refstore-redundant-packs");
+    // Rewritten, the old pack stays an hour for readers: the orphans are
+    // still read from it, though no multi-pack-index names it.
+    let first = maintain_with(dir.path(), &keep_packs);
+    assert!(has(&git_dir, &copy.old_side[0]), "{first:?}");
+    let listed = std::fs::read_to_string(&redundant_list).unwrap();
+    assert_eq!(listed.lines().count(), 1, "{first:?}");
+    // The cluster's refs now name a commit the copy lacks: runs that
+    // cannot judge leave the rewritten pack redundant, and do not roll
+    // it (and its orphans) back in.
+    let elsewhere = tempfile::tempdir().unwrap();
+    git(elsewhere.path(), &["init", "-q", "--bare", "o.git"], "");
+    let [absent, ..] = commit(&elsewhere.path().join("o.git"), None, "elsewhere\n");
+    let extra = dir.path().join("etcd.git/refs/heads/extra");
+    std::fs::write(&extra, format!("{absent}\n")).unwrap();
+    for _ in 0..2 {
+        let run = maintain_with(dir.path(), &keep_packs);
+        let now = std::fs::read_to_string(&redundant_list).unwrap_or_default();
+        assert_eq!(now, listed, "{run:?}");
+    }
+    std::fs::remove_file(&extra).unwrap();
+    // Once it can judge again, the pack goes with the orphans.
+    let last = maintain(dir.path());
+    for id in &copy.old_side {
+        assert!(!has(&git_dir, id), "{id} came back: {last:?}");
+    }
+    for id in copy.main.iter().chain(&copy.young_side) {
+        assert!(has(&git_dir, id));
     }
 }
