@@ -8,8 +8,17 @@
 //! flight (`MAINT_SEED=<n>` replays one history). Afterwards each node holds few packs,
 //! every ref's history is complete through every node (`git fsck
 //! --full` of a clone), every commit ever pushed, orphans included, is
-//! still on at least `object_copies` nodes (repacking consolidates and
-//! prunes nothing), and the push made during maintenance is intact.
+//! still on at least `object_copies` nodes (all are younger than the
+//! grace period, so repacking consolidates and prunes nothing), and the
+//! push made during maintenance is intact.
+//!
+//! Pruning: with the nodes' objects made older than a short grace period,
+//! one node prunes the orphans while its peers still hold them, and its
+//! repair does not copy them back (it copies what etcd's refs need); then
+//! every node prunes while a push is in flight. The orphans are gone from
+//! every node for good, an orphan younger than the grace stays, every
+//! reachable object is on `object_copies` nodes, and clones through
+//! every node are whole.
 
 mod cluster;
 mod support;
@@ -342,4 +351,186 @@ fn maintenance_consolidates_every_nodes_packs_and_loses_nothing() {
         assert!(n >= COPIES, "{id} is on {n} nodes");
     }
     assert!(!history.orphaned.is_empty(), "the seed orphaned nothing");
+}
+
+/// `-c` settings under which maintenance prunes what is older than an hour
+/// and deletes the packs it rewrote at once.
+const PRUNE: [&str; 2] = [
+    "gc.pruneExpire=1.hour.ago",
+    "refstore.redundantPackExpire=now",
+];
+
+/// Maintenance of node `i` with [`PRUNE`], run again while a run of the
+/// node's own holds the repository.
+fn prune_ok(c: &TestCluster, i: usize) -> String {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let report = maintain_ok(c, i, &PRUNE);
+        if report.contains("incremental-repack") {
+            return report;
+        }
+        assert!(Instant::now() < deadline, "{} stays busy", c.nodes[i].name);
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// Restarts node `i` and waits for the repair pass it makes at startup.
+fn repair(c: &mut TestCluster, i: usize) {
+    let log = c.home.join(format!("{}.log", c.nodes[i].name));
+    let passes = || {
+        std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .matches("repair pass done")
+            .count()
+    };
+    let before = passes();
+    c.kill_node(i);
+    c.start_node(i);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while passes() == before {
+        assert!(
+            Instant::now() < deadline,
+            "no repair on {}",
+            c.nodes[i].name
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Sets every pack's and loose object's time on node `i` two hours back:
+/// everything it holds is older than the grace period.
+fn age_objects(c: &TestCluster, i: usize) {
+    let objects = repo_dir(c, i).join("objects");
+    let mut files = Vec::new();
+    for dir in std::fs::read_dir(&objects).unwrap() {
+        let dir = dir.unwrap().path();
+        let name = dir.file_name().unwrap().to_string_lossy().into_owned();
+        if name == "pack" || (name.len() == 2 && dir.is_dir()) {
+            for file in std::fs::read_dir(&dir).unwrap() {
+                files.push(file.unwrap().path());
+            }
+        }
+    }
+    let status = std::process::Command::new("touch")
+        .args(["-d", "2 hours ago"])
+        .args(&files)
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
+fn node_has(c: &TestCluster, i: usize, id: &str) -> bool {
+    support::git(&c.home, &repo_dir(c, i), &["cat-file", "-e", id])
+        .status
+        .success()
+}
+
+#[test]
+fn pruning_drops_old_orphans_from_every_node_for_good() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut c = TestCluster::start_with(tmp.path(), 1, 3, Objects::Replicated { copies: COPIES });
+    // No background maintenance: the test says when packs are rewritten.
+    c.serve_args = ["--maintenance-workers", "0"].map(str::to_owned).to_vec();
+    for i in 0..3 {
+        c.kill_node(i);
+        c.start_node(i);
+    }
+    let seed = std::env::var("MAINT_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0x0dd_ba11_u64);
+    eprintln!("MAINT_SEED={seed}");
+    let mut history = History {
+        refs: BTreeMap::new(),
+        pushed: Vec::new(),
+        orphaned: Vec::new(),
+        root: c.rev("main"),
+        step: 0,
+        seed,
+    };
+    for n in 0..30 {
+        history.push(&c, n % 3);
+    }
+    // One branch certainly deleted, through another node than its push.
+    let root = history.root.clone();
+    history.step += 1;
+    let gone = history.commit_on(&c, &root);
+    for (node, refspec) in [
+        (1, format!("{gone}:refs/heads/gone")),
+        (2, ":refs/heads/gone".into()),
+    ] {
+        let o = c.git(&["push", "-q", &c.nodes[node].url(), &refspec]);
+        assert!(o.status.success(), "{}", stderr(&o));
+    }
+    history.orphaned.push(gone);
+    // Every node holds what etcd's refs reach (a node lacking some prunes
+    // nothing), then everything is made old.
+    for i in 0..3 {
+        repair(&mut c, i);
+        age_objects(&c, i);
+    }
+    // An orphan younger than the grace period.
+    history.step += 1;
+    let young = history.commit_on(&c, &root);
+    for refspec in [
+        format!("{young}:refs/heads/young"),
+        ":refs/heads/young".into(),
+    ] {
+        let o = c.git(&["push", "-q", &c.nodes[0].url(), &refspec]);
+        assert!(o.status.success(), "{}", stderr(&o));
+    }
+
+    // n1 prunes alone: its peers still hold the orphans.
+    eprintln!("n1: {}", prune_ok(&c, 0));
+    for id in &history.orphaned {
+        assert!(!node_has(&c, 0, id), "orphan {id} kept on n1");
+        assert!((1..3).any(|i| node_has(&c, i, id)), "{id} on no peer");
+    }
+    assert!(node_has(&c, 0, &young), "the young orphan was pruned");
+    // Its repair copies what etcd's refs need of the peers: not those.
+    repair(&mut c, 0);
+    for id in &history.orphaned {
+        assert!(!node_has(&c, 0, id), "orphan {id} came back to n1");
+    }
+    clone_checked(&c, 0, &history.refs, "n1-pruned");
+
+    // The others prune while a push is on its way through n2.
+    git_ok(&c.home, &c.work, &["checkout", "-q", "--detach", &root]);
+    std::fs::write(c.work.join("big.bin"), support::noise(seed, 3_000_000)).unwrap();
+    git_ok(&c.home, &c.work, &["add", "big.bin"]);
+    git_ok(&c.home, &c.work, &["commit", "-q", "-m", "big"]);
+    let big = c.rev("HEAD");
+    let in_flight = {
+        let url = c.nodes[1].url();
+        let (home, work) = (c.home.clone(), c.work.clone());
+        let refspec = format!("{big}:refs/heads/big");
+        std::thread::spawn(move || support::git(&home, &work, &["push", "-q", &url, &refspec]))
+    };
+    for i in 1..3 {
+        eprintln!("{}: {}", c.nodes[i].name, prune_ok(&c, i));
+    }
+    let pushed = in_flight.join().unwrap();
+    assert!(pushed.status.success(), "{}", stderr(&pushed));
+    history.refs.insert("refs/heads/big".into(), big);
+    for i in 0..3 {
+        repair(&mut c, i);
+    }
+
+    for id in &history.orphaned {
+        assert_eq!(holders(&c, id), 0, "orphan {id} survived");
+    }
+    assert!(
+        holders(&c, &young) >= COPIES,
+        "the young orphan lost copies"
+    );
+    for i in 0..3 {
+        clone_checked(&c, i, &history.refs, "pruned");
+    }
+    let mirror = c.home.join("clone-pruned-n1");
+    let reachable = git_ok(&c.home, &mirror, &["rev-list", "--objects", "--all"]);
+    for id in reachable.lines().map(|l| &l[..40]) {
+        let n = holders(&c, id);
+        assert!(n >= COPIES, "{id} is on {n} nodes");
+    }
+    assert!(history.orphaned.len() > 1, "the seed orphaned little");
 }

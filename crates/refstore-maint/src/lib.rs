@@ -27,7 +27,9 @@
 //! decides (`gc.auto`, `gc.autoPackLimit`, `maintenance.<task>.auto`).
 //!
 //! A cluster node's copy of a repository is maintained with the cluster's
-//! refs and without pruning ([`Repo::with_cluster_refs`]).
+//! refs ([`Repo::with_cluster_refs`]): reachability is judged by etcd's
+//! refs and a grace period for pushes in flight, and `incremental-repack`
+//! drops the old unreachable objects of its packs too.
 //!
 //! Every file is written through the [`refstore_fs::Vfs`] and flushed
 //! before it receives the name readers look for.
@@ -60,6 +62,8 @@ mod midx_write;
 mod pack_out;
 pub mod process;
 mod prune;
+mod prune_packs;
+mod reach;
 mod refs_task;
 mod repack;
 mod repo;

@@ -26,16 +26,16 @@
 //! Conservative where it cannot see everything: nothing is pruned in a
 //! repository with a work-tree index or linked worktrees (objects staged
 //! there are not walked), in a reftable repository (its reflogs are not
-//! read here), nor in a cluster node's copy ([`Repo::cluster_copy`]: the
-//! node may lack objects through which the cluster's refs reach one it
-//! holds, and pushes through other nodes are not seen here).
+//! read here).
+//!
+//! A cluster node's copy ([`Repo::cluster_copy`]) judges by etcd's refs
+//! and its grace period instead ([`crate::reach::cluster`]), and prunes
+//! nothing while it lacks objects those refs reach.
 
 use crate::error::MaintError;
 use crate::loose_files::LooseObject;
 use crate::repo::Repo;
-use refstore_odb::ObjectKind;
 use refstore_refs::{ObjectId, RefName};
-use std::collections::HashSet;
 use std::path::Path;
 use std::time::SystemTime;
 
@@ -49,7 +49,7 @@ pub fn prune(
         return Ok((loose, 0));
     };
     if repo.cluster_copy {
-        return Ok((loose, 0));
+        return prune_cluster_copy(repo, loose);
     }
     let now = SystemTime::now();
     let old_at = |path: &Path| {
@@ -91,7 +91,7 @@ pub fn prune(
             }
         }
     }
-    let reachable = walk(repo, roots)?;
+    let reachable = crate::reach::walk(repo, roots)?.ids;
     let mut kept = Vec::with_capacity(loose.len());
     let mut pruned = 0;
     for (object, old) in loose.into_iter().zip(old) {
@@ -189,60 +189,42 @@ fn reflog_ids(repo: &Repo, dir: &Path, out: &mut Vec<ObjectId>) -> Result<(), Ma
     Ok(())
 }
 
-/// Every object reachable from `roots` (missing ones are skipped).
-fn walk(repo: &Repo, roots: Vec<ObjectId>) -> Result<HashSet<Vec<u8>>, MaintError> {
-    let odb = repo.objects()?;
-    let hash_len = repo.object_format().raw_len();
-    let mut seen: HashSet<Vec<u8>> = HashSet::new();
-    let mut queue = roots;
-    while let Some(id) = queue.pop() {
-        if !seen.insert(id.as_bytes().to_vec()) {
-            continue;
-        }
-        let Some((kind, data)) = odb.read(&id)? else {
-            continue;
-        };
-        match kind {
-            ObjectKind::Blob => {}
-            ObjectKind::Commit | ObjectKind::Tag => {
-                for line in data.split(|&b| b == b'\n') {
-                    if line.is_empty() {
-                        break;
-                    }
-                    let named = line
-                        .strip_prefix(b"tree ")
-                        .or_else(|| line.strip_prefix(b"parent "))
-                        .or_else(|| line.strip_prefix(b"object "));
-                    if let Some(id) =
-                        named.and_then(|hex| ObjectId::from_hex_in(hex, repo.object_format()).ok())
-                    {
-                        queue.push(id);
-                    }
-                }
+/// [`prune`] for a cluster node's copy: old loose objects that neither
+/// etcd's refs nor a young object reach go, each renamed aside and judged
+/// once more as on a single server.
+fn prune_cluster_copy(
+    repo: &Repo,
+    loose: Vec<LooseObject>,
+) -> Result<(Vec<LooseObject>, usize), MaintError> {
+    let Some(grace) = crate::reach::cluster_grace(repo) else {
+        return Ok((loose, 0));
+    };
+    let old_at = |path: &Path| {
+        repo.vfs.stat(path).is_ok_and(|meta| {
+            SystemTime::now()
+                .duration_since(meta.modified)
+                .unwrap_or_default()
+                >= grace
+        })
+    };
+    if !loose.iter().any(|o| old_at(&o.path)) {
+        return Ok((loose, 0));
+    }
+    let Some(reach) = crate::reach::cluster(repo)? else {
+        return Ok((loose, 0));
+    };
+    let mut kept = Vec::with_capacity(loose.len());
+    let mut pruned = 0;
+    for object in loose {
+        let prunable = !reach.reachable.contains(&object.id) && old_at(&object.path);
+        if prunable && remove_unless_freshened(repo, &object, &old_at)? {
+            pruned += 1;
+            if let Some(dir) = object.path.parent() {
+                let _ = repo.vfs.rmdir(dir);
             }
-            ObjectKind::Tree => {
-                let mut rest = &data[..];
-                while let Some(nul) = rest.iter().position(|&b| b == 0) {
-                    let mode = rest.split(|&b| b == b' ').next().unwrap_or_default();
-                    let Some(raw) = rest.get(nul + 1..nul + 1 + hash_len) else {
-                        break;
-                    };
-                    rest = &rest[nul + 1 + hash_len..];
-                    // Submodule commits are in other repositories.
-                    if mode == b"160000" {
-                        continue;
-                    }
-                    let Some(id) = ObjectId::from_raw(raw) else {
-                        break;
-                    };
-                    if mode.starts_with(b"4") {
-                        queue.push(id);
-                    } else {
-                        seen.insert(raw.to_vec());
-                    }
-                }
-            }
+        } else {
+            kept.push(object);
         }
     }
-    Ok(seen)
+    Ok((kept, pruned))
 }

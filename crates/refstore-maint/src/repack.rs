@@ -25,6 +25,11 @@
 //! `objects/info/refstore-redundant-packs`; a pack is only deleted while
 //! every object of it is in the current `multi-pack-index`, its `.idx`
 //! first so that readers stop seeing it before its data goes.
+//!
+//! In a cluster node's copy, old packs holding unreachable objects are
+//! rolled up too, and those objects left out ([`crate::prune_packs`]):
+//! such a pack is redundant once every object of it is in the
+//! `multi-pack-index` or was dropped.
 
 use crate::error::MaintError;
 use crate::idx::IndexEntries;
@@ -62,20 +67,31 @@ pub fn run(repo: &Repo) -> Result<String, MaintError> {
     candidates.sort_by(|a, b| a.objects.cmp(&b.objects).then(a.name.cmp(&b.name)));
     let counts: Vec<u64> = candidates.iter().map(|p| u64::from(p.objects)).collect();
     let split = crate::geometric::split(&counts, FACTOR);
-    let rolled: Vec<&PackInfo> = candidates[..split].to_vec();
+    let mut rolled: Vec<&PackInfo> = candidates[..split].to_vec();
+    if split < 2 {
+        rolled.clear();
+    }
+    // A cluster copy's old packs holding orphans are rewritten too.
+    let prune = crate::prune_packs::plan(repo, &inventory.packs)?;
+    if let Some(prune) = &prune {
+        for pack in &candidates[rolled.len()..] {
+            if prune.to_rewrite.contains(&pack.name) {
+                rolled.push(pack);
+            }
+        }
+    }
 
     let mut summary = String::new();
-    let new_pack = if rolled.len() >= 2 {
-        let installed = roll_up(repo, &rolled)?;
-        summary.push_str(&format!(
-            "rolled {} packs into {} ({} objects); ",
-            rolled.len(),
-            installed.name,
-            installed.objects
-        ));
-        Some(installed)
-    } else {
+    let new_pack = if rolled.is_empty() {
         None
+    } else {
+        let installed = roll_up(repo, &rolled, prune.as_ref())?;
+        let into = match &installed {
+            Some(installed) => format!("{} ({} objects)", installed.name, installed.objects),
+            None => "nothing".to_owned(),
+        };
+        summary.push_str(&format!("rolled {} packs into {into}; ", rolled.len()));
+        installed
     };
     let rolled_names: HashSet<&str> = rolled.iter().map(|p| p.name.as_str()).collect();
     let mut covered: Vec<(String, PathBuf)> = live
@@ -115,6 +131,12 @@ pub fn run(repo: &Repo) -> Result<String, MaintError> {
         .collect();
     let now = SystemTime::now();
     let mut redundant: HashMap<String, SystemTime> = HashMap::new();
+    // A cluster copy's packs rewritten by an earlier run's pruning, which
+    // this run cannot judge (objects missing here until it catches up):
+    // left redundant as they were, neither deleted nor rolled back in.
+    let mut undecided: HashMap<String, SystemTime> = HashMap::new();
+    let cannot_judge =
+        repo.cluster_copy && prune.is_none() && crate::reach::cluster_grace(repo).is_some();
     for pack in inventory.packs.iter().filter(|p| !p.keep) {
         if named.contains(pack.index_name().as_str()) {
             continue;
@@ -126,9 +148,14 @@ pub fn run(repo: &Repo) -> Result<String, MaintError> {
             Err(e) => return Err(e.into()),
         };
         let entries = crate::idx::read(&index, hash_len)?;
-        if (0..entries.len()).all(|n| midx.contains(entries.id(n))) {
+        let elsewhere_or_dropped = |id: &[u8]| {
+            midx.contains(id) || prune.as_ref().is_some_and(|p| p.dropped(&pack.name, id))
+        };
+        if (0..entries.len()).all(|n| elsewhere_or_dropped(entries.id(n))) {
             let since = redundant_before.get(&pack.name).copied().unwrap_or(now);
             redundant.insert(pack.name.clone(), since);
+        } else if let Some(since) = redundant_before.get(&pack.name).filter(|_| cannot_judge) {
+            undecided.insert(pack.name.clone(), *since);
         }
     }
     let mut deleted = 0;
@@ -144,6 +171,7 @@ pub fn run(repo: &Repo) -> Result<String, MaintError> {
             deleted += 1;
         }
     }
+    redundant.extend(undecided);
     write_redundant(repo, &redundant, &redundant_before)?;
     summary.push_str(&format!(
         "{deleted} redundant packs deleted, {} kept for readers",
@@ -152,8 +180,13 @@ pub fn run(repo: &Repo) -> Result<String, MaintError> {
     Ok(summary)
 }
 
-/// Writes one pack holding every object of `rolled`, once.
-fn roll_up(repo: &Repo, rolled: &[&PackInfo]) -> Result<crate::install::Installed, MaintError> {
+/// Writes one pack holding every object of `rolled`, once, but those
+/// `prune` drops; `None` if no object is left to write.
+fn roll_up(
+    repo: &Repo,
+    rolled: &[&PackInfo],
+    prune: Option<&crate::prune_packs::PackPrune>,
+) -> Result<Option<crate::install::Installed>, MaintError> {
     let hash_len = repo.object_format().raw_len();
     let paths: Vec<PathBuf> = rolled
         .iter()
@@ -168,7 +201,11 @@ fn roll_up(repo: &Repo, rolled: &[&PackInfo]) -> Result<crate::install::Installe
     let unique: HashSet<&[u8]> = indexes
         .iter()
         .flat_map(|index| (0..index.len()).map(move |n| index.id(n)))
+        .filter(|id| prune.is_none_or(|p| p.keeps(id)))
         .collect();
+    if unique.is_empty() {
+        return Ok(None);
+    }
     let total = unique.len() as u32;
     let mut out = PackOut::start(&repo.vfs, &repo.pack_dir(), repo.object_format(), total)?;
     let temp = out.temp_path().to_owned();
@@ -178,7 +215,7 @@ fn roll_up(repo: &Repo, rolled: &[&PackInfo]) -> Result<crate::install::Installe
     if result.is_err() {
         let _ = repo.vfs.unlink(&temp);
     }
-    result
+    result.map(Some)
 }
 
 fn copy_all(
@@ -198,7 +235,7 @@ fn copy_all(
         order.sort_unstable_by_key(|&n| index.offsets[n as usize]);
         for position in order {
             let id = index.id(position as usize);
-            if written.contains_key(id) {
+            if written.contains_key(id) || !unique.contains(id) {
                 continue;
             }
             let at = PackedAt {

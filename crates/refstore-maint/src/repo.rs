@@ -3,13 +3,12 @@
 //! housekeeping settings and the ref store the tasks read.
 //!
 //! A cluster node's copy of a repository ([`Repo::with_cluster_refs`])
-//! is maintained with the cluster's refs (etcd's), not its own ref store,
-//! and without pruning: its objects are a part of the cluster's (with
-//! `object_copies` below the number of nodes it holds only some pushes),
-//! so an object it cannot reach from the refs may be reached through
-//! objects only other nodes hold, and a push in flight through another
-//! node may be about to name it. Packs are consolidated there and nothing
-//! is dropped.
+//! is maintained with the cluster's refs (etcd's), not its own ref store.
+//! Its objects are a part of the cluster's (with `object_copies` below the
+//! number of nodes it holds only some pushes), and pushes through other
+//! nodes are not seen here, so pruning there judges by etcd's refs, a
+//! grace period for pushes in flight, and only while the node holds
+//! everything those refs reach ([`crate::reach`]).
 
 use crate::error::MaintError;
 use crate::settings::MaintSettings;
@@ -26,8 +25,8 @@ pub struct Repo {
     /// The ref store, for `pack-refs` and the tips bitmaps are written
     /// for (both skipped without one).
     pub refs: Option<Arc<dyn Backend>>,
-    /// True for a cluster node's copy: `refs` are the cluster's, and no
-    /// unreachable object is pruned (see the module's documentation).
+    /// True for a cluster node's copy: `refs` are the cluster's, and
+    /// pruning judges as the module's documentation says.
     pub cluster_copy: bool,
 }
 
@@ -57,7 +56,8 @@ impl Repo {
     /// A cluster node's copy of a repository, maintained with `refs`, the
     /// cluster's refs of it (listed at one revision, and `HEAD`): the
     /// tips its bitmaps are written for. Its own ref store is left alone
-    /// (its refs are not the truth) and nothing is pruned.
+    /// (its refs are not the truth); what is pruned is judged by `refs`
+    /// and the grace period ([`crate::reach`]).
     pub fn with_cluster_refs(
         repository: refstore_repo::Repository,
         refs: Arc<dyn Backend>,

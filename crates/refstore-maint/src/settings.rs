@@ -20,6 +20,13 @@ pub struct MaintSettings {
     /// `gc.pruneExpire`: unreachable loose objects older than this may be
     /// deleted. Default two weeks.
     pub prune_expire: Expiry,
+    /// `refstore.clusterPruneFloor`: in a cluster node's copy, the grace
+    /// period is at least this (`gc.pruneExpire` below it is raised): the
+    /// longest a push may take between its pack reaching a node and its
+    /// refs committing in etcd. Default one hour; `refstore serve
+    /// --cluster` gives its repositories twice the sum of its peer and
+    /// request timeouts unless `-c` sets it.
+    pub cluster_prune_floor: Duration,
     /// `maintenance.<task>.auto`, where set.
     pub task_auto: HashMap<Task, i64>,
     /// `maintenance.<task>.enabled`, where set.
@@ -43,6 +50,7 @@ impl Default for MaintSettings {
             gc_auto: 6700,
             gc_auto_pack_limit: 50,
             prune_expire: Some(Duration::from_secs(14 * 86_400)),
+            cluster_prune_floor: Duration::from_secs(3600),
             task_auto: HashMap::new(),
             task_enabled: HashMap::new(),
             redundant_pack_expire: Some(Duration::from_secs(3600)),
@@ -75,6 +83,13 @@ impl MaintSettings {
                 .map_err(bad)?
                 .unwrap_or(defaults.gc_auto_pack_limit),
             prune_expire: expiry("gc.pruneExpire", defaults.prune_expire)?,
+            // "never" as a floor would mean no pruning: `gc.pruneExpire`
+            // says that; here it is taken as the longest floor.
+            cluster_prune_floor: expiry(
+                "refstore.clusterPruneFloor",
+                Some(defaults.cluster_prune_floor),
+            )?
+            .unwrap_or(Duration::MAX),
             task_auto: HashMap::new(),
             task_enabled: HashMap::new(),
             redundant_pack_expire: expiry(

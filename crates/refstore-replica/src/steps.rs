@@ -35,7 +35,7 @@ impl ObjectsStored for ForRepository {
 }
 
 impl ObjectsWanted for ForRepository {
-    fn objects_missing(&self, repo: &Repository, _missing: &[ObjectId]) {
-        self.replica.catch_up(repo, &self.name);
+    fn objects_missing(&self, repo: &Repository, missing: &[ObjectId]) {
+        self.replica.catch_up_to(repo, &self.name, missing);
     }
 }

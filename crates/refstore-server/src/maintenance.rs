@@ -17,7 +17,8 @@
 //! [`crate::RefSource`]) maintains each repository with the refs the push
 //! was served with ([`refstore_maint::Repo::with_cluster_refs`]): its own
 //! ref store is not the truth, so it is neither packed nor used to judge
-//! reachability, and nothing is pruned.
+//! reachability; pruning judges by those refs and a grace period for
+//! pushes in flight.
 
 use refstore_fs::config::Override;
 use refstore_fs::Vfs;

@@ -262,3 +262,28 @@ impl RefSource for ClusterRefs {
         refs
     }
 }
+
+impl refstore_replica::ClusterTips for ClusterRefs {
+    /// Etcd's refs of the repository, listed at one revision, and `HEAD`:
+    /// what catching up makes complete on this node.
+    fn tips(&self, repo: &Repository, name: &str) -> Result<Vec<refstore_refs::ObjectId>, String> {
+        let refs = RefSource::refs(self, repo, name);
+        let listing = refs.list(b"").map_err(|e| e.to_string())?;
+        let mut tips: Vec<refstore_refs::ObjectId> = listing
+            .refs
+            .iter()
+            .filter_map(|r| match &r.target {
+                Target::Object(id) => Some(*id),
+                _ => None,
+            })
+            .collect();
+        let head = RefName::new("HEAD").map_err(|e| e.to_string())?;
+        let resolved = refs.resolve(&head).map_err(|e| e.to_string())?;
+        tips.extend(resolved.and_then(|r| r.id));
+        Ok(tips)
+    }
+
+    fn incarnation(&self, repo: &Repository) -> Option<String> {
+        super::cluster_copy::incarnation(repo.vfs.as_ref(), repo.common_dir())
+    }
+}

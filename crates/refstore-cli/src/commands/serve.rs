@@ -349,7 +349,8 @@ fn drain_time(args: &Args) -> Result<std::time::Duration, Fatal> {
 /// refs commit. Pushes are kept as packs (`receive.unpackLimit=0`), the
 /// unit nodes copy; background maintenance rolls them up with the
 /// cluster's refs (`refstore_maint::Repo::with_cluster_refs`: bitmaps for
-/// etcd's tips, nothing pruned), never the copy's own ref store.
+/// etcd's tips, pruning judged by them and a grace period), never the
+/// copy's own ref store.
 #[cfg(feature = "cluster")]
 fn join_cluster(options: &mut ServeOptions, globals: &Globals, path: &Path) -> Result<(), Fatal> {
     if options.replication.is_some() {
@@ -369,10 +370,31 @@ fn join_cluster(options: &mut ServeOptions, globals: &Globals, path: &Path) -> R
                 value: Some("0".to_owned()),
             });
     }
+    // The grace period of pruning on this node is at least the longest a
+    // push may take between its pack reaching a node and its refs
+    // committing: twice the sum of the peer and request timeouts. Put
+    // first, so that a `-c refstore.clusterPruneFloor` given to serve
+    // replaces it.
+    let peer_timeout = config
+        .peer_timeout
+        .unwrap_or(refstore_replica::DEFAULT_PEER_TIMEOUT);
+    let floor = 2 * (peer_timeout + options.timeout);
+    options.config_overrides.insert(
+        0,
+        refstore_fs::config::Override {
+            key: "refstore.clusterPruneFloor".to_owned(),
+            value: Some(floor.as_secs().max(1).to_string()),
+        },
+    );
     let cluster = refstore_cluster::Cluster::connect(config).map_err(Fatal::new)?;
     // Repositories are named by the server (`refstore_server::authorize`):
     // their resolved path below the root, as opened.
-    options.ref_source = Some(Arc::new(super::cluster::ClusterRefs::new(cluster.clone())));
+    let refs = Arc::new(super::cluster::ClusterRefs::new(cluster.clone()));
+    // Catching up copies what etcd's refs reach and the node lacks.
+    if let Some(replica) = &options.replication {
+        replica.judge_by(refs.clone());
+    }
+    options.ref_source = Some(refs);
     // Reflog expiry, compaction and defragmentation of etcd, by whichever
     // node leads them.
     refstore_cluster::housekeeping::Housekeeping::start(cluster.clone());
