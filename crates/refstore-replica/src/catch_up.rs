@@ -22,8 +22,8 @@ impl Replica {
     /// be reached are skipped (and logged).
     pub fn catch_up(&self, repo: &Repository, name: &str) -> usize {
         let mut added = 0;
-        for (node, base) in self.peers.others() {
-            match self.catch_up_from(repo, name, base) {
+        for (node, base) in self.others() {
+            match self.catch_up_from(repo, name, &base) {
                 Ok(n) => added += n,
                 Err(e) => tracing::warn!(node, repo = name, "cannot catch up from a peer: {e}"),
             }

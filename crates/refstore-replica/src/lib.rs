@@ -12,7 +12,8 @@
 //!   index a received pack durably), which `refstore serve` exposes.
 //! - [`Replica`]: the remote side: sending a push's packs to peers until
 //!   a quorum holds them, and catching up from peers
-//!   ([`Replica::catch_up`], [`repair`]). [`Replica::for_repository`]
+//!   ([`Replica::catch_up`], [`repair`]), and keeping every object on
+//!   `object_copies` members ([`copies`]). [`Replica::for_repository`]
 //!   gives a repository's steps: receive-pack's
 //!   [`refstore_protocol::ObjectsStored`] and upload-pack's
 //!   [`refstore_protocol::ObjectsWanted`].
@@ -20,6 +21,7 @@
 
 mod catch_up;
 mod client;
+pub mod copies;
 mod idx;
 pub mod packs;
 mod peers;
@@ -33,23 +35,58 @@ pub use peers::Peers;
 pub use steps::ForRepository;
 
 use client::Client;
+use std::sync::RwLock;
 
 /// A node's replication: its peers and a client to reach them.
 #[derive(Debug)]
 pub struct Replica {
     peers: Peers,
     client: Client,
+    /// The cluster's members now (name, URL), this node included: the
+    /// configuration's at first, then whatever [`Replica::set_members`]
+    /// says as the membership changes. Quorums and catch-ups read it
+    /// afresh each time, so a removed node stops being sent packs and an
+    /// added one starts being sent them without a restart.
+    members: RwLock<Vec<(String, String)>>,
+    /// What the repair of `object_copies` found and did.
+    pub copies: copies::CopiesStats,
 }
 
 impl Replica {
     /// Replication as `peers` configures it.
     pub fn new(peers: Peers) -> Replica {
         let client = Client::new(&peers.secret, peers.timeout);
-        Replica { peers, client }
+        let members = RwLock::new(peers.nodes.clone());
+        Replica {
+            peers,
+            client,
+            members,
+            copies: copies::CopiesStats::default(),
+        }
     }
 
     /// Its configuration.
     pub fn peers(&self) -> &Peers {
         &self.peers
+    }
+
+    /// Makes `members` (name, URL; this node included or not) the nodes
+    /// the replication talks to from now on.
+    pub fn set_members(&self, members: Vec<(String, String)>) {
+        let mut current = self.members.write().unwrap_or_else(|e| e.into_inner());
+        if *current != members {
+            tracing::info!(?members, "the cluster's members changed");
+            *current = members;
+        }
+    }
+
+    /// The other members now: name and base URL.
+    pub fn others(&self) -> Vec<(String, String)> {
+        let members = self.members.read().unwrap_or_else(|e| e.into_inner());
+        members
+            .iter()
+            .filter(|(name, _)| *name != self.peers.this_node)
+            .cloned()
+            .collect()
     }
 }

@@ -1,7 +1,7 @@
 //! `refstore cluster`: what a cluster of `refstore serve --cluster` nodes
 //! needs besides serving: reading the cluster file, naming repositories as
 //! the nodes name them, creating, deleting, renaming and listing the
-//! cluster's repositories, and seeding etcd with a repository's existing
+//! cluster's repositories (its nodes: [`super::cluster_nodes`]), and seeding etcd with a repository's existing
 //! refs.
 
 use crate::context::{Fatal, Globals};
@@ -40,11 +40,13 @@ enum ClusterCommand {
     /// List the cluster's repositories: name, object format, ref format
     /// and HEAD, tab-separated, one per line.
     List(ClusterArgs),
+    /// Add, remove or list the cluster's nodes.
+    Node(super::cluster_nodes::NodeArgs),
 }
 
 /// The cluster file, which every subcommand takes.
 #[derive(Debug, clap::Args)]
-struct ClusterArgs {
+pub(super) struct ClusterArgs {
     /// The cluster file (as given to `serve --cluster`).
     #[arg(long, value_name = "file")]
     cluster: PathBuf,
@@ -128,6 +130,7 @@ pub fn run(args: Args, globals: &Globals) -> Result<u8, Fatal> {
             eprintln!("renamed '{}' to '{}' in the cluster", args.from, args.to);
             Ok(0)
         }
+        ClusterCommand::Node(args) => super::cluster_nodes::run(args, globals),
         ClusterCommand::List(args) => {
             let cluster = connect(&args, globals)?;
             let mut out = String::new();
@@ -147,7 +150,7 @@ pub fn run(args: Args, globals: &Globals) -> Result<u8, Fatal> {
 }
 
 /// Joins the cluster the file of `args` describes.
-fn connect(args: &ClusterArgs, globals: &Globals) -> Result<Arc<Cluster>, Fatal> {
+pub(super) fn connect(args: &ClusterArgs, globals: &Globals) -> Result<Arc<Cluster>, Fatal> {
     let config = read_config(globals.vfs().as_ref(), &globals.cwd().join(&args.cluster))?;
     Cluster::connect(config).map_err(Fatal::new)
 }
