@@ -27,17 +27,7 @@ use crate::Replica;
 use refstore_protocol::Repository;
 use refstore_refs::ObjectId;
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicU64, Ordering};
-
-/// What the repair of copies found and did, for the metrics.
-#[derive(Debug, Default)]
-pub struct CopiesStats {
-    /// Packs of this node still held by fewer than `object_copies`
-    /// members at the end of the last repair pass (after its copies).
-    pub below_copies: AtomicU64,
-    /// Packs sent to other members to restore `object_copies`, ever.
-    pub packs_copied: AtomicU64,
-}
+use std::sync::atomic::Ordering;
 
 /// One repository's check: packs found below `object_copies`, packs sent
 /// to members, and packs still below after that.

@@ -35,7 +35,18 @@ pub use peers::Peers;
 pub use steps::ForRepository;
 
 use client::Client;
+use std::sync::atomic::AtomicU64;
 use std::sync::RwLock;
+
+/// What the repair of copies ([`copies`]) found and did, for the metrics.
+#[derive(Debug, Default)]
+pub struct CopiesStats {
+    /// Packs of this node still held by fewer than `object_copies`
+    /// members at the end of the last repair pass (after its copies).
+    pub below_copies: AtomicU64,
+    /// Packs sent to other members to restore `object_copies`, ever.
+    pub packs_copied: AtomicU64,
+}
 
 /// A node's replication: its peers and a client to reach them.
 #[derive(Debug)]
@@ -49,7 +60,7 @@ pub struct Replica {
     /// added one starts being sent them without a restart.
     members: RwLock<Vec<(String, String)>>,
     /// What the repair of `object_copies` found and did.
-    pub copies: copies::CopiesStats,
+    pub copies: CopiesStats,
 }
 
 impl Replica {
@@ -61,7 +72,7 @@ impl Replica {
             peers,
             client,
             members,
-            copies: copies::CopiesStats::default(),
+            copies: CopiesStats::default(),
         }
     }
 

@@ -46,7 +46,7 @@ enum ClusterCommand {
 
 /// The cluster file, which every subcommand takes.
 #[derive(Debug, clap::Args)]
-pub(super) struct ClusterArgs {
+struct ClusterArgs {
     /// The cluster file (as given to `serve --cluster`).
     #[arg(long, value_name = "file")]
     cluster: PathBuf,
@@ -130,7 +130,14 @@ pub fn run(args: Args, globals: &Globals) -> Result<u8, Fatal> {
             eprintln!("renamed '{}' to '{}' in the cluster", args.from, args.to);
             Ok(0)
         }
-        ClusterCommand::Node(args) => super::cluster_nodes::run(args, globals),
+        ClusterCommand::Node(args) => super::cluster_nodes::run(args, &|file| {
+            connect(
+                &ClusterArgs {
+                    cluster: file.to_owned(),
+                },
+                globals,
+            )
+        }),
         ClusterCommand::List(args) => {
             let cluster = connect(&args, globals)?;
             let mut out = String::new();
@@ -150,7 +157,7 @@ pub fn run(args: Args, globals: &Globals) -> Result<u8, Fatal> {
 }
 
 /// Joins the cluster the file of `args` describes.
-pub(super) fn connect(args: &ClusterArgs, globals: &Globals) -> Result<Arc<Cluster>, Fatal> {
+fn connect(args: &ClusterArgs, globals: &Globals) -> Result<Arc<Cluster>, Fatal> {
     let config = read_config(globals.vfs().as_ref(), &globals.cwd().join(&args.cluster))?;
     Cluster::connect(config).map_err(Fatal::new)
 }

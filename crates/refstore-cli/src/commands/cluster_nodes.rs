@@ -2,9 +2,14 @@
 //! ([`refstore_cluster::membership`]), which every node follows within a
 //! few seconds, without a restart.
 
-use super::cluster::{connect, ClusterArgs};
-use crate::context::{Fatal, Globals};
+use crate::context::Fatal;
 use refstore_cluster::membership::Members;
+use refstore_cluster::Cluster;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// Joins the cluster a cluster file describes (`refstore cluster`'s).
+pub type Connect<'a> = &'a dyn Fn(&Path) -> Result<Arc<Cluster>, Fatal>;
 
 /// Arguments of `cluster node`.
 #[derive(Debug, clap::Args)]
@@ -24,14 +29,22 @@ enum NodeCommand {
     /// object_copies would be left.
     Remove(RemoveArgs),
     /// List the nodes: name and URL, tab-separated, one per line.
-    List(ClusterArgs),
+    List(ClusterFile),
+}
+
+/// The cluster file, which every subcommand takes.
+#[derive(Debug, clap::Args)]
+struct ClusterFile {
+    /// The cluster file (as given to `serve --cluster`).
+    #[arg(long, value_name = "file")]
+    cluster: PathBuf,
 }
 
 /// Arguments of `cluster node add`.
 #[derive(Debug, clap::Args)]
 struct AddArgs {
     #[command(flatten)]
-    cluster: ClusterArgs,
+    cluster: ClusterFile,
     /// The node's name (its cluster file's `node`).
     name: String,
     /// The URL of its --listen address (`http://host:port`).
@@ -42,16 +55,16 @@ struct AddArgs {
 #[derive(Debug, clap::Args)]
 struct RemoveArgs {
     #[command(flatten)]
-    cluster: ClusterArgs,
+    cluster: ClusterFile,
     /// The node's name.
     name: String,
 }
 
 /// Runs `cluster node`.
-pub fn run(args: NodeArgs, globals: &Globals) -> Result<u8, Fatal> {
+pub fn run(args: NodeArgs, connect: Connect) -> Result<u8, Fatal> {
     match args.command {
         NodeCommand::Add(args) => {
-            let cluster = connect(&args.cluster, globals)?;
+            let cluster = connect(&args.cluster.cluster)?;
             let members = cluster
                 .add_member(&args.name, &args.url)
                 .map_err(Fatal::new)?;
@@ -63,7 +76,7 @@ pub fn run(args: NodeArgs, globals: &Globals) -> Result<u8, Fatal> {
             Ok(0)
         }
         NodeCommand::Remove(args) => {
-            let cluster = connect(&args.cluster, globals)?;
+            let cluster = connect(&args.cluster.cluster)?;
             let members = cluster.remove_member(&args.name).map_err(Fatal::new)?;
             eprintln!(
                 "removed node '{}' from the cluster ({} nodes)",
@@ -73,7 +86,7 @@ pub fn run(args: NodeArgs, globals: &Globals) -> Result<u8, Fatal> {
             Ok(0)
         }
         NodeCommand::List(args) => {
-            let cluster = connect(&args, globals)?;
+            let cluster = connect(&args.cluster)?;
             let members = cluster.members().map_err(Fatal::new)?;
             print_members(&members)
         }
