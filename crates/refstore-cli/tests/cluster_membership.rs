@@ -406,7 +406,10 @@ fn nodes_are_added_replaced_and_removed_under_load() {
     assert!(listed.contains(&format!("n4\t{base}")), "{listed:?}");
     fleet.start(n4);
     let (first, added_in) = until_ready(&fleet, n4);
-    assert!(first.starts_with("starting: catching up"), "{first}");
+    assert!(
+        first.starts_with("starting: catching up 100 repositories"),
+        "{first}"
+    );
     holds_everything(&fleet, n4, &before);
     load.put_in(n4, fleet.nodes[n4].port);
     eprintln!("(a) n4 answered '{first}', then ok after {added_in:.1?}");
@@ -457,7 +460,10 @@ fn nodes_are_added_replaced_and_removed_under_load() {
     let before = load.tips();
     fleet.start(2);
     let (first, replaced_in) = until_ready(&fleet, 2);
-    assert!(first.starts_with("starting: catching up"), "{first}");
+    assert!(
+        first.starts_with("starting: catching up 100 repositories"),
+        "{first}"
+    );
     holds_everything(&fleet, 2, &before);
     assert_eq!(
         fleet.metric(2, "refstore_cluster_packs_below_copies"),

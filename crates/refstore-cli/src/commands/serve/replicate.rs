@@ -152,16 +152,23 @@ pub fn start_repair(
         options.root.clone(),
         options.repository_overrides(),
         shutdown.clone(),
-        readiness(options.health.clone()),
+        readiness(
+            options.health.clone(),
+            refstore_replica::repair::repositories(globals.vfs().as_ref(), &options.root).len(),
+        ),
     )
     .map(drop)
     .map_err(|e| Fatal::new(format!("cannot start the repair: {e}")))
 }
 
 /// What the repair's progress makes of the server's health: starting,
-/// with the count, until the first pass is over; ready from then on.
-fn readiness(health: refstore_server::health::Health) -> refstore_replica::repair::Progress {
-    health.set_starting("catching up from the other nodes");
+/// with the count of `repositories` and how many are done, until the
+/// first pass is over; ready from then on.
+fn readiness(
+    health: refstore_server::health::Health,
+    repositories: usize,
+) -> refstore_replica::repair::Progress {
+    health.set_starting(format!("catching up {repositories} repositories"));
     let started = std::time::Instant::now();
     let mut ready = false;
     Box::new(move |done, total| {
