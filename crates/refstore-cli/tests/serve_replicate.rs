@@ -5,7 +5,9 @@
 //! with every ref unchanged when too few can (down, or never answering);
 //! concurrent pushes through every node, with few workers, each reach a
 //! quorum; a node that was down catches up when a fetch (protocol v0 or
-//! v2) needs what it missed, and by its repair.
+//! v2) needs what it missed, and by its repair; and a pack left on fewer
+//! than `object_copies` nodes (one of its holders lost) is sent by its
+//! holder's repair to a node lacking it.
 //!
 //! Each node keeps its refs in its own repository here; where a test
 //! needs a node to show a ref another node wrote (as a shared ref store
@@ -461,4 +463,39 @@ fn concurrent_pushes_through_every_node_each_reach_a_quorum() {
             .count();
         assert!(holders >= 2, "push {i} is on {holders} node(s)");
     }
+}
+
+#[test]
+fn the_repair_restores_object_copies_when_a_holder_is_lost() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path();
+    let cluster = Cluster::new(home, 3, 2);
+    // n1 repairs every second; n2 and n3 never do, so a copy reaching n3
+    // can only be n1's repair sending it.
+    let n1 = cluster.start(1, &["--replicate-repair-every", "1"]);
+    let n2 = cluster.start(2, &["--replicate-no-repair"]);
+    let work = home.join("work");
+    let id = commit(home, &work, "a");
+    let o = push(home, &work, &n1);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(packs(&cluster.repo(2)), packs(&cluster.repo(1)));
+
+    // n2, the pack's second copy, is lost; n3 comes up without it.
+    drop(n2);
+    let n3 = cluster.start(3, &["--replicate-no-repair"]);
+    let started = std::time::Instant::now();
+    while git(home, &cluster.repo(3), &["cat-file", "-e", &id])
+        .status
+        .code()
+        != Some(0)
+    {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(20),
+            "n1's repair did not copy the pack to n3"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert_eq!(packs(&cluster.repo(3)), packs(&cluster.repo(1)));
+    n1.wait_for_log("restored object_copies");
+    drop(n3);
 }

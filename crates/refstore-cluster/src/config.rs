@@ -75,6 +75,10 @@ pub struct ClusterConfig {
     /// How often etcd's members are defragmented (`defrag_interval_s`);
     /// `None` never.
     pub defrag_interval: Option<Duration>,
+    /// How often a node's repair pass (catching every repository up from
+    /// the other nodes, restoring `object_copies`) runs
+    /// (`repair_interval_s`); `None`: the replication's default.
+    pub repair_interval: Option<Duration>,
 }
 
 /// How old a reflog record gets before it is deleted, unless the file
@@ -106,6 +110,7 @@ struct Raw {
     reflog_expire: Option<String>,
     compaction_retention_s: Option<u64>,
     defrag_interval_s: Option<u64>,
+    repair_interval_s: Option<u64>,
 }
 
 /// What is wrong with a cluster file.
@@ -213,6 +218,10 @@ impl ClusterConfig {
             Some(s) => Some(Duration::from_secs(s)),
             None => Some(default),
         };
+        let repair_interval = match raw.repair_interval_s {
+            Some(0) => return Err(fail("repair_interval_s must be positive".into())),
+            s => s.map(Duration::from_secs),
+        };
         let base = path.parent().unwrap_or(Path::new("."));
         Ok(ClusterConfig {
             etcd: raw.etcd,
@@ -227,6 +236,7 @@ impl ClusterConfig {
             reflog_expire,
             compaction_retention: seconds(raw.compaction_retention_s, DEFAULT_COMPACTION_RETENTION),
             defrag_interval: seconds(raw.defrag_interval_s, DEFAULT_DEFRAG_INTERVAL),
+            repair_interval,
         })
     }
 
@@ -281,6 +291,9 @@ n3 = "http://127.0.0.1:9003"
         assert_eq!(config.peer_timeout, None);
         let config = parse(&format!("peer_timeout_ms = 2500\n{GOOD}")).unwrap();
         assert_eq!(config.peer_timeout, Some(Duration::from_millis(2500)));
+        assert_eq!(config.repair_interval, None);
+        let config = parse(&format!("repair_interval_s = 5\n{GOOD}")).unwrap();
+        assert_eq!(config.repair_interval, Some(Duration::from_secs(5)));
         assert_eq!(config.reflog_expire, Some(DEFAULT_REFLOG_EXPIRE));
         assert_eq!(
             config.compaction_retention,
@@ -359,6 +372,10 @@ n3 = "http://127.0.0.1:9003"
             (
                 format!("stale_reads = true\nmax_staleness_ms = 0\n{GOOD}"),
                 "max_staleness_ms must be positive",
+            ),
+            (
+                format!("repair_interval_s = 0\n{GOOD}"),
+                "repair_interval_s must be positive",
             ),
             (
                 format!("peer_timeout_ms = 0\n{GOOD}"),

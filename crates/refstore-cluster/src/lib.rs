@@ -19,6 +19,7 @@
 //!   HEAD, incarnation) and the names repositories may have.
 //! - [`lifecycle`]: creating, deleting, renaming and listing repositories,
 //!   and watching their records.
+//! - [`membership`]: which nodes make up the cluster, kept in etcd.
 //! - [`housekeeping`]: expiring reflog records, compacting and
 //!   defragmenting etcd, by one node at a time ([`leader`]).
 #![deny(missing_docs, unsafe_code)]
@@ -33,6 +34,7 @@ pub mod import;
 pub mod keys;
 pub mod leader;
 pub mod lifecycle;
+pub mod membership;
 pub mod records;
 mod transaction;
 

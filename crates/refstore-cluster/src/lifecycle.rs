@@ -205,10 +205,10 @@ impl Cluster {
                     start,
                     Some(DeleteOptions::new().with_range(end)),
                 )]);
-            if !self.run(clear)? {
+            if !self.run_txn(clear)? {
                 return Err(LifecycleError::Changed(name.to_owned()));
             }
-        } else if !self.run(Txn::new().when([empty.clone()]))? {
+        } else if !self.run_txn(Txn::new().when([empty.clone()]))? {
             return Err(LifecycleError::Invalid(format!(
                 "etcd holds refs of '{name}' but no record (imported before the cluster kept \
                  records?); record it with `refstore cluster import --record-only`"
@@ -218,7 +218,7 @@ impl Cluster {
     }
 
     /// Runs one transaction; true if its condition held.
-    fn run(&self, txn: Txn) -> Result<bool, EtcdError> {
+    pub(crate) fn run_txn(&self, txn: Txn) -> Result<bool, EtcdError> {
         self.etcd().call(Consistency::Quorum, move |mut client| {
             let txn = txn.clone();
             async move { Ok(client.txn(txn).await?.succeeded()) }
@@ -369,7 +369,7 @@ impl Cluster {
 
     /// Runs `txn`; `record` if it was applied.
     fn applied(&self, txn: Txn, name: &str, record: &Record) -> Result<Record, LifecycleError> {
-        match self.run(txn) {
+        match self.run_txn(txn) {
             Ok(true) => Ok(record.clone()),
             Ok(false) => Err(LifecycleError::Changed(name.to_owned())),
             Err(e) => Err(e.into()),

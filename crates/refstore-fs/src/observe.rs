@@ -24,6 +24,10 @@ pub trait Observer: Send + Sync {
     /// A cluster node that could not reach etcd answered a read from its
     /// copy of the refs, as its configuration allows (`stale_reads`).
     fn stale_read(&self) {}
+    /// A cluster node's repair pass ended: `still_below` of its packs
+    /// are held by fewer than `object_copies` members, after it sent
+    /// `copied` packs to members lacking them.
+    fn copies_checked(&self, _still_below: u64, _copied: u64) {}
     /// A fetch looked its pack up in the pack cache: `hit` (a finished
     /// entry), `follow` (an entry another request is writing), `miss`
     /// (computed and written into a new entry), or `corrupt` (an entry

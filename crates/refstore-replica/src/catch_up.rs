@@ -127,8 +127,8 @@ impl Replica {
     /// of; a peer that cannot be reached is skipped.
     fn offers(&self, repo: &Repository, name: &str) -> Vec<Offer> {
         let mut offers: Vec<Offer> = Vec::new();
-        for (node, base) in self.peers.others() {
-            let listed = match self.client.list(base, name) {
+        for (node, base) in self.others() {
+            let listed = match self.client.list(&base, name) {
                 Ok(listed) => listed,
                 Err(e) => {
                     tracing::warn!(node, repo = name, "cannot list a peer's packs: {e}");

@@ -11,8 +11,8 @@ impl Replica {
     /// many were added.
     pub(crate) fn catch_up_any_lacking(&self, repo: &Repository, name: &str) -> usize {
         let mut added = 0;
-        for (node, base) in self.peers.others() {
-            match self.catch_up_from(repo, name, base) {
+        for (node, base) in self.others() {
+            match self.catch_up_from(repo, name, &base) {
                 Ok(n) => added += n,
                 Err(e) => tracing::warn!(node, repo = name, "cannot catch up from a peer: {e}"),
             }

@@ -43,9 +43,9 @@ impl Replica {
         let contents = Arc::new(contents);
         let (done, results) = mpsc::channel();
         let mut asked = 0;
-        for (node, base) in self.peers.others() {
+        for (node, base) in self.others() {
             let (done, contents) = (done.clone(), contents.clone());
-            let (node, base, repo) = (node.to_owned(), base.to_owned(), name.to_owned());
+            let repo = name.to_owned();
             let client = self.client.clone();
             let started = std::thread::Builder::new()
                 .name("refstore-replicate".into())

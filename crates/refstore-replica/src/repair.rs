@@ -1,7 +1,9 @@
 //! The background repair: at startup and then at every interval, every
 //! repository below the served root catches up from the peers, so a node
 //! that was down holds every push's objects again without waiting for a
-//! fetch to need them.
+//! fetch to need them. After a repository caught up, its packs' copies
+//! on the other members are counted and restored to `object_copies`
+//! ([`crate::copies`]).
 
 use crate::Replica;
 use refstore_fs::config::Override;
@@ -53,35 +55,65 @@ pub fn repositories(vfs: &dyn Vfs, root: &Path) -> Vec<String> {
     found
 }
 
+/// Told, during a repair pass, how far it got: `(done, total)`
+/// repositories, `(total, total)` once the pass is over.
+pub type Progress = Box<dyn FnMut(usize, usize) + Send>;
+
 impl Replica {
     /// One repair pass over every repository below `root`; how many packs
     /// were added.
     pub fn repair(&self, vfs: &Arc<dyn Vfs>, root: &Path, overrides: &[Override]) -> usize {
+        self.repair_reporting(vfs, root, overrides, &mut |_, _| {})
+    }
+
+    /// [`Replica::repair`], telling `progress` how far it got.
+    pub fn repair_reporting(
+        &self,
+        vfs: &Arc<dyn Vfs>,
+        root: &Path,
+        overrides: &[Override],
+        progress: &mut dyn FnMut(usize, usize),
+    ) -> usize {
         let mut added = 0;
-        for name in repositories(vfs.as_ref(), root) {
-            let opened = refstore_repo::Repository::open(vfs.clone(), &root.join(&name), overrides);
+        let (mut still_below, mut copied) = (0, 0);
+        let names = repositories(vfs.as_ref(), root);
+        for (done, name) in names.iter().enumerate() {
+            progress(done, names.len());
+            let opened = refstore_repo::Repository::open(vfs.clone(), &root.join(name), overrides);
             match opened.and_then(Repository::serve) {
-                Ok(repo) => added += self.catch_up(&repo, &name),
+                Ok(repo) => {
+                    added += self.catch_up(&repo, name);
+                    match self.restore_copies(&repo, name) {
+                        Ok(check) => {
+                            still_below += check.still_below as u64;
+                            copied += check.copied as u64;
+                        }
+                        Err(e) => tracing::warn!(repo = name, "cannot count the copies: {e}"),
+                    }
+                }
                 Err(e) => tracing::warn!(repo = name, "repair cannot open the repository: {e}"),
             }
         }
+        self.copies_pass_done(still_below, copied);
+        progress(names.len(), names.len());
         added
     }
 }
 
 /// Runs repair passes on a thread of its own, the first at once, until
-/// `shutdown` is set.
+/// `shutdown` is set, telling `progress` how far each pass got.
 pub fn spawn(
     replica: Arc<Replica>,
     vfs: Arc<dyn Vfs>,
     root: std::path::PathBuf,
     overrides: Vec<Override>,
     shutdown: Arc<AtomicBool>,
+    mut progress: Progress,
 ) -> std::io::Result<std::thread::JoinHandle<()>> {
     std::thread::Builder::new()
         .name("refstore-repair".into())
         .spawn(move || loop {
-            let added = replica.repair(&vfs, &root, &overrides);
+            let added = replica.repair_reporting(&vfs, &root, &overrides, &mut progress);
             tracing::info!(packs = added, "repair pass done");
             let Some(every) = replica.peers.repair_every else {
                 return;

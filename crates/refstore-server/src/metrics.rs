@@ -122,6 +122,8 @@ pub struct Metrics {
     pack_objects_sent: Counter,
     pack_bytes_sent: Counter,
     stale_reads: Counter,
+    packs_below_copies: Gauge,
+    repair_packs_copied: Counter,
     pack_cache_lookups: Family<OutcomeLabels, Counter>,
     pack_cache_served_bytes: Counter,
     pack_cache_evictions: Counter,
@@ -227,6 +229,18 @@ impl Metrics {
             "Reads a cluster node answered from its copy of the refs while etcd could not confirm it current (stale_reads)",
             stale_reads.clone(),
         );
+        let packs_below_copies = Gauge::default();
+        registry.register(
+            "cluster_packs_below_copies",
+            "Packs of this cluster node holding an object fewer than object_copies members hold, after its last repair pass",
+            packs_below_copies.clone(),
+        );
+        let repair_packs_copied = Counter::default();
+        registry.register(
+            "cluster_repair_packs_copied",
+            "Packs this cluster node sent to members lacking them to restore object_copies",
+            repair_packs_copied.clone(),
+        );
         let pack_cache_lookups = Family::<OutcomeLabels, Counter>::default();
         registry.register(
             "pack_cache_lookups",
@@ -270,6 +284,8 @@ impl Metrics {
             pack_objects_sent,
             pack_bytes_sent,
             stale_reads,
+            packs_below_copies,
+            repair_packs_copied,
         }
     }
 
@@ -393,6 +409,12 @@ impl refstore_fs::observe::Observer for Metrics {
     fn stale_read(&self) {
         self.stale_reads.inc();
     }
+
+    fn copies_checked(&self, still_below: u64, copied: u64) {
+        self.packs_below_copies
+            .set(i64::try_from(still_below).unwrap_or(i64::MAX));
+        self.repair_packs_copied.inc_by(copied);
+    }
 }
 
 #[cfg(test)]
@@ -430,6 +452,8 @@ mod tests {
         metrics.transaction_committed(3, Duration::from_millis(2));
         metrics.stale_read();
         metrics.stale_read();
+        metrics.copies_checked(4, 3);
+        metrics.copies_checked(1, 2);
         let open = metrics.connection(Transport::Ssh);
         let text = metrics.encode();
         for line in [
@@ -446,6 +470,8 @@ mod tests {
             "refstore_ref_transaction_commit_seconds_count 1",
             "refstore_active_connections{transport=\"ssh\"} 1",
             "refstore_cluster_stale_reads_total 2",
+            "refstore_cluster_packs_below_copies 1",
+            "refstore_cluster_repair_packs_copied_total 5",
         ] {
             assert!(text.contains(line), "{line} missing from\n{text}");
         }

@@ -1,7 +1,7 @@
 //! `refstore cluster`: what a cluster of `refstore serve --cluster` nodes
 //! needs besides serving: reading the cluster file, naming repositories as
 //! the nodes name them, creating, deleting, renaming and listing the
-//! cluster's repositories, and seeding etcd with a repository's existing
+//! cluster's repositories (its nodes: [`super::cluster_nodes`]), and seeding etcd with a repository's existing
 //! refs.
 
 use crate::context::{Fatal, Globals};
@@ -40,6 +40,8 @@ enum ClusterCommand {
     /// List the cluster's repositories: name, object format, ref format
     /// and HEAD, tab-separated, one per line.
     List(ClusterArgs),
+    /// Add, remove or list the cluster's nodes.
+    Node(super::cluster_nodes::NodeArgs),
 }
 
 /// The cluster file, which every subcommand takes.
@@ -128,6 +130,14 @@ pub fn run(args: Args, globals: &Globals) -> Result<u8, Fatal> {
             eprintln!("renamed '{}' to '{}' in the cluster", args.from, args.to);
             Ok(0)
         }
+        ClusterCommand::Node(args) => super::cluster_nodes::run(args, &|file| {
+            connect(
+                &ClusterArgs {
+                    cluster: file.to_owned(),
+                },
+                globals,
+            )
+        }),
         ClusterCommand::List(args) => {
             let cluster = connect(&args, globals)?;
             let mut out = String::new();

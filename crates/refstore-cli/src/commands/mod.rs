@@ -4,6 +4,8 @@ mod check_ref_format;
 #[cfg(feature = "cluster")]
 mod cluster;
 mod cluster_copy;
+#[cfg(feature = "cluster")]
+mod cluster_nodes;
 mod for_each_ref;
 mod hash_object;
 mod index_pack;

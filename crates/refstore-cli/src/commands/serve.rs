@@ -3,6 +3,8 @@
 
 #[cfg(feature = "cluster")]
 mod catalog;
+#[cfg(feature = "cluster")]
+mod members;
 mod replicate;
 
 use crate::context::{Fatal, Globals};
@@ -359,7 +361,9 @@ fn join_cluster(options: &mut ServeOptions, globals: &Globals, path: &Path) -> R
         ));
     }
     let config = super::cluster::read_config(globals.vfs().as_ref(), path)?;
-    options.replication = replicate::from_cluster(&config, path, globals)?;
+    let cluster = refstore_cluster::Cluster::connect(config).map_err(Fatal::new)?;
+    let members = members::at_start(&cluster)?;
+    options.replication = replicate::from_cluster(&cluster.config, &members, path, globals)?;
     if options.replication.is_none() {
         // A node alone keeps every push as a pack all the same, so nodes
         // added later have whole packs to copy.
@@ -375,7 +379,8 @@ fn join_cluster(options: &mut ServeOptions, globals: &Globals, path: &Path) -> R
     // committing: twice the sum of the peer and request timeouts. Put
     // first, so that a `-c refstore.clusterPruneFloor` given to serve
     // replaces it.
-    let peer_timeout = config
+    let peer_timeout = cluster
+        .config
         .peer_timeout
         .unwrap_or(refstore_replica::DEFAULT_PEER_TIMEOUT);
     let floor = 2 * (peer_timeout + options.timeout);
@@ -386,7 +391,6 @@ fn join_cluster(options: &mut ServeOptions, globals: &Globals, path: &Path) -> R
             value: Some(floor.as_secs().max(1).to_string()),
         },
     );
-    let cluster = refstore_cluster::Cluster::connect(config).map_err(Fatal::new)?;
     // Repositories are named by the server (`refstore_server::authorize`):
     // their resolved path below the root, as opened.
     let refs = Arc::new(super::cluster::ClusterRefs::new(cluster.clone()));
@@ -399,8 +403,10 @@ fn join_cluster(options: &mut ServeOptions, globals: &Globals, path: &Path) -> R
     // node leads them.
     refstore_cluster::housekeeping::Housekeeping::start(cluster.clone());
     // What the records say is applied before anything is served.
-    let catalog = catalog::NodeCatalog::new(cluster, globals.vfs().clone(), options.root.clone());
+    let catalog =
+        catalog::NodeCatalog::new(cluster.clone(), globals.vfs().clone(), options.root.clone());
     catalog.start();
+    members::follow(cluster, options.replication.clone(), catalog.clone());
     options.catalog = Some(catalog);
     Ok(())
 }

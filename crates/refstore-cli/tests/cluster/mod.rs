@@ -9,9 +9,11 @@
 //!
 //! Every node reaches each etcd member, and each other node, through a
 //! [`FaultProxy`] of its own, so that a test can cut one node off from
-//! etcd, from its peers, or both ([`TestCluster::cut`]).
+//! etcd, from its peers, or both ([`TestCluster::cut`]). A cluster whose
+//! membership changes is a [`fleet::Fleet`].
 #![allow(dead_code)]
 
+pub mod fleet;
 pub mod history;
 
 pub use refstore_testsupport::etcd;

@@ -56,6 +56,8 @@ pub struct NodeCatalog {
     seen: Mutex<HashMap<String, Record>>,
     /// Held while a copy is changed: one change at a time.
     applying: Mutex<()>,
+    /// Why this node serves nothing: it was removed from the cluster.
+    removed: Mutex<Option<String>>,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -79,7 +81,14 @@ impl NodeCatalog {
             root,
             seen: Mutex::new(HashMap::new()),
             applying: Mutex::new(()),
+            removed: Mutex::new(None),
         })
+    }
+
+    /// Makes every request refused with `why` (this node was removed from
+    /// the cluster), or served again (`None`: it was added back).
+    pub fn set_removed(&self, why: Option<String>) {
+        *lock(&self.removed) = why;
     }
 
     /// Reads every record and applies it, then keeps applying changes on
@@ -330,6 +339,9 @@ impl NodeCatalog {
 
 impl Catalog for NodeCatalog {
     fn admit(&self, name: &str) -> Result<(), String> {
+        if let Some(why) = lock(&self.removed).clone() {
+            return Err(why);
+        }
         if check_name(name).is_err() {
             return Err(not_in_cluster(name));
         }

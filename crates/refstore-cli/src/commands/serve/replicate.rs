@@ -78,16 +78,19 @@ pub fn replica(args: &ReplicationArgs, globals: &Globals) -> Result<Option<Arc<R
     Ok(Some(Arc::new(Replica::new(peers))))
 }
 
-/// The replication a cluster file describes: its nodes, its
-/// `object_copies`, its `peer_timeout_ms` and the secret in its `secret_file`, which a cluster of
-/// more than one node must name; none for a cluster of one node.
+/// The replication a cluster file describes among `members` (the
+/// cluster's nodes at startup): its `object_copies`, its
+/// `peer_timeout_ms` and `repair_interval_s`, and the secret in its
+/// `secret_file`, which a cluster of more than one node must name; none
+/// for a cluster of one node.
 #[cfg(feature = "cluster")]
 pub fn from_cluster(
     config: &refstore_cluster::ClusterConfig,
+    members: &std::collections::BTreeMap<String, String>,
     path: &Path,
     globals: &Globals,
 ) -> Result<Option<Arc<Replica>>, Fatal> {
-    if config.nodes.len() == 1 {
+    if members.len() == 1 {
         return Ok(None);
     }
     let secret = match &config.secret_file {
@@ -100,14 +103,16 @@ pub fn from_cluster(
             )))
         }
     };
-    let nodes = config
-        .nodes
+    let nodes = members
         .iter()
         .map(|(name, url)| (name.clone(), url.clone()))
         .collect();
     let mut peers = Peers::new(config.node.clone(), nodes, config.object_copies, secret);
     if let Some(timeout) = config.peer_timeout {
         peers.timeout = timeout;
+    }
+    if let Some(every) = config.repair_interval {
+        peers.repair_every = Some(every);
     }
     peers.check().map_err(Fatal::new)?;
     Ok(Some(Arc::new(Replica::new(peers))))
@@ -122,7 +127,13 @@ fn read_secret(globals: &Globals, file: &Path) -> Result<Vec<u8>, Fatal> {
     Ok(secret.trim_ascii().to_vec())
 }
 
-/// Starts the background repair of a replicating server.
+/// Starts the background repair of a replicating server. The server is
+/// not ready (`/healthz` answers `starting: catching up N repositories`)
+/// until the first pass has caught every repository up from the peers:
+/// a new node, or one whose disk was replaced, holds nothing yet, and a
+/// load balancer should not send it clients meanwhile (it would serve
+/// them correctly, fetching what a request needs from its peers first,
+/// but slowly).
 pub fn start_repair(
     args: &ReplicationArgs,
     options: &ServeOptions,
@@ -141,7 +152,39 @@ pub fn start_repair(
         options.root.clone(),
         options.repository_overrides(),
         shutdown.clone(),
+        readiness(
+            options.health.clone(),
+            refstore_replica::repair::repositories(globals.vfs().as_ref(), &options.root).len(),
+        ),
     )
     .map(drop)
     .map_err(|e| Fatal::new(format!("cannot start the repair: {e}")))
+}
+
+/// What the repair's progress makes of the server's health: starting,
+/// with the count of `repositories` and how many are done, until the
+/// first pass is over; ready from then on.
+fn readiness(
+    health: refstore_server::health::Health,
+    repositories: usize,
+) -> refstore_replica::repair::Progress {
+    health.set_starting(format!("catching up {repositories} repositories"));
+    let started = std::time::Instant::now();
+    let mut ready = false;
+    Box::new(move |done, total| {
+        if ready {
+            return;
+        }
+        if done < total {
+            health.set_starting(format!("catching up {total} repositories ({done} done)"));
+            return;
+        }
+        ready = true;
+        health.set_ready();
+        tracing::info!(
+            repositories = total,
+            seconds = started.elapsed().as_secs_f64(),
+            "caught up from the other nodes; ready"
+        );
+    })
 }
