@@ -158,3 +158,78 @@ fn an_empty_repository_clones_as_with_git() {
         assert!(stderr(&out).contains("You appear to have cloned an empty repository"));
     }
 }
+
+/// A repository that lost an object a fetch needs (a parent commit, a tree
+/// or a blob, chosen by the loop) fails the fetch with the reason on
+/// side-band 3, which git prints as `remote: …`, whichever protocol
+/// version the client speaks; never a packet git reads as a bad band.
+#[test]
+fn an_object_missing_midway_is_reported_on_band_3() {
+    let (_tmp, home) = setup();
+    let repo = home.join("repo");
+    std::fs::write(repo.join("file"), "content\n").unwrap();
+    git_ok(&home, &repo, &["add", "file"]);
+    git_ok(&home, &repo, &["commit", "-q", "-m", "two"]);
+    git_ok(
+        &home,
+        &repo,
+        &["commit", "-q", "--allow-empty", "-m", "three"],
+    );
+    let refstore_bin = env!("CARGO_BIN_EXE_refstore");
+    let objects = ["HEAD~1", "HEAD~1^{tree}", "HEAD~1:file"];
+    for (n, object) in objects.iter().enumerate() {
+        let damaged = home.join(format!("damaged-{n}"));
+        git_ok(
+            &home,
+            &home,
+            &["clone", "-q", "--bare", "repo", damaged.to_str().unwrap()],
+        );
+        git_ok(&home, &damaged, &["repack", "-q", "-a", "-d"]);
+        let id = git_ok(&home, &damaged, &["rev-parse", object]);
+        let id = id.trim();
+        // Unpack everything loose but the lost object.
+        let packs: Vec<_> = std::fs::read_dir(damaged.join("objects/pack"))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|x| x == "pack"))
+            .collect();
+        for pack in packs {
+            let data = std::fs::read(&pack).unwrap();
+            std::fs::remove_file(&pack).unwrap();
+            std::fs::remove_file(pack.with_extension("idx")).unwrap();
+            let _ = std::fs::remove_file(pack.with_extension("rev"));
+            let mut cmd = Command::new("git");
+            isolate(&mut cmd, &home)
+                .args(["unpack-objects", "-q"])
+                .current_dir(&damaged);
+            assert!(run_with_input(&mut cmd, &data).status.success());
+        }
+        std::fs::remove_file(damaged.join("objects").join(&id[..2]).join(&id[2..])).unwrap();
+        for version in ["0", "2"] {
+            let target = home.join(format!("target-{n}-{version}"));
+            let out = git(
+                &home,
+                &home,
+                &[
+                    "-c",
+                    &format!("protocol.version={version}"),
+                    "clone",
+                    "--bare",
+                    "--no-local",
+                    &format!("--upload-pack={refstore_bin} upload-pack"),
+                    damaged.to_str().unwrap(),
+                    target.to_str().unwrap(),
+                ],
+            );
+            let err = stderr(&out);
+            assert!(
+                !out.status.success(),
+                "{object}, v{version}: the clone succeeded"
+            );
+            assert!(
+                err.contains("remote: ") && err.contains(&id[..7]) && !err.contains("bad band"),
+                "{object}, v{version}: {err}"
+            );
+        }
+    }
+}

@@ -84,10 +84,25 @@ fn compute(
         aggressive: shallow_thin,
     };
     let contents = match filter {
-        Some(filter) => filtered_walk::pack_contents(graph, wants, common, tags, filter, edges)?,
-        None => walk::pack_contents(graph, wants, common, tags, edges)?,
+        Some(filter) => filtered_walk::pack_contents(graph, wants, common, tags, filter, edges),
+        None => walk::pack_contents(graph, wants, common, tags, edges),
     };
     session.pack_started = true;
+    let contents = match (contents, mode) {
+        (Ok(contents), _) => contents,
+        (Err(err), Some(mode)) => {
+            // The client reads side-band packets already (v2's packfile
+            // section has begun; v0's pack follows the NAK): only band 3
+            // reaches it, as when git's pack-objects fails there.
+            let mut band = SidebandWriter::new(session.out(), mode);
+            band.write_error(format!("{}\n", err.client_message()).as_bytes())?;
+            return Err(err);
+        }
+        (Err(err), None) => {
+            session.pack_started = false;
+            return Err(err);
+        }
+    };
     match mode {
         Some(mode) => {
             pack_output::send_pack(graph, contents, request, mode, session.out(), fill)?;
