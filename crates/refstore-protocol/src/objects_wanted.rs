@@ -1,24 +1,18 @@
-//! Before a fetch is answered: the wants the repository lacks, handed to
-//! its [`crate::ObjectsWanted`] step to bring in.
+//! Before a fetch is answered: its wants handed to the repository's
+//! [`crate::ObjectsWanted`] step, which brings in what they reach and the
+//! repository lacks. A want being here is not enough: on a node that
+//! missed an earlier push, a later push's commit can be here while its
+//! parent is not, and the pack would fail halfway.
 
 use crate::repository::Repository;
 use refstore_refs::ObjectId;
 
 /// Gives the repository's [`crate::ObjectsWanted`] step, if it has one,
-/// the ids of `wants` the repository lacks. True if the step was asked:
-/// packs it stored are not among the packs opened before.
+/// the fetch's `wants`. True if the step stored objects: packs it stored
+/// are not among the packs opened before.
 pub(crate) fn bring_in(repo: &Repository, wants: &[ObjectId]) -> bool {
-    let Some(step) = &repo.objects_wanted else {
-        return false;
-    };
-    let missing: Vec<ObjectId> = wants
-        .iter()
-        .filter(|id| !repo.objects.contains(id))
-        .copied()
-        .collect();
-    if missing.is_empty() {
-        return false;
+    match &repo.objects_wanted {
+        Some(step) if !wants.is_empty() => step.objects_wanted(repo, wants),
+        _ => false,
     }
-    step.objects_missing(repo, &missing);
-    true
 }

@@ -49,12 +49,14 @@ pub trait ObjectsStored: Send + Sync {
     fn objects_stored(&self, repo: &Repository, packs: &[String]) -> Result<(), String>;
 }
 
-/// Brings in objects a fetch wants and the repository lacks.
+/// Brings in objects a fetch needs and the repository lacks: on a node of
+/// a cluster, a push's objects may have reached the other nodes only.
 pub trait ObjectsWanted: Send + Sync {
-    /// Called with the wanted ids the repository lacks, before upload-pack
-    /// reads any object for the fetch. Objects stored into the
-    /// repository's objects directory by then are served.
-    fn objects_missing(&self, repo: &Repository, missing: &[ObjectId]);
+    /// Called with a fetch's wants before upload-pack reads any object
+    /// for it: makes the repository hold them and everything they reach,
+    /// as far as it can. True if it stored anything: objects stored into
+    /// the repository's objects directory by then are served.
+    fn objects_wanted(&self, repo: &Repository, wants: &[ObjectId]) -> bool;
 }
 
 impl std::fmt::Debug for Repository {

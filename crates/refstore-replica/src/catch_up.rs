@@ -54,14 +54,10 @@ impl Replica {
     /// its peers' packs; returns how many packs were added. Peers that
     /// cannot be reached are skipped (and logged).
     pub fn catch_up(&self, repo: &Repository, name: &str) -> usize {
-        self.catch_up_to(repo, name, &[])
-    }
-
-    /// [`Replica::catch_up`], needing `wanted` (a fetch's) besides what
-    /// the cluster's refs reach.
-    pub fn catch_up_to(&self, repo: &Repository, name: &str, wanted: &[ObjectId]) -> usize {
         let added = match self.tips.get() {
-            Some(tips) => self.catch_up_closure(repo, name, tips.as_ref(), wanted),
+            Some(tips) => tips.tips(repo, name).and_then(|roots| {
+                self.complete_from(repo, name, tips.as_ref(), roots, Stops::Replace)
+            }),
             None => Ok(self.catch_up_any_lacking(repo, name)),
         };
         let added = added.unwrap_or_else(|e| {
@@ -74,24 +70,40 @@ impl Replica {
         added
     }
 
-    fn catch_up_closure(
+    /// Makes `repo` hold everything a fetch's `wants` reach before the
+    /// fetch is answered, copying what it lacks from the peers; how many
+    /// packs were added. A want being here is not enough: a node that
+    /// missed one push can hold the next one's commit but not its parent.
+    /// The walk stops where the last complete walk ended, so a fetch of
+    /// what was verified reads nothing and asks no peer; without the
+    /// cluster's refs, the wants this node lacks are caught up as before.
+    pub fn complete_wants(&self, repo: &Repository, name: &str, wants: &[ObjectId]) -> usize {
+        let added = match self.tips.get() {
+            Some(tips) => self.complete_from(repo, name, tips.as_ref(), wants.to_vec(), Stops::Add),
+            None if wants.iter().all(|id| repo.objects.contains(id)) => Ok(0),
+            None => Ok(self.catch_up_any_lacking(repo, name)),
+        };
+        let added = added.unwrap_or_else(|e| {
+            tracing::warn!(repo = name, "cannot bring in what a fetch wants: {e}");
+            0
+        });
+        if added > 0 {
+            tracing::info!(repo = name, packs = added, "copied from peers for a fetch");
+        }
+        added
+    }
+
+    /// Walks from `roots` over this node's objects, copying the peers'
+    /// packs that hold what is missing until nothing is; the roots then
+    /// become (`stops`) where later walks stop.
+    fn complete_from(
         &self,
         repo: &Repository,
         name: &str,
         tips: &dyn ClusterTips,
-        wanted: &[ObjectId],
+        roots: Vec<ObjectId>,
+        stops: Stops,
     ) -> Result<usize, String> {
-        // Without etcd's refs (it cannot be reached), a fetch's wants are
-        // still made complete; a repair pass waits for the next.
-        let mut roots = match tips.tips(repo, name) {
-            Ok(roots) => roots,
-            Err(e) if !wanted.is_empty() => {
-                tracing::warn!(repo = name, "catching up with a fetch's wants only: {e}");
-                Vec::new()
-            }
-            Err(e) => return Err(e),
-        };
-        roots.extend_from_slice(wanted);
         let key = format!("{name}\0{}", tips.incarnation(repo).unwrap_or_default());
         let complete = lock(&self.complete).get(&key).cloned().unwrap_or_default();
         let mut closure = Closure::new(repo.object_format(), complete);
@@ -110,9 +122,13 @@ impl Replica {
         }
         tracing::debug!(repo = name, read = closure.read, "catch-up walk");
         if closure.missing().is_empty() {
-            // The tips of this walk are the stops of the next: the set
-            // stays as small as the refs.
-            lock(&self.complete).insert(key, roots.into_iter().collect());
+            let mut complete = lock(&self.complete);
+            match stops {
+                Stops::Replace => {
+                    complete.insert(key, roots.into_iter().collect());
+                }
+                Stops::Add => complete.entry(key).or_default().extend(roots),
+            }
         } else {
             tracing::warn!(
                 repo = name,
@@ -241,6 +257,14 @@ pub(crate) fn holds_needed(ids: &HashSet<ObjectId>, needed: &HashSet<ObjectId>) 
     } else {
         needed.iter().any(|id| ids.contains(id))
     }
+}
+
+/// What a complete walk's roots do to the set of walks' stops.
+enum Stops {
+    /// Become the set: a walk from every ref.
+    Replace,
+    /// Join it: a fetch's wants, until the next walk from every ref.
+    Add,
 }
 
 fn lock<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {

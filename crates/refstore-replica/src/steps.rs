@@ -35,7 +35,7 @@ impl ObjectsStored for ForRepository {
 }
 
 impl ObjectsWanted for ForRepository {
-    fn objects_missing(&self, repo: &Repository, missing: &[ObjectId]) {
-        self.replica.catch_up_to(repo, &self.name, missing);
+    fn objects_wanted(&self, repo: &Repository, wants: &[ObjectId]) -> bool {
+        self.replica.complete_wants(repo, &self.name, wants) > 0
     }
 }
