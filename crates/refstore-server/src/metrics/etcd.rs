@@ -92,3 +92,38 @@ impl EtcdMetrics {
         self.db_in_use.set(in_use);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::metrics::Metrics;
+    use refstore_fs::observe::Observer;
+
+    #[test]
+    fn housekeeping_reports_become_refstore_cluster_series() {
+        let metrics = Metrics::new();
+        metrics.etcd_round(true, 120);
+        metrics.etcd_reflog_expired(5);
+        metrics.etcd_reflog_expired(2);
+        metrics.etcd_compacted(90);
+        metrics.etcd_compacted(110);
+        metrics.etcd_defragmented(true);
+        metrics.etcd_defragmented(false);
+        metrics.etcd_defragmented(true);
+        metrics.etcd_db_size(4096, 1024);
+        metrics.etcd_round(false, 130);
+        let text = metrics.encode();
+        for line in [
+            "refstore_cluster_housekeeping_leader 0",
+            "refstore_cluster_reflog_records_expired_total 7",
+            "refstore_cluster_etcd_compactions_total 2",
+            "refstore_cluster_etcd_compacted_revision 110",
+            "refstore_cluster_etcd_defrags_total 2",
+            "refstore_cluster_etcd_defrag_failures_total 1",
+            "refstore_cluster_etcd_revision 130",
+            "refstore_cluster_etcd_db_size_bytes 4096",
+            "refstore_cluster_etcd_db_in_use_bytes 1024",
+        ] {
+            assert!(text.lines().any(|l| l == line), "{line} missing in\n{text}");
+        }
+    }
+}
