@@ -236,6 +236,8 @@ impl ClusterConfig {
             peer_timeout,
             reflog_expire,
             compaction_retention: seconds(raw.compaction_retention_s, DEFAULT_COMPACTION_RETENTION),
+            // At least one: a round that may delete nothing would leave
+            // the expiry unfinished forever.
             reflog_expire_per_round: raw
                 .reflog_expire_per_round
                 .unwrap_or(DEFAULT_REFLOG_EXPIRE_PER_ROUND)
@@ -301,6 +303,14 @@ n3 = "http://127.0.0.1:9003"
             Some(DEFAULT_COMPACTION_RETENTION)
         );
         assert_eq!(config.defrag_interval, Some(DEFAULT_DEFRAG_INTERVAL));
+        assert_eq!(
+            config.reflog_expire_per_round,
+            DEFAULT_REFLOG_EXPIRE_PER_ROUND
+        );
+        for (set, read) in [(250, 250), (0, 1)] {
+            let text = format!("reflog_expire_per_round = {set}\n{GOOD}");
+            assert_eq!(parse(&text).unwrap().reflog_expire_per_round, read);
+        }
     }
 
     #[test]
