@@ -1,17 +1,26 @@
-# Pack housekeeping in cluster mode: CHK_PUSHES (default 1000; the row
-# has run with up to what its report states) single-commit pushes over
-# smart HTTP, spread round-robin over the three nodes of a cluster (refs
-# in a one-member etcd on loopback, object_copies = 2), with background
-# maintenance off (--maintenance-workers 0) so that the packs add up as
-# they would without housekeeping; then `refstore maintenance run
-# --cluster` on every node (time, one run each). Reported:
-# - packs per node before and after;
+# Pack and etcd housekeeping in cluster mode: CHK_PUSHES (default 1000)
+# single-commit pushes over smart HTTP from three concurrent pushers, one
+# per node of a cluster (refs in a one-member etcd on loopback,
+# object_copies = 2), each pusher advancing a branch of its own so that
+# every push is a fast-forward; the nodes run their background maintenance
+# as nodes do by default. Then, as an operator's cluster would: the
+# leader's etcd housekeeping (compaction_retention_s = 5,
+# defrag_interval_s = 20 in the row's cluster files) compacts etcd's
+# history past the last push and defragments the member, and
+# `refstore maintenance run --cluster` runs on every node (time, one run
+# each). Reported:
+# - the push rate;
+# - etcd's revision, database size and size in use after the pushes, once
+#   the leader compacted past them, and once it defragmented afterwards
+#   (read from the member's status, the same status the housekeeping reads);
+# - packs per node before and after the final maintenance;
 # - server CPU (the node process's user + system time, from /proc) and
 #   time of a full clone and of a fetch of the last 100 pushes, through
-#   node n1 before and after its maintenance, and through a single node
-#   (`refstore serve` without --cluster) holding the same history as one
-#   push, maintained by `refstore maintenance run`: what a node costs
-#   against a repository that never had many packs.
+#   node n1 before and after its final maintenance, and through a single
+#   node (`refstore serve` without --cluster) holding the same history as
+#   one push, maintained by `refstore maintenance run`, with the ratio of
+#   n1's (after) to the single node's: what a node costs against a
+#   repository that never had many packs.
 # CHK_FETCH_RUNS (default 5) runs of each clone and fetch; medians.
 command -v etcd >/dev/null || { echo "error: etcd is missing (scripts/install-deps installs it)" >&2; exit 1; }
 pushes=${CHK_PUSHES:-1000}
@@ -61,6 +70,8 @@ for n in 1 2 3; do
 etcd = ["http://127.0.0.1:$etcd_client"]
 node = "n$n"
 object_copies = 2
+compaction_retention_s = 5
+defrag_interval_s = 20
 secret_file = "cluster.secret"
 [nodes]
 $nodes_table
@@ -70,7 +81,7 @@ done
 node_pids=()
 for n in 1 2 3; do
     "$REFSTORE" serve --listen "127.0.0.1:${ports[n - 1]}" --root "$base/root-n$n" --allow-push \
-        --credentials "$base/users" --workers 8 --maintenance-workers 0 \
+        --credentials "$base/users" --workers 8 \
         --cluster "$base/cluster-n$n.toml" 2>"$base/n$n.log" &
     pids+=($!)
     node_pids+=($!)
@@ -84,17 +95,60 @@ pids+=($!)
 single_pid=$!
 sleep 1
 
-# The pushes, one commit each, round-robin over the nodes.
-n=0
+# etcd_status: "revision db_size in_use" of the member, from its status
+# (the JSON gateway of the maintenance API).
+etcd_status() {
+    python3 - "$etcd_client" <<'PY'
+import json, sys, urllib.request
+req = urllib.request.Request(f"http://127.0.0.1:{sys.argv[1]}/v3/maintenance/status", data=b"{}", method="POST")
+s = json.load(urllib.request.urlopen(req, timeout=10))
+print(s["header"]["revision"], s["dbSize"], s.get("dbSizeInUse", s["dbSize"]))
+PY
+}
+
+# The pushes, one commit each: pusher k (k = 0, 1, 2) pushes through node
+# n(k+1) the commits whose number is k modulo 3, to a branch of its own,
+# so that the three push at once and each push is a fast-forward.
+pusher() {
+    local k=$1 port=${ports[$1]} i=0 commit
+    while read -r commit; do
+        i=$((i + 1))
+        ((i == 1 || i % 3 != k)) && continue
+        "$GIT" -C "$src" push -q "http://alice:pw@127.0.0.1:$port/repo.git" "$commit:refs/heads/p$k" ||
+            { echo "cluster-housekeeping: push $i through n$((k + 1)) failed" >&2; return 1; }
+    done <"$base/commits"
+}
 start=$(date +%s%N)
-while read -r commit; do
-    n=$((n + 1))
-    ((n == 1)) && continue
-    port=${ports[n % 3]}
-    "$GIT" -C "$src" push -q "http://alice:pw@127.0.0.1:$port/repo.git" "$commit:refs/heads/main"
-done <"$base/commits"
+pushers=()
+for k in 0 1 2; do
+    pusher "$k" &
+    pushers+=($!)
+done
+for p in "${pushers[@]}"; do wait "$p"; done
 end=$(date +%s%N)
 push_rate=$(awk -v n=$((pushes - 1)) -v s="$start" -v e="$end" 'BEGIN { printf "%.1f", n / ((e - s) / 1e9) }')
+last=$(tail -1 "$base/commits")
+"$GIT" -C "$src" push -q "http://alice:pw@127.0.0.1:${ports[0]}/repo.git" "$last:refs/heads/main"
+
+# etcd before and after the leader's compaction and defragmentation: wait
+# (at most 5 minutes) for a compaction to a revision at least the one
+# after the pushes, then for a defragmentation logged after it.
+logged() { cat "$base"/n?.log | grep "$1" || true; }
+read -r rev_pushed db_pushed use_pushed <<<"$(etcd_status)"
+compacted_to=0 waited=0
+while ((compacted_to < rev_pushed)); do
+    ((waited < 300)) || { echo "cluster-housekeeping: no compaction past revision $rev_pushed in 300 s" >&2; exit 1; }
+    sleep 1 && waited=$((waited + 1))
+    compacted_to=$(logged "compacted etcd's history" | sed -n 's/.*revision=\([0-9]*\).*/\1/p' | sort -n | tail -1)
+    compacted_to=${compacted_to:-0}
+done
+read -r rev_compacted db_compacted use_compacted <<<"$(etcd_status)"
+defrags=$(logged "defragmented an etcd member" | wc -l)
+until (($(logged "defragmented an etcd member" | wc -l) > defrags)); do
+    ((waited < 300)) || { echo "cluster-housekeeping: no defragmentation in 300 s" >&2; exit 1; }
+    sleep 1 && waited=$((waited + 1))
+done
+read -r rev_defrag db_defrag use_defrag <<<"$(etcd_status)"
 "$GIT" -C "$src" push -q "http://alice:pw@127.0.0.1:$single_port/repo.git" main
 "$REFSTORE" maintenance run --quiet "$base/root-single/repo.git"
 
@@ -142,7 +196,16 @@ serve_costs after "${ports[0]}" "${node_pids[0]}"
 serve_costs single "$single_port" "$single_pid"
 
 cell() { median <"$base/$1"; }
-extra "### cluster-housekeeping: $pushes single-commit pushes over 3 cluster nodes (object_copies = 2), then \`refstore maintenance run --cluster\` on each"
+mib() { awk -v b="$1" 'BEGIN { printf "%.1f MiB", b / 1048576 }'; }
+extra "### cluster-housekeeping: $pushes single-commit pushes by 3 concurrent pushers over 3 cluster nodes (object_copies = 2, background maintenance on), the leader's etcd compaction and defragmentation, then \`refstore maintenance run --cluster\` on each"
+extra ""
+extra "Load (uptime) at the end: $(uptime | sed 's/.*load average: //')."
+extra ""
+extra "| etcd | revision | database size | in use |"
+extra "|---|---:|---:|---:|"
+extra "| after the pushes | $rev_pushed | $(mib "$db_pushed") | $(mib "$use_pushed") |"
+extra "| after the leader compacted to $compacted_to | $rev_compacted | $(mib "$db_compacted") | $(mib "$use_compacted") |"
+extra "| after its defragmentation | $rev_defrag | $(mib "$db_defrag") | $(mib "$use_defrag") |"
 extra ""
 extra "Pushes: $push_rate/s. Packs per node before → after (maintenance time): n1 ${packs_before[1]} → ${packs_after[1]} (${maint_ms[1]} ms), n2 ${packs_before[2]} → ${packs_after[2]} (${maint_ms[2]} ms), n3 ${packs_before[3]} → ${packs_after[3]} (${maint_ms[3]} ms); single node: $(packs_of single) packs."
 extra ""
@@ -156,6 +219,9 @@ for label in before after single; do
     esac
     extra "| $what | $(cell "$label-clone-cpu") ms | $(cell "$label-clone-time") ms | $(cell "$label-fetch-cpu") ms | $(cell "$label-fetch-time") ms |"
 done
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }'; }
+extra ""
+extra "n1 after maintenance / single node, server CPU: clone $(ratio "$(cell after-clone-cpu)" "$(cell single-clone-cpu)"), fetch $(ratio "$(cell after-fetch-cpu)" "$(cell single-fetch-cpu)")."
 extra ""
 cleanup
 trap - EXIT

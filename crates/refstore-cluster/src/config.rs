@@ -69,6 +69,11 @@ pub struct ClusterConfig {
     /// How old a reflog record gets before it is deleted (`reflog_expire`,
     /// git's `gc.reflogExpire` forms); `None` keeps them forever.
     pub reflog_expire: Option<Duration>,
+    /// How many expired reflog records one housekeeping round deletes at
+    /// most (`reflog_expire_per_round`); the rest wait for the next
+    /// rounds, so that a first expiry over a year of pushes does not
+    /// hold etcd busy for one long stretch.
+    pub reflog_expire_per_round: u64,
     /// How much of etcd's revision history the cluster keeps
     /// (`compaction_retention_s`); `None` leaves compaction to etcd.
     pub compaction_retention: Option<Duration>,
@@ -84,6 +89,10 @@ pub struct ClusterConfig {
 /// How old a reflog record gets before it is deleted, unless the file
 /// says otherwise: git's default `gc.reflogExpire`, 90 days.
 pub const DEFAULT_REFLOG_EXPIRE: Duration = Duration::from_secs(90 * 86_400);
+
+/// How many expired reflog records one housekeeping round deletes, unless
+/// the file says otherwise (`reflog_expire_per_round`).
+pub const DEFAULT_REFLOG_EXPIRE_PER_ROUND: u64 = 50_000;
 
 /// How much of etcd's revision history is kept, unless the file says
 /// otherwise (`compaction_retention_s`).
@@ -108,6 +117,7 @@ struct Raw {
     max_staleness_ms: Option<u64>,
     peer_timeout_ms: Option<u64>,
     reflog_expire: Option<String>,
+    reflog_expire_per_round: Option<u64>,
     compaction_retention_s: Option<u64>,
     defrag_interval_s: Option<u64>,
     repair_interval_s: Option<u64>,
@@ -235,6 +245,12 @@ impl ClusterConfig {
             peer_timeout,
             reflog_expire,
             compaction_retention: seconds(raw.compaction_retention_s, DEFAULT_COMPACTION_RETENTION),
+            // At least one: a round that may delete nothing would leave
+            // the expiry unfinished forever.
+            reflog_expire_per_round: raw
+                .reflog_expire_per_round
+                .unwrap_or(DEFAULT_REFLOG_EXPIRE_PER_ROUND)
+                .max(1),
             defrag_interval: seconds(raw.defrag_interval_s, DEFAULT_DEFRAG_INTERVAL),
             repair_interval,
         })
@@ -300,6 +316,14 @@ n3 = "http://127.0.0.1:9003"
             Some(DEFAULT_COMPACTION_RETENTION)
         );
         assert_eq!(config.defrag_interval, Some(DEFAULT_DEFRAG_INTERVAL));
+        assert_eq!(
+            config.reflog_expire_per_round,
+            DEFAULT_REFLOG_EXPIRE_PER_ROUND
+        );
+        for (set, read) in [(250, 250), (0, 1)] {
+            let text = format!("reflog_expire_per_round = {set}\n{GOOD}");
+            assert_eq!(parse(&text).unwrap().reflog_expire_per_round, read);
+        }
     }
 
     #[test]

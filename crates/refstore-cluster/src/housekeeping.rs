@@ -3,7 +3,9 @@
 //!
 //! - reflog records older than the cluster file's `reflog_expire` (git's
 //!   `gc.reflogExpire`: 90 days unless it says otherwise) are deleted, in
-//!   batches of [`EXPIRY_BATCH`] keys, never a ref or a stamp;
+//!   batches of [`EXPIRY_BATCH`] keys, never a ref or a stamp, at most
+//!   `reflog_expire_per_round` of them in one round (the rest in the
+//!   next rounds);
 //! - etcd's revision history is compacted to a revision older than
 //!   `compaction_retention_s`, so that every copy a node reads and every
 //!   watch it starts (at most a few seconds old) is still within it;
@@ -11,9 +13,10 @@
 //!   another (a member answers nothing while it defragments), which gives
 //!   the space compaction freed back to the disk.
 //!
-//! Every node samples etcd's revision each round, leader or not, so the
-//! node taking over has a history of revisions by age and can compact at
-//! once.
+//! Every node samples etcd's revision and reads a member's database size
+//! each round, leader or not, so the node taking over has a history of
+//! revisions by age and can compact at once, and every node's metrics
+//! show etcd's state (reported through `refstore_fs::observe`).
 
 use crate::cluster::Cluster;
 use crate::etcd::{Consistency, EtcdError};
@@ -22,6 +25,7 @@ use crate::leader::Leadership;
 use etcd_client::{
     Client, CompactionOptions, ConnectOptions, DeleteOptions, GetOptions, SortOrder, SortTarget,
 };
+use refstore_fs::observe;
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -46,15 +50,30 @@ const MAINTENANCE_TIMEOUT: Duration = Duration::from_secs(300);
 /// Deletes the reflog records of every repository the cluster holds that
 /// were written before `horizon`; how many were deleted.
 pub fn expire_reflogs(cluster: &Cluster, horizon: SystemTime) -> Result<u64, EtcdError> {
+    expire_reflogs_within(cluster, horizon, u64::MAX).map(|(expired, _)| expired)
+}
+
+/// Deletes at most `budget` of the reflog records written before
+/// `horizon`: how many were deleted, and whether that was all of them.
+pub fn expire_reflogs_within(
+    cluster: &Cluster,
+    horizon: SystemTime,
+    budget: u64,
+) -> Result<(u64, bool), EtcdError> {
     let (records, _) = cluster.records()?;
-    let mut expired = 0;
+    let mut left = budget;
     for (name, record) in records {
         if record.is_live() {
             let keys = RepoKeys::new(&cluster.config.key_prefix, &name);
-            expired += expire_repository(cluster, &keys, horizon)?;
+            left -= expire_repository(cluster, &keys, horizon, left)?;
+            if left == 0 {
+                // Whether records remain is known only by looking; the
+                // next round looks, with a budget of its own.
+                return Ok((budget, false));
+            }
         }
     }
-    Ok(expired)
+    Ok((budget - left, true))
 }
 
 /// The reflog records of one repository written before `horizon`.
@@ -62,6 +81,7 @@ fn expire_repository(
     cluster: &Cluster,
     keys: &RepoKeys,
     horizon: SystemTime,
+    budget: u64,
 ) -> Result<u64, EtcdError> {
     // A record's key starts with its time in nanoseconds, 20 digits, so
     // the records older than the horizon are the keys below its key.
@@ -71,7 +91,8 @@ fn expire_repository(
     let start = keys.log("");
     let end = keys.log(&format!("{nanos:020}"));
     let mut expired = 0;
-    loop {
+    while expired < budget {
+        let limit = EXPIRY_BATCH.min(i64::try_from(budget - expired).unwrap_or(i64::MAX));
         let (from, to) = (start.clone(), end.clone());
         let last = cluster
             .etcd()
@@ -79,7 +100,7 @@ fn expire_repository(
                 let options = GetOptions::new()
                     .with_range(to.clone())
                     .with_keys_only()
-                    .with_limit(EXPIRY_BATCH)
+                    .with_limit(limit)
                     .with_sort(SortTarget::Key, SortOrder::Ascend);
                 let from = from.clone();
                 async move {
@@ -100,6 +121,7 @@ fn expire_repository(
                 async move { Ok(client.delete(from, Some(options)).await?.deleted() as u64) }
             })?;
     }
+    Ok(expired)
 }
 
 /// The size of one member's database.
@@ -136,6 +158,8 @@ pub struct Housekeeping {
     /// Revisions seen, oldest first, with when.
     samples: VecDeque<(Instant, i64)>,
     last_expiry: Option<Instant>,
+    /// Whether the last expiry stopped at its budget with records left.
+    expiry_unfinished: bool,
     last_defrag: Option<Instant>,
     report: Report,
 }
@@ -150,6 +174,7 @@ impl Housekeeping {
             leadership,
             samples: VecDeque::new(),
             last_expiry: None,
+            expiry_unfinished: false,
             last_defrag: None,
             report: Report::default(),
         }
@@ -186,21 +211,41 @@ impl Housekeeping {
     /// One round: samples the revision, and if this node leads, does what
     /// is due.
     pub fn round(&mut self) -> Result<&Report, EtcdError> {
-        self.sample(self.cluster.config.compaction_retention)?;
+        let revision = self.sample(self.cluster.config.compaction_retention)?;
         self.report.leading = self.leadership.try_lead()?;
+        let observer = observe::observer();
+        if let Some(o) = observer {
+            o.etcd_round(self.report.leading, revision);
+        }
+        match first_member_size(&self.cluster) {
+            Ok(size) => {
+                if let Some(o) = observer {
+                    o.etcd_db_size(size.db_size, size.in_use);
+                }
+            }
+            Err(e) => tracing::debug!("{e}; etcd's database size is read again next round"),
+        }
         if !self.report.leading {
             return Ok(&self.report);
         }
         let config = self.cluster.config.clone();
         if let Some(age) = config.reflog_expire {
-            if self.last_expiry.is_none_or(|t| t.elapsed() >= EXPIRY_EVERY) {
+            let due = self.last_expiry.is_none_or(|t| t.elapsed() >= EXPIRY_EVERY);
+            if due || self.expiry_unfinished {
                 let horizon = SystemTime::now().checked_sub(age).unwrap_or(UNIX_EPOCH);
-                let expired = expire_reflogs(&self.cluster, horizon)?;
+                let budget = config.reflog_expire_per_round;
+                let (expired, all) = expire_reflogs_within(&self.cluster, horizon, budget)?;
                 if expired > 0 {
-                    tracing::info!(expired, "expired reflog records in etcd");
+                    tracing::info!(expired, all, "expired reflog records in etcd");
+                    if let Some(o) = observer {
+                        o.etcd_reflog_expired(expired);
+                    }
                 }
                 self.report.expired += expired;
-                self.last_expiry = Some(Instant::now());
+                self.expiry_unfinished = !all;
+                if due {
+                    self.last_expiry = Some(Instant::now());
+                }
             }
         }
         if let Some(retention) = config.compaction_retention {
@@ -218,7 +263,7 @@ impl Housekeeping {
 
     /// Notes etcd's current revision, keeping of the older samples only
     /// the newest one at least `retention` old.
-    fn sample(&mut self, retention: Option<Duration>) -> Result<(), EtcdError> {
+    fn sample(&mut self, retention: Option<Duration>) -> Result<i64, EtcdError> {
         let revision = self
             .cluster
             .etcd()
@@ -232,7 +277,7 @@ impl Housekeeping {
         while self.samples.len() > 1 && self.samples[1].0.elapsed() >= retention {
             self.samples.pop_front();
         }
-        Ok(())
+        Ok(revision)
     }
 
     /// Compacts to the newest revision seen at least `retention` ago, if it
@@ -245,6 +290,9 @@ impl Housekeeping {
                 compact(&self.cluster, revision)?;
                 tracing::info!(revision, "compacted etcd's history");
                 self.report.compacted = revision;
+                if let Some(o) = observe::observer() {
+                    o.etcd_compacted(revision);
+                }
             }
             _ => {}
         }
@@ -255,7 +303,11 @@ impl Housekeeping {
     fn defragment(&self) -> Result<Vec<MemberSize>, EtcdError> {
         let mut sizes = Vec::new();
         for url in &self.cluster.config.etcd {
-            let size = defragment_member(&self.cluster, url)?;
+            let defragmented = defragment_member(&self.cluster, url);
+            if let Some(o) = observe::observer() {
+                o.etcd_defragmented(defragmented.is_ok());
+            }
+            let size = defragmented?;
             tracing::info!(url, db_size = size.db_size, "defragmented an etcd member");
             sizes.push(size);
         }
@@ -330,6 +382,21 @@ where
             call(client).await
         })
         .map_err(|e| format!("{url}: {e}"))
+}
+
+/// The size of the database of the first member that answers.
+fn first_member_size(cluster: &Cluster) -> Result<MemberSize, EtcdError> {
+    let mut answers = Vec::new();
+    for url in &cluster.config.etcd {
+        let timeout = cluster.config.etcd_timeout;
+        match maintain(cluster, url, timeout, |mut client| async move {
+            member_size(&mut client, url).await
+        }) {
+            Ok(size) => return Ok(size),
+            Err(e) => answers.push(e),
+        }
+    }
+    Err(EtcdError::Refused(answers.join("; ")))
 }
 
 /// The sizes of every member's database.

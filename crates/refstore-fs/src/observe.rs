@@ -1,6 +1,6 @@
 //! Where a long-running process (the server) learns what the storage
 //! layers did, for its metrics: flush points, ref-transaction commits,
-//! packs sent, pushes, a cluster's stale reads. One observer per process, installed once; without
+//! packs sent, pushes, a cluster's stale reads and etcd housekeeping. One observer per process, installed once; without
 //! one every report is a load of an unset `OnceLock` and nothing more.
 
 use std::sync::{Arc, OnceLock};
@@ -28,6 +28,19 @@ pub trait Observer: Send + Sync {
     /// are held by fewer than `object_copies` members, after it sent
     /// `copied` packs to members lacking them.
     fn copies_checked(&self, _still_below: u64, _copied: u64) {}
+    /// A cluster node's etcd housekeeping round ended: whether the node
+    /// `leads` the housekeeping now, and etcd's current `revision`.
+    fn etcd_round(&self, _leads: bool, _revision: i64) {}
+    /// The housekeeping leader deleted `records` expired reflog records.
+    fn etcd_reflog_expired(&self, _records: u64) {}
+    /// The housekeeping leader compacted etcd's history to `revision`.
+    fn etcd_compacted(&self, _revision: i64) {}
+    /// The housekeeping leader defragmented an etcd member (`ok`) or
+    /// failed to.
+    fn etcd_defragmented(&self, _ok: bool) {}
+    /// An etcd member's database file is `db_size` bytes, `in_use` of
+    /// them in use (the rest is space a defragmentation gives back).
+    fn etcd_db_size(&self, _db_size: i64, _in_use: i64) {}
     /// A fetch looked its pack up in the pack cache: `hit` (a finished
     /// entry), `follow` (an entry another request is writing), `miss`
     /// (computed and written into a new entry), or `corrupt` (an entry

@@ -4,6 +4,8 @@
 //! protocol layers report through [`refstore_fs::observe`]; `Metrics` is
 //! that observer, installed once per process by [`Metrics::install`].
 
+mod etcd;
+
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -128,6 +130,7 @@ pub struct Metrics {
     pack_cache_served_bytes: Counter,
     pack_cache_evictions: Counter,
     pack_cache_evicted_bytes: Counter,
+    etcd: etcd::EtcdMetrics,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
@@ -265,8 +268,10 @@ impl Metrics {
             "Bytes of pack cache entries removed by its size or age bound",
             pack_cache_evicted_bytes.clone(),
         );
+        let etcd = etcd::EtcdMetrics::register(registry);
         Metrics {
             registry: root,
+            etcd,
             pack_cache_lookups,
             pack_cache_served_bytes,
             pack_cache_evictions,
@@ -414,6 +419,26 @@ impl refstore_fs::observe::Observer for Metrics {
         self.packs_below_copies
             .set(i64::try_from(still_below).unwrap_or(i64::MAX));
         self.repair_packs_copied.inc_by(copied);
+    }
+
+    fn etcd_round(&self, leads: bool, revision: i64) {
+        self.etcd.round(leads, revision);
+    }
+
+    fn etcd_reflog_expired(&self, records: u64) {
+        self.etcd.reflog_expired(records);
+    }
+
+    fn etcd_compacted(&self, revision: i64) {
+        self.etcd.compacted(revision);
+    }
+
+    fn etcd_defragmented(&self, ok: bool) {
+        self.etcd.defragmented(ok);
+    }
+
+    fn etcd_db_size(&self, db_size: i64, in_use: i64) {
+        self.etcd.db_size(db_size, in_use);
     }
 }
 
