@@ -196,16 +196,17 @@ serve_costs after "${ports[0]}" "${node_pids[0]}"
 serve_costs single "$single_port" "$single_pid"
 
 cell() { median <"$base/$1"; }
-mib() { awk -v b="$1" 'BEGIN { printf "%.1f MiB", b / 1048576 }'; }
+# In KiB: at a few thousand pushes, MiB hides what compaction frees.
+kib() { awk -v b="$1" 'BEGIN { printf "%d KiB", b / 1024 }'; }
 extra "### cluster-housekeeping: $pushes single-commit pushes by 3 concurrent pushers over 3 cluster nodes (object_copies = 2, background maintenance on), the leader's etcd compaction and defragmentation, then \`refstore maintenance run --cluster\` on each"
 extra ""
 extra "Load (uptime) at the end: $(uptime | sed 's/.*load average: //')."
 extra ""
 extra "| etcd | revision | database size | in use |"
 extra "|---|---:|---:|---:|"
-extra "| after the pushes | $rev_pushed | $(mib "$db_pushed") | $(mib "$use_pushed") |"
-extra "| after the leader compacted to $compacted_to | $rev_compacted | $(mib "$db_compacted") | $(mib "$use_compacted") |"
-extra "| after its defragmentation | $rev_defrag | $(mib "$db_defrag") | $(mib "$use_defrag") |"
+extra "| after the pushes | $rev_pushed | $(kib "$db_pushed") | $(kib "$use_pushed") |"
+extra "| after the leader compacted to $compacted_to | $rev_compacted | $(kib "$db_compacted") | $(kib "$use_compacted") |"
+extra "| after its defragmentation | $rev_defrag | $(kib "$db_defrag") | $(kib "$use_defrag") |"
 extra ""
 extra "Pushes: $push_rate/s. Packs per node before → after (maintenance time): n1 ${packs_before[1]} → ${packs_after[1]} (${maint_ms[1]} ms), n2 ${packs_before[2]} → ${packs_after[2]} (${maint_ms[2]} ms), n3 ${packs_before[3]} → ${packs_after[3]} (${maint_ms[3]} ms); single node: $(packs_of single) packs."
 extra ""
