@@ -178,6 +178,17 @@ impl Fleet {
         }
     }
 
+    /// Node `i`'s log so far (every run of it).
+    pub fn log(&self, i: usize) -> String {
+        std::fs::read_to_string(self.home.join(format!("{}.log", self.nodes[i].name)))
+            .unwrap_or_default()
+    }
+
+    /// How many repair passes node `i` has finished (every run of it).
+    pub fn repair_passes(&self, i: usize) -> usize {
+        self.log(i).matches("repair pass done").count()
+    }
+
     /// `refstore cluster <args>` with node `via`'s cluster file.
     pub fn cluster(&self, via: usize, subcommand: &[&str], args: &[&str]) -> Output {
         let mut all = vec!["cluster"];
