@@ -424,11 +424,11 @@ fn nodes_are_added_replaced_and_removed_under_load() {
     let pushes = load.count("push");
     std::thread::sleep(Duration::from_secs(6));
     let paused_pushes = load.count("push") - pushes;
-    // Resumed, n2 and n3 missed those pushes' packs: a fetch of a later
-    // tip whose history runs through them would fail on a missing object
-    // (only a fetch's wants are looked for on the peers), so they go back
-    // into the rotation after a repair pass that started once they were
-    // resumed has filled the gaps.
+    // Resumed, n2 and n3 missed those pushes' packs. A fetch through
+    // them brings in what it needs first, but a push building on a tip
+    // they lack the objects of is refused (its thin pack's bases are
+    // missing) until a repair pass fills the gap, so they go back into
+    // the rotation after a pass that started once they were resumed.
     let passes: Vec<usize> = [1, 2].map(|i| fleet.repair_passes(i)).to_vec();
     for i in [1, 2] {
         signal(fleet.nodes[i].pid(), libc::SIGCONT);
