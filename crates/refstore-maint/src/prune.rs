@@ -35,7 +35,7 @@
 use crate::error::MaintError;
 use crate::loose_files::LooseObject;
 use crate::repo::Repo;
-use refstore_refs::{ObjectId, RefName};
+use refstore_refs::ObjectId;
 use std::path::Path;
 use std::time::SystemTime;
 
@@ -65,24 +65,7 @@ pub fn prune(
     let Some(refs) = &repo.refs else {
         return Ok((loose, 0));
     };
-    let mut roots: Vec<ObjectId> = Vec::new();
-    let listing = refs
-        .list(b"")
-        .map_err(|e| MaintError::Refs(e.to_string()))?;
-    for r in &listing.refs {
-        if let refstore_refs::value::Target::Object(id) = &r.target {
-            roots.push(*id);
-        }
-    }
-    if let Ok(head) = RefName::new("HEAD") {
-        if let Some(id) = refs
-            .resolve(&head)
-            .map_err(|e| MaintError::Refs(e.to_string()))?
-            .and_then(|resolved| resolved.id)
-        {
-            roots.push(id);
-        }
-    }
+    let mut roots = crate::reach::ref_tips(refs.as_ref())?;
     reflog_ids(repo, &repo.git_dir().join("logs"), &mut roots)?;
     for (object, &old) in loose.iter().zip(&old) {
         if !old {

@@ -25,6 +25,7 @@ use crate::error::MaintError;
 use crate::inventory::Inventory;
 use crate::repo::Repo;
 use refstore_odb::ObjectKind;
+use refstore_refs::backend::Backend;
 use refstore_refs::{ObjectId, RefName};
 use std::collections::HashSet;
 use std::time::{Duration, SystemTime};
@@ -61,6 +62,26 @@ pub(crate) fn cluster_grace(repo: &Repo) -> Option<Duration> {
     Some(expire.max(repo.maint.cluster_prune_floor))
 }
 
+/// The ids every ref of `refs` and `HEAD` name, from one listing.
+pub(crate) fn ref_tips(refs: &dyn Backend) -> Result<Vec<ObjectId>, MaintError> {
+    let listing = refs
+        .list(b"")
+        .map_err(|e| MaintError::Refs(e.to_string()))?;
+    let mut tips: Vec<ObjectId> = Vec::new();
+    for r in &listing.refs {
+        if let refstore_refs::value::Target::Object(id) = &r.target {
+            tips.push(*id);
+        }
+    }
+    if let Ok(head) = RefName::new("HEAD") {
+        let resolved = refs
+            .resolve(&head)
+            .map_err(|e| MaintError::Refs(e.to_string()))?;
+        tips.extend(resolved.and_then(|r| r.id));
+    }
+    Ok(tips)
+}
+
 /// The judgement of a cluster copy whose refs are `repo.refs`; `None`
 /// when nothing may be pruned (no refs, pruning off, or the walk met an
 /// object this node lacks).
@@ -70,22 +91,8 @@ pub(crate) fn cluster(repo: &Repo) -> Result<Option<ClusterReach>, MaintError> {
     };
     let now = SystemTime::now();
     let young = |modified: SystemTime| now.duration_since(modified).unwrap_or_default() < grace;
-    let mut roots: Vec<ObjectId> = Vec::new();
     // One listing: etcd's refs at one revision.
-    let listing = refs
-        .list(b"")
-        .map_err(|e| MaintError::Refs(e.to_string()))?;
-    for r in &listing.refs {
-        if let refstore_refs::value::Target::Object(id) = &r.target {
-            roots.push(*id);
-        }
-    }
-    if let Ok(head) = RefName::new("HEAD") {
-        let resolved = refs
-            .resolve(&head)
-            .map_err(|e| MaintError::Refs(e.to_string()))?;
-        roots.extend(resolved.and_then(|r| r.id));
-    }
+    let mut roots = ref_tips(refs.as_ref())?;
     // Young objects are roots too. Their files are looked at after the
     // refs were listed, so a push that committed after the listing is
     // young here.
