@@ -3,14 +3,16 @@
 //! and HEAD reflog.
 
 mod support;
+use refstore_testsupport::env::{fixed_dates, FIXED_DATE};
 use support::*;
 
 fn setup(home: &std::path::Path, dir: &std::path::Path, name: &str) -> std::path::PathBuf {
     git_ok(home, dir, &["init", "-q", "-b", "main", name]);
     let repo = dir.join(name);
     let mut cmd = std::process::Command::new("git");
-    let ok = isolate(&mut cmd, home)
-        .env("GIT_COMMITTER_DATE", "1700000000 +0000")
+    // Both dates fixed: the two repositories must make the same commit
+    // even when their set-ups straddle a second.
+    let ok = fixed_dates(isolate(&mut cmd, home), FIXED_DATE)
         .args(["commit", "-q", "--allow-empty", "-m", "x"])
         .current_dir(&repo)
         .status()
