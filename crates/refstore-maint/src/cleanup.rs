@@ -14,7 +14,9 @@
 //!   left to pruning). A `.keep` of unknown origin is kept while its pack
 //!   exists, and removed with the pack gone once older than the expiry.
 //! - Pack files without an index (a pack is named before its index, so a
-//!   crash in between leaves one) once older than the expiry.
+//!   crash in between leaves one) once older than the expiry, but for
+//!   rolled-up packs waiting to expire ([`crate::rolled_up`]), which
+//!   `incremental-repack` deletes.
 //! - Lock files under `refs/`, `packed-refs.lock`, `HEAD.lock` and
 //!   `reftable/tables.list.lock` that are stale by refstore's rule
 //!   ([`refstore_fs::stale`]: older than `refstore.staleLockAge` and no
@@ -153,6 +155,9 @@ fn clean_pack_dir(
         .iter()
         .map(|e| e.name.to_string_lossy().into_owned())
         .collect();
+    // Rolled-up packs waiting to expire have no index by design; the
+    // repack that hid them deletes them.
+    let waiting = crate::rolled_up::read(vfs, repo.objects_dir())?;
     let host = process::hostname();
     for name in &names {
         let path = dir.join(name);
@@ -194,7 +199,10 @@ fn clean_pack_dir(
             // Named before the index, so without one it may be a pack
             // being stored right now: only an old one is a leftover.
             "pack" | "rev" | "bitmap" | "mtimes" | "promisor"
-                if !has("idx") && old(vfs, &path) && removed(vfs, &path)? =>
+                if !has("idx")
+                    && !waiting.contains_key(base)
+                    && old(vfs, &path)
+                    && removed(vfs, &path)? =>
             {
                 cleaned.orphans += 1;
             }

@@ -67,6 +67,7 @@ mod reach;
 mod refs_task;
 mod repack;
 mod repo;
+mod rolled_up;
 mod settings;
 mod task;
 

@@ -15,16 +15,16 @@
 //!
 //! Then a `multi-pack-index` over every pack except the rolled-up ones
 //! replaces the old one, with its reachability bitmap
-//! ([`crate::midx_write`]). The rolled-up packs stay on disk for
-//! `refstore.redundantPackExpire` (one hour by default): a reader that
-//! listed the pack directory or read the old `multi-pack-index` just
-//! before may still open them, and refstore's pack reader (`Packs`) opens
-//! everything it listed at once, so deleting them at the same moment (as
-//! git does, relying on its readers to look again) could fail a clone in
-//! flight. The time each pack became redundant is kept in
-//! `objects/info/refstore-redundant-packs`; a pack is only deleted while
-//! every object of it is in the current `multi-pack-index`, its `.idx`
-//! first so that readers stop seeing it before its data goes.
+//! ([`crate::midx_write`]). A rolled-up pack is hidden once every object
+//! of it is in that `multi-pack-index`: it is named in
+//! `objects/info/refstore-redundant-packs` with the time
+//! ([`crate::rolled_up`]), then its `.idx` is removed, so that no reader lists it
+//! any more (git, gix and refstore all list packs by their index), however
+//! many pile up under sustained pushes. Its data stays on disk for
+//! `refstore.redundantPackExpire` (one hour by default) for the readers
+//! that opened its index, or the old `multi-pack-index` naming it, just
+//! before; a reader that listed the index but opens it only now lists
+//! again, as after a `git repack -d`, which deletes packs at once.
 //!
 //! In a cluster node's copy, old packs holding unreachable objects are
 //! rolled up too, and those objects left out ([`crate::prune_packs`]):
@@ -36,11 +36,12 @@ use crate::idx::IndexEntries;
 use crate::inventory::{Inventory, PackInfo};
 use crate::pack_out::PackOut;
 use crate::repo::Repo;
+use crate::rolled_up;
 use refstore_fs::config::Component;
 use refstore_odb::{DeltaBaseCache, Odb, PackedAt, Packs, StoredKind};
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime};
 
 /// The factor of the progression (`--geometric=2`).
 const FACTOR: u64 = 2;
@@ -48,9 +49,6 @@ const FACTOR: u64 = 2;
 /// Extensions of a pack's files, the index first: deleting it makes the
 /// pack invisible before anything else goes.
 const PACK_FILES: [&str; 6] = ["idx", "pack", "rev", "bitmap", "mtimes", "promisor"];
-
-/// The list of redundant packs and when they became so.
-const REDUNDANT_LIST: &str = "refstore-redundant-packs";
 
 /// Runs the task; a summary of what it did.
 pub fn run(repo: &Repo) -> Result<String, MaintError> {
@@ -158,6 +156,18 @@ pub fn run(repo: &Repo) -> Result<String, MaintError> {
             undecided.insert(pack.name.clone(), *since);
         }
     }
+    // Packs an earlier run hid (their index removed), waiting out their
+    // expiry as long as their data is there.
+    let listed: HashSet<&str> = inventory.packs.iter().map(|p| p.name.as_str()).collect();
+    for (name, since) in &redundant_before {
+        if !listed.contains(name.as_str())
+            && repo
+                .vfs
+                .exists(&repo.pack_dir().join(format!("{name}.pack")))
+        {
+            redundant.insert(name.clone(), *since);
+        }
+    }
     let mut deleted = 0;
     if let Some(expiry) = repo.maint.redundant_pack_expire {
         let expired: Vec<String> = redundant
@@ -171,8 +181,18 @@ pub fn run(repo: &Repo) -> Result<String, MaintError> {
             deleted += 1;
         }
     }
+    // The list before the indexes go: a pack whose index is removed
+    // without being listed would never be deleted.
+    let newly_redundant: Vec<String> = redundant
+        .keys()
+        .filter(|name| listed.contains(name.as_str()))
+        .cloned()
+        .collect();
     redundant.extend(undecided);
     write_redundant(repo, &redundant, &redundant_before)?;
+    for name in &newly_redundant {
+        hide_pack(repo, name)?;
+    }
     summary.push_str(&format!(
         "{deleted} redundant packs deleted, {} kept for readers",
         redundant.len()
@@ -311,6 +331,23 @@ fn copy_entry(
     Ok(true)
 }
 
+/// Removes a rolled-up pack's index: no reader lists the pack any more
+/// (git, gix and refstore alike list packs by their index), so thousands
+/// of packs waiting to expire cost readers nothing, while one that read
+/// the index before, or the `multi-pack-index` that named the pack, can
+/// still read the pack's data until it expires. A reader that listed the
+/// index but opens it only now finds it gone and lists again, as it does
+/// after a `git repack -d`.
+fn hide_pack(repo: &Repo, name: &str) -> Result<(), MaintError> {
+    match repo
+        .vfs
+        .unlink(&repo.pack_dir().join(format!("{name}.idx")))
+    {
+        Err(e) if !e.is_not_found() => Err(e.into()),
+        _ => Ok(()),
+    }
+}
+
 /// Deletes a pack's files, its index first.
 fn delete_pack(repo: &Repo, name: &str) -> Result<(), MaintError> {
     let dir = repo.pack_dir();
@@ -324,25 +361,8 @@ fn delete_pack(repo: &Repo, name: &str) -> Result<(), MaintError> {
     Ok(())
 }
 
-fn redundant_path(repo: &Repo) -> PathBuf {
-    repo.objects_dir().join("info").join(REDUNDANT_LIST)
-}
-
-/// `pack-<hash> <unix seconds>` lines.
 fn read_redundant(repo: &Repo) -> Result<HashMap<String, SystemTime>, MaintError> {
-    let bytes = match repo.vfs.read(&redundant_path(repo)) {
-        Ok(bytes) => bytes,
-        Err(e) if e.is_not_found() => return Ok(HashMap::new()),
-        Err(e) => return Err(e.into()),
-    };
-    Ok(String::from_utf8_lossy(&bytes)
-        .lines()
-        .filter_map(|line| {
-            let (name, seconds) = line.split_once(' ')?;
-            let seconds: u64 = seconds.trim().parse().ok()?;
-            Some((name.to_owned(), UNIX_EPOCH + Duration::from_secs(seconds)))
-        })
-        .collect())
+    Ok(rolled_up::read(repo.vfs.as_ref(), repo.objects_dir())?)
 }
 
 fn write_redundant(
@@ -353,28 +373,17 @@ fn write_redundant(
     if redundant == before {
         return Ok(());
     }
-    let path = redundant_path(repo);
+    let path = rolled_up::path(repo.objects_dir());
     if redundant.is_empty() {
         return match repo.vfs.unlink(&path) {
             Err(e) if !e.is_not_found() => Err(e.into()),
             _ => Ok(()),
         };
     }
-    let mut lines: Vec<String> = redundant
-        .iter()
-        .map(|(name, since)| {
-            let seconds = since
-                .duration_since(UNIX_EPOCH)
-                .unwrap_or_default()
-                .as_secs();
-            format!("{name} {seconds}\n")
-        })
-        .collect();
-    lines.sort();
     crate::install::replace_file(
         repo,
         &path,
-        lines.concat().as_bytes(),
+        &rolled_up::format(redundant),
         Component::PackMetadata,
     )
 }

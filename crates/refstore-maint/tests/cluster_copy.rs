@@ -224,12 +224,23 @@ fn a_pack_pruning_rewrote_stays_redundant_through_runs_that_cannot_judge() {
     let git_dir = dir.path().join("r.git");
     let keep_packs = ["refstore.redundantPackExpire=1.hour.ago"];
     let redundant_list = git_dir.join("objects/info/refstore-redundant-packs");
-    // Rewritten, the old pack stays an hour for readers: the orphans are
-    // still read from it, though no multi-pack-index names it.
+    // Rewritten, the old pack is hidden at once (its index removed, so
+    // no reader finds the orphans any more) and its data stays an hour
+    // for readers that had opened it.
     let first = maintain_with(dir.path(), &keep_packs);
-    assert!(has(&git_dir, &copy.old_side[0]), "{first:?}");
+    assert!(!has(&git_dir, &copy.old_side[0]), "{first:?}");
     let listed = std::fs::read_to_string(&redundant_list).unwrap();
     assert_eq!(listed.lines().count(), 1, "{first:?}");
+    let hidden = listed.split(' ').next().unwrap();
+    let pack_dir = git_dir.join("objects/pack");
+    assert!(
+        pack_dir.join(format!("{hidden}.pack")).exists(),
+        "{first:?}"
+    );
+    assert!(
+        !pack_dir.join(format!("{hidden}.idx")).exists(),
+        "{first:?}"
+    );
     // The cluster's refs now name a commit the copy lacks: runs that
     // cannot judge leave the rewritten pack redundant, and do not roll
     // it (and its orphans) back in.

@@ -37,6 +37,12 @@ impl std::fmt::Debug for Odb {
 /// objects of `format`: the one place refstore opens one. Opening lists the
 /// packs of the database and its alternates once (to size gix's table of
 /// indexes); their contents are read on first use.
+///
+/// The table cannot grow afterwards, and a store outlives many pushes (a
+/// housekeeping run, a long fetch, a server's shared handle): a lookup
+/// that has to list the packs again fails ("too few index slots") once
+/// more packs arrived than the table has room for. So it is sized with
+/// ample room ([`INDEX_SLOTS`]).
 pub fn open_store(objects_dir: &Path, format: ObjectFormat) -> Result<gix_odb::Store, OdbError> {
     let open_error = |source| OdbError::Open {
         path: objects_dir.to_owned(),
@@ -52,10 +58,22 @@ pub fn open_store(objects_dir: &Path, format: ObjectFormat) -> Result<gix_odb::S
         objects_dir.to_owned(),
         format.gix_kind(),
         &mut std::iter::empty(),
-        gix_odb::store::init::Options::default(),
+        gix_odb::store::init::Options {
+            slots: INDEX_SLOTS,
+            ..Default::default()
+        },
     )
     .map_err(open_error)
 }
+
+/// Room for twice the packs (with their alternates') a store finds when
+/// it opens, and at least for 512: the packs minutes of pushes leave
+/// between two housekeeping runs. Not more: every request opens a store
+/// and dropping one costs in proportion to its slots.
+const INDEX_SLOTS: gix_odb::store::init::Slots = gix_odb::store::init::Slots::AsNeededByDiskState {
+    multiplier: 2.0,
+    minimum: 512,
+};
 
 impl Odb {
     /// Opens the object database at `objects_dir` (usually `<git-dir>/objects`)

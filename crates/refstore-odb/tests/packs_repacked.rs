@@ -64,3 +64,47 @@ fn packs_a_multi_pack_index_names_but_a_repack_deleted_are_left_out() {
         assert!(packs.locate(&id).is_some(), "{id} is not found");
     }
 }
+
+/// A store opened on a repository with one pack (a housekeeping run, a
+/// long fetch) while pushes add hundreds: an object in the newest pack is
+/// still found. gix sizes a store's table of indexes when it opens and
+/// cannot grow it; with room for only the packs there were, listing the
+/// new ones failed ("too few index slots").
+#[test]
+fn a_store_opened_before_hundreds_of_pushes_finds_their_objects() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    run(dir, &["init", "-q", "--bare", "."]);
+    let commit = |n: usize| {
+        let blob = support::run_with_input(
+            dir,
+            &["hash-object", "-w", "--stdin"],
+            format!("{n}\n").as_bytes(),
+        );
+        let blob = String::from_utf8(blob).unwrap();
+        let tree = support::run_with_input(
+            dir,
+            &["mktree"],
+            format!("100644 blob {}\tf\n", blob.trim()).as_bytes(),
+        );
+        String::from_utf8(tree).unwrap().trim().to_owned()
+    };
+    let pack_one = |id: &str| {
+        support::run_with_input(
+            dir,
+            &["pack-objects", "-q", "objects/pack/pack"],
+            format!("{id}\n").as_bytes(),
+        );
+    };
+    pack_one(&commit(0));
+    let odb = refstore_odb::Odb::open(&dir.join("objects"), ObjectFormat::Sha1).unwrap();
+    let mut newest = String::new();
+    for n in 1..=300 {
+        newest = commit(n);
+        pack_one(&newest);
+    }
+    // Loose copies gone: only the packs hold them.
+    run(dir, &["prune-packed"]);
+    let id = ObjectId::from_hex(newest.as_bytes()).unwrap();
+    assert!(odb.contains(&id), "{newest} not found in the 301 packs");
+}
