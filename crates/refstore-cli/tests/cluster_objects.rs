@@ -2,12 +2,13 @@
 //! plain git: a push acknowledged through one node survives that node's
 //! SIGKILL right after the acknowledgement (every other node clones it
 //! completely), and the node, restarted, serves what was pushed while it
-//! was down.
+//! was down; a push through a node that missed the push it builds on is
+//! accepted.
 
 mod cluster;
 mod support;
 
-use cluster::{Objects, TestCluster};
+use cluster::{Links, Mode, Objects, TestCluster};
 use std::path::Path;
 use support::{git_ok, stderr};
 
@@ -82,4 +83,44 @@ fn a_push_is_refused_when_too_few_nodes_can_hold_its_objects() {
     assert!(err.contains("objects reached 1 of 2 nodes"), "{err}");
     // etcd, and so every node, still has the old tip.
     assert_eq!(c.remote_ref(0, "refs/heads/main"), Some(before));
+}
+
+/// A node cut off from its peers through a push, and back before any
+/// repair pass, advertises that push's tip (from etcd) without holding
+/// its objects. A
+/// push through it that builds on the tip, its pack thin against the
+/// tip's objects and its commit a child of the tip, is accepted: the node
+/// brings in from its peers what the push's old tips reach before it
+/// reads the pack. Every node then serves the result completely.
+#[test]
+fn a_push_through_a_node_that_missed_the_one_it_builds_on_is_accepted() {
+    let tmp = tempfile::tempdir().unwrap();
+    let c = TestCluster::start_with(tmp.path(), 1, 3, Objects::Replicated { copies: 2 });
+    // Sizes vary per run, so that the deltas against the missed blob do
+    // too.
+    let seed = std::process::id() as usize;
+    let size = 100_000 + seed % 50_000;
+    commit_file(&c, "a.txt", size);
+    let o = c.git(&["push", &c.nodes[0].url(), "main"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+
+    c.cut(1, Links::Peers, Mode::Reset);
+    let missed = commit_file(&c, "a.txt", size + 1 + seed % 97);
+    let o = c.git(&["push", &c.nodes[0].url(), "main"]);
+    c.cut(1, Links::Peers, Mode::Pass);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(c.remote_ref(1, "refs/heads/main"), Some(missed.clone()));
+
+    let built_on = commit_file(&c, "a.txt", size + 2 + seed % 89);
+    let o = c.git(&["push", &c.nodes[1].url(), "main"]);
+    assert!(
+        o.status.success(),
+        "a push building on one {} missed: {}",
+        c.nodes[1].name,
+        stderr(&o)
+    );
+    for i in 0..3 {
+        let dest = c.home.join(format!("built-on-{i}"));
+        assert_eq!(clone_checked(&c, i, &dest), built_on);
+    }
 }

@@ -83,14 +83,21 @@ pub(crate) fn ref_tips(refs: &dyn Backend) -> Result<Vec<ObjectId>, MaintError> 
 }
 
 /// The judgement of a cluster copy whose refs are `repo.refs`; `None`
-/// when nothing may be pruned (no refs, pruning off, or the walk met an
-/// object this node lacks).
+/// when nothing may be pruned (no refs, pruning off, nothing older than
+/// the grace period, or the walk met an object this node lacks).
 pub(crate) fn cluster(repo: &Repo) -> Result<Option<ClusterReach>, MaintError> {
     let (Some(grace), Some(refs)) = (cluster_grace(repo), &repo.refs) else {
         return Ok(None);
     };
     let now = SystemTime::now();
     let young = |modified: SystemTime| now.duration_since(modified).unwrap_or_default() < grace;
+    // Only objects older than the grace period can go: without any, the
+    // walk over the whole history is spared. Under sustained pushes it
+    // would run on every housekeeping run, each slower than the last as
+    // packs pile up while it reads.
+    if !any_old(repo, &young)? {
+        return Ok(None);
+    }
     // One listing: etcd's refs at one revision.
     let mut roots = ref_tips(refs.as_ref())?;
     // Young objects are roots too. Their files are looked at after the
@@ -132,6 +139,27 @@ pub(crate) fn cluster(repo: &Repo) -> Result<Option<ClusterReach>, MaintError> {
         grace,
         now,
     }))
+}
+
+/// True if a loose object or a pack (without `.keep`) of the repository
+/// is not `young`.
+fn any_old(repo: &Repo, young: &dyn Fn(SystemTime) -> bool) -> Result<bool, MaintError> {
+    for object in crate::loose_files::list(repo)? {
+        if repo
+            .vfs
+            .stat(&object.path)
+            .is_ok_and(|m| !young(m.modified))
+        {
+            return Ok(true);
+        }
+    }
+    for pack in Inventory::read(repo)?.packs.iter().filter(|p| !p.keep) {
+        let pack_file = repo.pack_dir().join(format!("{}.pack", pack.name));
+        if repo.vfs.stat(&pack_file).is_ok_and(|m| !young(m.modified)) {
+            return Ok(true);
+        }
+    }
+    Ok(false)
 }
 
 /// Every object reachable from `roots`. Commits, trees and tags are read

@@ -44,6 +44,24 @@ impl std::fmt::Debug for Odb {
 /// more packs arrived than the table has room for. So it is sized with
 /// ample room ([`INDEX_SLOTS`]).
 pub fn open_store(objects_dir: &Path, format: ObjectFormat) -> Result<gix_odb::Store, OdbError> {
+    open_store_with(objects_dir, format, INDEX_SLOTS)
+}
+
+/// A store opened to list the packs once and be dropped
+/// ([`crate::pack_list`]): room for the packs there are is enough, and the fewer
+/// slots, the cheaper the drop.
+pub(crate) fn open_store_to_list(
+    objects_dir: &Path,
+    format: ObjectFormat,
+) -> Result<gix_odb::Store, OdbError> {
+    open_store_with(objects_dir, format, gix_odb::store::init::Slots::default())
+}
+
+fn open_store_with(
+    objects_dir: &Path,
+    format: ObjectFormat,
+    slots: gix_odb::store::init::Slots,
+) -> Result<gix_odb::Store, OdbError> {
     let open_error = |source| OdbError::Open {
         path: objects_dir.to_owned(),
         source,
@@ -59,7 +77,7 @@ pub fn open_store(objects_dir: &Path, format: ObjectFormat) -> Result<gix_odb::S
         format.gix_kind(),
         &mut std::iter::empty(),
         gix_odb::store::init::Options {
-            slots: INDEX_SLOTS,
+            slots,
             ..Default::default()
         },
     )

@@ -30,7 +30,7 @@ pub fn list(objects_dir: &Path, format: ObjectFormat) -> Result<Vec<PathBuf>, Od
         path: objects_dir.to_owned(),
         source: std::io::Error::other(message),
     };
-    let store = crate::odb::open_store(objects_dir, format)?;
+    let store = crate::odb::open_store_to_list(objects_dir, format)?;
     let records = store.structure().map_err(|e| open_error(e.to_string()))?;
     let mut index_paths = Vec::new();
     for record in records {

@@ -13,7 +13,9 @@
 //!   wants objects the repository lacks, it may bring them in first (a
 //!   cluster node fetching, from its peers, the packs it missed while it
 //!   was down). upload-pack then judges the wants as always: what is
-//!   still missing is refused as git refuses it.
+//!   still missing is refused as git refuses it. receive-pack gives it
+//!   the old tips a push builds on, which the client takes the server to
+//!   hold.
 
 use refstore_odb::Odb;
 use refstore_refs::backend::Backend;
@@ -49,11 +51,13 @@ pub trait ObjectsStored: Send + Sync {
     fn objects_stored(&self, repo: &Repository, packs: &[String]) -> Result<(), String>;
 }
 
-/// Brings in objects a fetch needs and the repository lacks: on a node of
-/// a cluster, a push's objects may have reached the other nodes only.
+/// Brings in objects a fetch or a push needs and the repository lacks: on
+/// a node of a cluster, a push's objects may have reached the other nodes
+/// only.
 pub trait ObjectsWanted: Send + Sync {
     /// Called with a fetch's wants before upload-pack reads any object
-    /// for it: makes the repository hold them and everything they reach,
+    /// for it, and with a push's old tips before receive-pack reads its
+    /// pack: makes the repository hold them and everything they reach,
     /// as far as it can. True if it stored anything: objects stored into
     /// the repository's objects directory by then are served.
     fn objects_wanted(&self, repo: &Repository, wants: &[ObjectId]) -> bool;

@@ -70,6 +70,7 @@ use crate::Repository;
 use hooks::Hooks;
 use refstore_fs::config::Component;
 use refstore_odb::Quarantine;
+use refstore_refs::ObjectId;
 use relay::Relay;
 use std::io::{BufReader, Read, Write};
 use std::os::unix::ffi::OsStrExt;
@@ -125,6 +126,17 @@ pub fn receive_pack(
     if request.commands.is_empty() {
         return Ok(0);
     }
+    // On a node that missed the push these commands build on, the old
+    // tips (advertised from the refs every node shares) can be named but
+    // not held here: the client's new commits have them as parents and
+    // its thin pack deltas against their objects. Bring them in first.
+    let old_tips: Vec<ObjectId> = request
+        .commands
+        .iter()
+        .map(|command| command.old)
+        .filter(|old| !old.is_null())
+        .collect();
+    crate::objects_wanted::bring_in(repo, &old_tips);
     let mut input = reader.into_inner();
     let mut push = Push {
         repo,
