@@ -91,33 +91,38 @@ pub(crate) fn cluster(repo: &Repo) -> Result<Option<ClusterReach>, MaintError> {
     };
     let now = SystemTime::now();
     let young = |modified: SystemTime| now.duration_since(modified).unwrap_or_default() < grace;
-    // Only objects older than the grace period can go: without any, the
-    // walk over the whole history is spared. Under sustained pushes it
-    // would run on every housekeeping run, each slower than the last as
-    // packs pile up while it reads.
-    if !any_old(repo, &young)? {
-        return Ok(None);
-    }
     // One listing: etcd's refs at one revision.
     let mut roots = ref_tips(refs.as_ref())?;
     // Young objects are roots too. Their files are looked at after the
     // refs were listed, so a push that committed after the listing is
-    // young here.
+    // young here. A pack gone since the listing is no root; one whose
+    // age cannot be read is taken for young.
+    let mut any_old = false;
     for object in crate::loose_files::list(repo)? {
-        if repo.vfs.stat(&object.path).is_ok_and(|m| young(m.modified)) {
-            roots.extend(ObjectId::from_raw(&object.id));
+        match repo.vfs.stat(&object.path) {
+            Ok(meta) if !young(meta.modified) => any_old = true,
+            Ok(_) => roots.extend(ObjectId::from_raw(&object.id)),
+            Err(_) => {}
         }
     }
-    let hash_len = repo.object_format().raw_len();
+    let mut young_packs = Vec::new();
     for pack in Inventory::read(repo)?.packs {
         let pack_file = repo.pack_dir().join(format!("{}.pack", pack.name));
-        // A pack gone since the listing is no root; one whose age cannot
-        // be read is taken for young.
         match repo.vfs.stat(&pack_file) {
-            Ok(meta) if !young(meta.modified) => continue,
-            Err(e) if e.is_not_found() => continue,
-            _ => {}
+            Ok(meta) if !young(meta.modified) => any_old |= !pack.keep,
+            Err(e) if e.is_not_found() => {}
+            _ => young_packs.push(pack),
         }
+    }
+    // Only objects older than the grace period can go: without any, the
+    // walk over the whole history is spared. Under sustained pushes it
+    // would run on every housekeeping run, each slower than the last as
+    // packs pile up while it reads.
+    if !any_old {
+        return Ok(None);
+    }
+    let hash_len = repo.object_format().raw_len();
+    for pack in young_packs {
         let index = match repo.vfs.read_mapped(&Inventory::index_path(repo, &pack)) {
             Ok(index) => index,
             Err(e) if e.is_not_found() => continue,
@@ -139,27 +144,6 @@ pub(crate) fn cluster(repo: &Repo) -> Result<Option<ClusterReach>, MaintError> {
         grace,
         now,
     }))
-}
-
-/// True if a loose object or a pack (without `.keep`) of the repository
-/// is not `young`.
-fn any_old(repo: &Repo, young: &dyn Fn(SystemTime) -> bool) -> Result<bool, MaintError> {
-    for object in crate::loose_files::list(repo)? {
-        if repo
-            .vfs
-            .stat(&object.path)
-            .is_ok_and(|m| !young(m.modified))
-        {
-            return Ok(true);
-        }
-    }
-    for pack in Inventory::read(repo)?.packs.iter().filter(|p| !p.keep) {
-        let pack_file = repo.pack_dir().join(format!("{}.pack", pack.name));
-        if repo.vfs.stat(&pack_file).is_ok_and(|m| !young(m.modified)) {
-            return Ok(true);
-        }
-    }
-    Ok(false)
 }
 
 /// Every object reachable from `roots`. Commits, trees and tags are read
