@@ -227,19 +227,24 @@ fn bitmaps_follow_the_packs_and_git_counts_with_them() {
     assert!(!srv.join("objects/pack").join(&first).exists());
 
     // A push stored loose, then one stored as a pack on top of it: the
-    // new tip reaches a loose commit, so the bitmap goes to the history
-    // below it; git still counts right with it.
+    // loose objects are rolled into the new pack first, as `git repack
+    // --geometric` does, so the new tip gets its bitmap too.
     git_ok(home, &srv, &["config", "receive.unpackLimit", "100"]);
     push_history(home, &work, &srv, 25, 26);
     git_ok(home, &srv, &["config", "receive.unpackLimit", "1"]);
     push_history(home, &work, &srv, 26, 27);
-    repack(home, &srv, &[NOW]);
-    let main = git_ok(home, &work, &["rev-parse", "main"]);
-    let below = git_ok(home, &work, &["rev-parse", "main~2"]);
-    let mut tips = tip_commits(home, &srv);
-    assert!(tips.remove(main.trim()));
-    tips.insert(below.trim().to_owned());
+    let loose = git_ok(home, &srv, &["count-objects"]);
+    assert!(!loose.starts_with("0 objects"), "{loose}");
+    let out = repack(home, &srv, &[NOW]);
+    assert!(
+        out.contains("packed ") && !out.contains("packed 0 "),
+        "{out}"
+    );
+    let loose = git_ok(home, &srv, &["count-objects"]);
+    assert!(loose.starts_with("0 objects"), "{loose}");
+    let tips = tip_commits(home, &srv);
     assert_bitmaps_used(home, &srv, &tips);
+
     assert_refstore_clone(home, &srv, "two.git");
 }
 
@@ -282,14 +287,11 @@ fn repack_write_bitmaps_decides_where_bitmaps_are_written() {
     assert_bitmaps_used(home, &work.join(".git"), &tip_commits(home, &work));
 }
 
-#[test]
-fn a_long_history_has_a_bitmap_every_hundred_commits() {
-    let tmp = tempfile::tempdir().unwrap();
-    let home = tmp.path();
-    let srv = home.join("srv.git");
-    git_ok(home, home, &["init", "-q", "--bare", "srv.git"]);
+/// Imports into `repo` a linear `main` of `commits` commits, commit n
+/// (from 1) changing file `f<n % 7>`.
+fn import_linear(home: &Path, repo: &Path, commits: usize) {
     let mut stream = String::new();
-    for n in 1..=250 {
+    for n in 1..=commits {
         let content = format!("version {n}\n");
         stream.push_str(&format!(
             "commit refs/heads/main\nmark :{n}\ncommitter C <c@example.com> {} +0000\n\
@@ -302,10 +304,19 @@ fn a_long_history_has_a_bitmap_every_hundred_commits() {
     let o = run_with_input(
         isolate(&mut Command::new("git"), home)
             .args(["fast-import", "--quiet"])
-            .current_dir(&srv),
+            .current_dir(repo),
         stream.as_bytes(),
     );
     assert!(o.status.success(), "fast-import: {}", stderr(&o));
+}
+
+#[test]
+fn a_long_history_has_a_bitmap_every_hundred_commits() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path();
+    let srv = home.join("srv.git");
+    git_ok(home, home, &["init", "-q", "--bare", "srv.git"]);
+    import_linear(home, &srv, 250);
     repack(home, &srv, &[NOW]);
     // The tip, main~100 and main~200, each checked against git.
     let tips = tip_commits(home, &srv);
@@ -314,6 +325,87 @@ fn a_long_history_has_a_bitmap_every_hundred_commits() {
         let id = git_ok(home, &srv, &["rev-parse", back]);
         let o = git(home, &srv, &["rev-list", "--test-bitmap", id.trim()]);
         assert!(o.status.success(), "{back}: {}", stderr(&o));
+    }
+}
+
+/// Writes a pack of the objects `ids` (read from `from`) into `into`.
+fn pack_objects(home: &Path, from: &Path, into: &Path, ids: &[&str]) {
+    let base = into.join("objects/pack/pack");
+    let o = run_with_input(
+        isolate(&mut Command::new("git"), home)
+            .args(["pack-objects", "-q", base.to_str().unwrap()])
+            .current_dir(from),
+        format!("{}\n", ids.join("\n")).as_bytes(),
+    );
+    assert!(o.status.success(), "pack-objects: {}", stderr(&o));
+}
+
+/// A copy lacking some objects of one commit of its history (as a
+/// cluster node's copy lacks the pushes other nodes hold) gets bitmaps
+/// for the history below that commit, right below it, and none above,
+/// whether its root tree or only a blob deep in it is missing; git checks
+/// each bitmap once the object is back. Without the commit itself the
+/// history below it is out of reach, and no commit gets one.
+#[test]
+fn a_copy_missing_one_commits_objects_has_bitmaps_below_it() {
+    const COMMITS: usize = 150;
+    const HOLE: usize = 120;
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path();
+    let src = home.join("src.git");
+    git_ok(home, home, &["init", "-q", "--bare", "src.git"]);
+    import_linear(home, &src, COMMITS);
+    let commit_at = |n: usize| {
+        git_ok(home, &src, &["rev-parse", &format!("main~{}", COMMITS - n)])
+            .trim()
+            .to_owned()
+    };
+    let hole = commit_at(HOLE);
+    let hole_tree = git_ok(home, &src, &["rev-parse", &format!("{hole}^{{tree}}")]);
+    let hole_blob = git_ok(home, &src, &["rev-parse", &format!("{hole}:f{}", HOLE % 7)]);
+    let below: BTreeSet<String> = git_ok(home, &src, &["rev-list", &commit_at(HOLE - 1)])
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    let objects = git_ok(home, &src, &["rev-list", "--objects", "main"]);
+    let all: Vec<&str> = objects
+        .lines()
+        .map(|l| l.split(' ').next().unwrap())
+        .collect();
+
+    for missing in [hole.trim(), hole_tree.trim(), hole_blob.trim()] {
+        let name = format!("srv-{missing}.git");
+        git_ok(home, home, &["init", "-q", "--bare", &name]);
+        let srv = home.join(&name);
+        git_ok(home, &srv, &["config", "gc.auto", "0"]);
+        let present: Vec<&str> = all.iter().copied().filter(|id| *id != missing).collect();
+        pack_objects(home, &src, &srv, &present);
+        let tip = commit_at(COMMITS);
+        git_ok(home, &srv, &["update-ref", "refs/heads/main", &tip]);
+
+        let out = repack(home, &srv, &[NOW]);
+        if missing == hole.trim() {
+            assert!(out.contains("no commit to write a bitmap for"), "{out}");
+            continue;
+        }
+        assert!(out.contains("with bitmaps of"), "{missing}: {out}");
+        // The missing object comes back, in a pack of its own, so that
+        // git can check every bitmap against its walk.
+        pack_objects(home, &src, &srv, &[missing]);
+        let tips = BTreeSet::from([commit_at(HOLE - 1)]);
+        assert_bitmaps_used(home, &srv, &tips);
+        let objects = srv.join("objects");
+        let packs = Packs::open(&objects, ObjectFormat::Sha1).unwrap();
+        let index = BitmapIndex::open(&RealFs::new(), &objects, &packs)
+            .unwrap()
+            .unwrap();
+        for bit in index.commits_with_bitmaps() {
+            let commit = packs.id(index.at_bit(bit)).to_string();
+            assert!(
+                below.contains(&commit),
+                "{missing}: {commit} is above the hole"
+            );
+        }
     }
 }
 

@@ -61,6 +61,16 @@ impl NameHashes {
     }
 }
 
+/// What a walk from one commit found.
+pub enum Reached<'c> {
+    /// Everything reachable from it.
+    All(Bitmap),
+    /// It reaches this commit, whose own objects (itself, its tree, its
+    /// parents) are not all in the index: neither it nor anything above it
+    /// can have a bitmap.
+    Incomplete(&'c [u8]),
+}
+
 /// What computing one commit's set needs.
 pub struct Walk<'a> {
     /// The repository.
@@ -75,24 +85,27 @@ pub struct Walk<'a> {
     pub numbering: &'a Numbering<'a>,
 }
 
-impl Walk<'_> {
-    /// Everything reachable from `commit`; `None` if that reaches an
-    /// object outside the index or one that is missing. `stored` gives
-    /// the place in `entries` of each commit whose set is known; `names`
-    /// learns the paths of the trees and blobs walked.
-    pub fn reachable(
+impl<'a> Walk<'a> {
+    /// Everything reachable from `commit`, or the commit of its history
+    /// whose objects are not all in the index. `stored` gives the place in
+    /// `entries` of each commit whose set is known; `names` learns the
+    /// paths of the trees and blobs walked.
+    pub fn reachable<'c>(
         &self,
-        commit: &[u8],
+        commit: &'c [u8],
         stored: &HashMap<&[u8], usize>,
         entries: &[Entry],
         names: &mut NameHashes,
-    ) -> Result<Option<Bitmap>, MaintError> {
+    ) -> Result<Reached<'c>, MaintError>
+    where
+        'a: 'c,
+    {
         let mut set = Bitmap::new();
-        let mut queue: BinaryHeap<(u32, &[u8])> = BinaryHeap::new();
+        let mut queue: BinaryHeap<(u32, &'c [u8])> = BinaryHeap::new();
         queue.push((self.generation[commit], commit));
         while let Some((_, id)) = queue.pop() {
             let Some(bit) = self.numbering.bit(id) else {
-                return Ok(None);
+                return Ok(Reached::Incomplete(id));
             };
             if set.get(bit) {
                 continue;
@@ -104,20 +117,21 @@ impl Walk<'_> {
                 }
             }
             set.set(bit);
-            let Some(found) = self.commits.get(id) else {
-                return Ok(None);
+            let commits: &'a HashMap<Vec<u8>, Commit> = self.commits;
+            let Some(found) = commits.get(id) else {
+                return Ok(Reached::Incomplete(id));
             };
             if !self.add_tree(&found.tree, &mut set, names)? {
-                return Ok(None);
+                return Ok(Reached::Incomplete(id));
             }
             for parent in &found.parents {
                 let Some(&level) = self.generation.get(parent.as_slice()) else {
-                    return Ok(None);
+                    return Ok(Reached::Incomplete(id));
                 };
                 queue.push((level, parent));
             }
         }
-        Ok(Some(set))
+        Ok(Reached::All(set))
     }
 
     /// Adds `tree` and everything in it to `set`, recording the paths

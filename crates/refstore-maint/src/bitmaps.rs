@@ -9,12 +9,19 @@
 //! A bitmap must hold everything reachable from its commit, and it can
 //! only number objects of the index: a commit whose history reaches an
 //! object outside it (a loose object, a missing one; submodule commits
-//! aside) gets no bitmap, nor does anything above it. Its first parent
-//! is tried instead, so that the history below a push stored loose still
-//! has a bitmap near its top.
+//! aside) gets no bitmap, nor does anything above it. Such commits are
+//! known before any walk where it is cheap to tell (a commit, its root
+//! tree or a parent outside the index: a push stored loose, or, on a
+//! cluster node's copy, a push whose pack another node holds), so the
+//! choice passes over them to the history below; a walk that still meets
+//! a missing object deeper in a tree marks that commit and everything
+//! above it, and the choice moves down its first-parent chain. Each
+//! missing object thus costs one walk, however long the history above
+//! it: a copy with a hole near its root gets no bitmap at the cost of one
+//! pass, not a walk of the whole history per chosen commit.
 
 use crate::bitmap_file::Entry;
-use crate::bitmap_walk::{NameHashes, Numbering, Walk};
+use crate::bitmap_walk::{NameHashes, Numbering, Reached, Walk};
 use crate::commit::{parse_commit, Commit};
 use crate::error::MaintError;
 use crate::midx::Written;
@@ -23,7 +30,7 @@ use refstore_odb::ewah::Bitmap;
 use refstore_odb::{ObjectKind, Odb, PackedAt, Packs};
 use refstore_refs::value::Target;
 use refstore_refs::{ObjectId, RefName};
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::path::PathBuf;
 
 /// A bitmap file ready to be installed.
@@ -58,8 +65,16 @@ pub fn build(
 
     let tips = tips(refs.as_ref(), &odb)?;
     let commits = history(repo, &odb, &tips)?;
-    let mut chosen = crate::bitmap_select::select(&tips, &commits, &|id| midx.contains(id));
     let generation = generations(&commits);
+    let mut oldest_first: Vec<&[u8]> = commits.keys().map(Vec::as_slice).collect();
+    oldest_first.sort_by(|a, b| generation[a].cmp(&generation[b]).then(a.cmp(b)));
+    let mut broken: HashSet<&[u8]> = oldest_first
+        .iter()
+        .copied()
+        .filter(|id| !midx.contains(id) || !midx.contains(&commits[*id].tree))
+        .collect();
+    let mut complete = complete_commits(&oldest_first, &commits, &broken);
+    let mut chosen = crate::bitmap_select::select(&tips, &commits, &|id| complete.contains(id));
     chosen.sort_by(|a, b| {
         generation[a.as_slice()]
             .cmp(&generation[b.as_slice()])
@@ -76,35 +91,41 @@ pub fn build(
     let mut entries: Vec<Entry> = Vec::new();
     let mut names = NameHashes::new(written.chosen.len());
     let mut stored: HashMap<&[u8], usize> = HashMap::new();
-    // A chosen commit that reaches an object outside the index (a push
-    // stored loose) hands its choice down its first-parent chain, for
-    // at most a spacing's worth of commits.
+    // A chosen commit found to reach a missing object deeper in a tree
+    // hands its choice down its first-parent chain, for at most a
+    // spacing's worth of commits, to the first one still complete.
     let mut pending: VecDeque<(&[u8], usize)> = chosen.iter().map(|c| (c.as_slice(), 0)).collect();
     while let Some((commit, tries)) = pending.pop_front() {
         if stored.contains_key(commit) {
             continue;
         }
-        match walk.reachable(commit, &stored, &entries, &mut names)? {
-            Some(reachable) => {
-                let Some(position) = midx.position(commit) else {
+        if complete.contains(commit) {
+            match walk.reachable(commit, &stored, &entries, &mut names)? {
+                Reached::All(reachable) => {
+                    let Some(position) = midx.position(commit) else {
+                        continue;
+                    };
+                    stored.insert(commit, entries.len());
+                    entries.push(Entry {
+                        position,
+                        reachable,
+                    });
                     continue;
-                };
-                stored.insert(commit, entries.len());
-                entries.push(Entry {
-                    position,
-                    reachable,
-                });
-            }
-            None if tries < crate::bitmap_select::SPACING => {
-                if let Some(parent) = commits[commit]
-                    .parents
-                    .first()
-                    .filter(|p| commits.contains_key(*p))
-                {
-                    pending.push_back((parent, tries + 1));
+                }
+                Reached::Incomplete(at) => {
+                    broken.insert(at);
+                    complete = complete_commits(&oldest_first, &commits, &broken);
                 }
             }
-            None => {}
+        }
+        if tries < crate::bitmap_select::SPACING {
+            if let Some(parent) = commits[commit]
+                .parents
+                .first()
+                .filter(|p| commits.contains_key(*p))
+            {
+                pending.push_back((parent, tries + 1));
+            }
         }
     }
     if entries.is_empty() {
@@ -185,6 +206,27 @@ fn history(
         commits.insert(id, commit);
     }
     Ok(commits)
+}
+
+/// The commits of `oldest_first` (every commit of `commits`, parents
+/// before children) that neither are in `broken` nor have an ancestor
+/// there or outside `commits`: those that can have a bitmap.
+fn complete_commits<'c>(
+    oldest_first: &[&'c [u8]],
+    commits: &HashMap<Vec<u8>, Commit>,
+    broken: &HashSet<&[u8]>,
+) -> HashSet<&'c [u8]> {
+    let mut complete: HashSet<&[u8]> = HashSet::with_capacity(oldest_first.len());
+    for &id in oldest_first {
+        let parents_complete = commits[id]
+            .parents
+            .iter()
+            .all(|p| complete.contains(p.as_slice()));
+        if parents_complete && !broken.contains(id) {
+            complete.insert(id);
+        }
+    }
+    complete
 }
 
 /// Topological levels: 1 for a commit without (readable) parents, one more

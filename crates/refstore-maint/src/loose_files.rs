@@ -18,13 +18,34 @@ pub struct LooseObject {
 
 /// Every loose object of the repository.
 pub fn list(repo: &Repo) -> Result<Vec<LooseObject>, MaintError> {
+    let mut found = Vec::new();
+    visit(repo, &mut |object| {
+        found.push(object);
+        true
+    })?;
+    found.sort_by(|a, b| a.id.cmp(&b.id));
+    Ok(found)
+}
+
+/// True if the repository has a loose object: stops at the first.
+pub fn any(repo: &Repo) -> Result<bool, MaintError> {
+    let mut found = false;
+    visit(repo, &mut |_| {
+        found = true;
+        false
+    })?;
+    Ok(found)
+}
+
+/// Hands `each` the loose objects, in directory order, until it returns
+/// false.
+fn visit(repo: &Repo, each: &mut dyn FnMut(LooseObject) -> bool) -> Result<(), MaintError> {
     let vfs = repo.vfs.as_ref();
     let objects = repo.objects_dir();
     let hex_len = repo.object_format().hex_len();
-    let mut found = Vec::new();
     let dirs = match vfs.read_dir(objects) {
         Ok(entries) => entries,
-        Err(e) if e.is_not_found() => return Ok(found),
+        Err(e) if e.is_not_found() => return Ok(()),
         Err(e) => return Err(e.into()),
     };
     for dir in dirs {
@@ -44,14 +65,16 @@ pub fn list(repo: &Repo) -> Result<Vec<LooseObject>, MaintError> {
                 continue;
             }
             let hex = format!("{prefix}{rest}");
-            found.push(LooseObject {
+            let object = LooseObject {
                 id: decode_hex(&hex),
                 path: path.join(&file.name),
-            });
+            };
+            if !each(object) {
+                return Ok(());
+            }
         }
     }
-    found.sort_by(|a, b| a.id.cmp(&b.id));
-    Ok(found)
+    Ok(())
 }
 
 /// Reads and inflates a loose object, checking its id; `None` if it is

@@ -26,6 +26,13 @@
 //! before; a reader that listed the index but opens it only now lists
 //! again, as after a `git repack -d`, which deletes packs at once.
 //!
+//! When the index gets a reachability bitmap, loose objects are packed
+//! first ([`crate::loose`]), as `git repack --geometric` rolls them in:
+//! a bitmap can only be written for commits whose whole history is in
+//! the index, so a few loose objects deep in it (a repository's first
+//! push, below the loose-objects task's threshold of 100) would cost
+//! every commit above them its bitmap, run after run.
+//!
 //! In a cluster node's copy, old packs holding unreachable objects are
 //! rolled up too, and those objects left out ([`crate::prune_packs`]):
 //! such a pack is redundant once every object of it is in the
@@ -52,6 +59,11 @@ const PACK_FILES: [&str; 6] = ["idx", "pack", "rev", "bitmap", "mtimes", "promis
 
 /// Runs the task; a summary of what it did.
 pub fn run(repo: &Repo) -> Result<String, MaintError> {
+    let mut summary = String::new();
+    if repo.maint.writes_bitmaps(repo.is_bare()) && crate::loose_files::any(repo)? {
+        summary.push_str(&crate::loose::run(repo)?);
+        summary.push_str("; ");
+    }
     let inventory = Inventory::read(repo)?;
     let redundant_before = read_redundant(repo)?;
     // Packs already redundant are no candidates, nor named by the new
@@ -79,7 +91,6 @@ pub fn run(repo: &Repo) -> Result<String, MaintError> {
         }
     }
 
-    let mut summary = String::new();
     let new_pack = if rolled.is_empty() {
         None
     } else {
