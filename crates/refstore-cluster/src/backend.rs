@@ -42,10 +42,14 @@ impl Backend for EtcdBackend {
             .map(|value| to_ref(name.as_bytes(), &value)))
     }
 
+    /// Follows the chain in one reading of the node's copy (itself
+    /// confirmed current by one read through etcd's leader), not one etcd
+    /// read per link.
     fn resolve(&self, name: &RefName) -> Result<Option<Resolved>, ReadError> {
+        let refs = self.snapshot()?;
         let mut current = name.clone();
         for depth in 0..=SYMREF_MAX_DEPTH {
-            match self.value(&current)? {
+            match refs.get(current.as_bytes()) {
                 None if depth == 0 => return Ok(None),
                 None => {
                     return Ok(Some(Resolved {
@@ -53,14 +57,14 @@ impl Backend for EtcdBackend {
                         id: None,
                     }))
                 }
-                Some(value) => match value.target {
+                Some(value) => match &value.target {
                     Target::Object(id) => {
                         return Ok(Some(Resolved {
                             name: current,
-                            id: Some(id),
+                            id: Some(*id),
                         }))
                     }
-                    Target::Symbolic(next) => current = next,
+                    Target::Symbolic(next) => current = next.clone(),
                 },
             }
         }
@@ -84,25 +88,38 @@ impl Backend for EtcdBackend {
         prefix: &[u8],
         visitor: &mut dyn FnMut(RefView<'_>) -> ControlFlow<()>,
     ) -> Result<(), ReadError> {
+        self.visit_each(&[prefix], visitor)
+    }
+
+    /// All prefixes from one reading of the node's copy: one read through
+    /// etcd's leader for a fetch's several `ref-prefix`es, and one moment
+    /// for all of them.
+    fn visit_each(
+        &self,
+        prefixes: &[&[u8]],
+        visitor: &mut dyn FnMut(RefView<'_>) -> ControlFlow<()>,
+    ) -> Result<(), ReadError> {
         let refs = self.snapshot()?;
-        let from: Box<[u8]> = prefix.into();
-        for (name, value) in refs.range(from..) {
-            if !name.starts_with(prefix) {
-                break;
-            }
-            if !name.starts_with(b"refs/") {
-                continue;
-            }
-            let view = RefView {
-                name,
-                target: match &value.target {
-                    Target::Object(id) => TargetView::Object(*id),
-                    Target::Symbolic(to) => TargetView::Symbolic(to),
-                },
-                peeled: value.peeled,
-            };
-            if visitor(view).is_break() {
-                break;
+        for prefix in prefixes {
+            let from: Box<[u8]> = (*prefix).into();
+            for (name, value) in refs.range(from..) {
+                if !name.starts_with(prefix) {
+                    break;
+                }
+                if !name.starts_with(b"refs/") {
+                    continue;
+                }
+                let view = RefView {
+                    name,
+                    target: match &value.target {
+                        Target::Object(id) => TargetView::Object(*id),
+                        Target::Symbolic(to) => TargetView::Symbolic(to),
+                    },
+                    peeled: value.peeled,
+                };
+                if visitor(view).is_break() {
+                    return Ok(());
+                }
             }
         }
         Ok(())

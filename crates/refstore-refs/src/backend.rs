@@ -95,6 +95,29 @@ pub trait Backend: Send + Sync + std::fmt::Debug {
         Ok(())
     }
 
+    /// Shows `visitor` the refs of each of `prefixes` in turn, as
+    /// [`visit`](Self::visit) does for one; the prefixes are sorted and
+    /// none covers another, so no ref is shown twice. A store whose every
+    /// reading costs a round trip reads them all at one moment, once.
+    fn visit_each(
+        &self,
+        prefixes: &[&[u8]],
+        visitor: &mut dyn FnMut(RefView<'_>) -> ControlFlow<()>,
+    ) -> Result<(), ReadError> {
+        let mut stopped = false;
+        for prefix in prefixes {
+            self.visit(prefix, &mut |view| {
+                let flow = visitor(view);
+                stopped = flow.is_break();
+                flow
+            })?;
+            if stopped {
+                break;
+            }
+        }
+        Ok(())
+    }
+
     /// Applies `tx` with one data flush point and one directory flush point.
     /// Atomic transactions fail as a whole with the first rejection; batch
     /// transactions report rejections in the outcome.

@@ -2,7 +2,8 @@
 //! order, on random stores: loose refs shadowing packed ones, broken loose
 //! refs, symbolic refs, peeled tags, sorted and unsorted `packed-refs`,
 //! prefixes that seek into the middle of the file. It also says when the
-//! file knows that a ref is not an annotated tag.
+//! file knows that a ref is not an annotated tag. `visit_each` is each
+//! prefix's visit in turn.
 
 use proptest::prelude::*;
 use refstore_fs::real::RealFs;
@@ -172,6 +173,58 @@ proptest! {
                 prop_assert_eq!(*peeled, expected, "{}", r.name);
             }
         }
+    }
+}
+
+/// The prefixes of `chosen` (indexes into [`PREFIXES`]) sorted, those
+/// another one covers left out, as [`Backend::visit_each`] takes them.
+fn disjoint_prefixes(chosen: &[usize]) -> Vec<&'static [u8]> {
+    let mut prefixes: Vec<&[u8]> = chosen.iter().map(|&i| PREFIXES[i].as_bytes()).collect();
+    prefixes.sort();
+    prefixes.dedup_by(|later, earlier| later.starts_with(earlier));
+    prefixes
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(32))]
+
+    /// Visiting several prefixes at once shows each prefix's refs in
+    /// turn, and a visitor that breaks stops the whole visit.
+    #[test]
+    fn visit_each_is_each_visit_in_turn(
+        places in proptest::collection::vec(place(), NAMES.len()),
+        chosen in proptest::collection::vec(0..PREFIXES.len(), 0..4),
+        stop_after in 1usize..8,
+    ) {
+        let tmp = tempfile::tempdir().unwrap();
+        build(tmp.path(), &places, HEADERS[0]);
+        let backend = backend(tmp.path());
+        let prefixes = disjoint_prefixes(&chosen);
+        let mut expected = Vec::new();
+        for prefix in &prefixes {
+            expected.extend(visited(&backend, prefix).unwrap().into_iter().map(|(r, _)| r));
+        }
+        let mut seen = Vec::new();
+        backend
+            .visit_each(&prefixes, &mut |view: RefView<'_>| {
+                seen.push(view.to_ref());
+                ControlFlow::Continue(())
+            })
+            .unwrap();
+        prop_assert_eq!(&seen, &expected);
+
+        let mut stopped = Vec::new();
+        backend
+            .visit_each(&prefixes, &mut |view: RefView<'_>| {
+                stopped.push(view.to_ref());
+                if stopped.len() == stop_after {
+                    ControlFlow::Break(())
+                } else {
+                    ControlFlow::Continue(())
+                }
+            })
+            .unwrap();
+        prop_assert_eq!(&stopped[..], &expected[..expected.len().min(stop_after)]);
     }
 }
 

@@ -8,7 +8,7 @@
 use super::UploadPackError;
 use refstore_odb::{ObjectKind, Odb, Packs};
 use refstore_refs::files::Resolved;
-use refstore_refs::value::{Peeled, RefView, Target, TargetView};
+use refstore_refs::value::{Peeled, RefView, TargetView};
 use refstore_refs::{Backend, ObjectId, RefName};
 use std::collections::HashMap;
 use std::ops::ControlFlow;
@@ -174,22 +174,19 @@ impl<'a> Offering<'a> {
         let mut failure = None;
         // The listing prefixes are sorted and none covers another, so the
         // refs of one all sort before those of the next.
-        for prefix in listing_prefixes(prefixes) {
-            backend.visit(
-                prefix,
-                &mut |stored| match offer_one(backend, peeler, stored, offer) {
-                    Ok(()) => ControlFlow::Continue(()),
-                    Err(e) => {
-                        failure = Some(e);
-                        ControlFlow::Break(())
-                    }
-                },
-            )?;
-            if let Some(e) = failure.take() {
-                return Err(e);
+        backend.visit_each(&listing_prefixes(prefixes), &mut |stored| match offer_one(
+            backend, peeler, stored, offer,
+        ) {
+            Ok(()) => ControlFlow::Continue(()),
+            Err(e) => {
+                failure = Some(e);
+                ControlFlow::Break(())
             }
+        })?;
+        match failure {
+            Some(e) => Err(e),
+            None => Ok(()),
         }
-        Ok(())
     }
 }
 
@@ -254,18 +251,16 @@ fn listing_prefixes<'p>(prefixes: &[&'p [u8]]) -> Vec<&'p [u8]> {
 
 fn read_head(backend: &dyn Backend, peeler: &mut Peeler<'_>) -> Result<Head, UploadPackError> {
     let name = RefName::from_trusted(&b"HEAD"[..]);
-    let Some(stored) = backend.read(&name)? else {
+    // One resolution tells all: a store whose every read is a round trip
+    // (a cluster's) answers it from one reading.
+    let Some(resolved) = backend.resolve(&name)? else {
         return Ok(Head::Missing);
     };
-    let (id, symref_target) = match stored.target {
-        Target::Object(id) => (id, None),
-        Target::Symbolic(_) => match backend.resolve(&name)? {
-            Some(resolved) => match resolved.id {
-                Some(id) => (id, Some(resolved.name)),
-                None => return Ok(Head::Unborn(resolved.name)),
-            },
-            None => return Ok(Head::Missing),
-        },
+    let (id, symref_target) = match resolved.id {
+        // `HEAD` itself holds the id: detached.
+        Some(id) if resolved.name == name => (id, None),
+        Some(id) => (id, Some(resolved.name)),
+        None => return Ok(Head::Unborn(resolved.name)),
     };
     let peeled = peeler.peel(&id)?;
     Ok(Head::Present(OfferedRef {
