@@ -113,8 +113,10 @@ pub fn build(
                     continue;
                 }
                 Reached::Incomplete(at) => {
+                    // Only `at` and what lies above it can change.
+                    let from = oldest_first.partition_point(|id| generation[id] < generation[at]);
                     broken.insert(at);
-                    complete = complete_commits(&oldest_first, &commits, &broken);
+                    drop_incomplete(&oldest_first[from..], &commits, &broken, &mut complete);
                 }
             }
         }
@@ -216,17 +218,28 @@ fn complete_commits<'c>(
     commits: &HashMap<Vec<u8>, Commit>,
     broken: &HashSet<&[u8]>,
 ) -> HashSet<&'c [u8]> {
-    let mut complete: HashSet<&[u8]> = HashSet::with_capacity(oldest_first.len());
+    let mut complete: HashSet<&[u8]> = oldest_first.iter().copied().collect();
+    drop_incomplete(oldest_first, commits, broken, &mut complete);
+    complete
+}
+
+/// Removes from `complete` the commits of `oldest_first` (parents before
+/// children) that are in `broken` or have a parent not in `complete`.
+fn drop_incomplete(
+    oldest_first: &[&[u8]],
+    commits: &HashMap<Vec<u8>, Commit>,
+    broken: &HashSet<&[u8]>,
+    complete: &mut HashSet<&[u8]>,
+) {
     for &id in oldest_first {
         let parents_complete = commits[id]
             .parents
             .iter()
             .all(|p| complete.contains(p.as_slice()));
-        if parents_complete && !broken.contains(id) {
-            complete.insert(id);
+        if !parents_complete || broken.contains(id) {
+            complete.remove(id);
         }
     }
-    complete
 }
 
 /// Topological levels: 1 for a commit without (readable) parents, one more
