@@ -23,10 +23,14 @@
 #   n1's (after) to the single node's: what a node costs against a
 #   repository that never had many packs.
 # CHK_FETCH_RUNS (default 5) runs of 10 clones and 10 fetches each; medians
-# of the runs' means.
+# of the runs' means. CHK_STEP (default 1) pushes only every CHK_STEP-th
+# commit, several commits a push: the same history in fewer pushes, to
+# tell what grows with the number of pushes from what grows with history.
 command -v etcd >/dev/null || { echo "error: etcd is missing (scripts/install-deps installs it)" >&2; exit 1; }
 pushes=${CHK_PUSHES:-1000}
 fetch_runs=${CHK_FETCH_RUNS:-5}
+step=${CHK_STEP:-1}
+((step >= 1)) || { echo "cluster-housekeeping: CHK_STEP must be at least 1" >&2; exit 1; }
 ((pushes > 100)) || { echo "cluster-housekeeping: CHK_PUSHES must be more than 100" >&2; exit 1; }
 base=$BENCH_DIR/cluster-housekeeping
 rm -rf "$base"
@@ -108,14 +112,15 @@ print(s["header"]["revision"], s["dbSize"], s.get("dbSizeInUse", s["dbSize"]))
 PY
 }
 
-# The pushes, one commit each: pusher k (k = 0, 1, 2) pushes through node
-# n(k+1) the commits whose number is k modulo 3, to a branch of its own,
-# so that the three push at once and each push is a fast-forward.
+# The pushes, one commit each (CHK_STEP commits with CHK_STEP > 1): push p
+# (of commit p * step) goes through node n(k+1), k = p modulo 3, to a
+# branch of that pusher's own, so that the three push at once and each
+# push is a fast-forward.
 pusher() {
     local k=$1 port=${ports[$1]} i=0 commit
     while read -r commit; do
         i=$((i + 1))
-        ((i == 1 || i % 3 != k)) && continue
+        ((i == 1 || i % step != 0 || (i / step) % 3 != k)) && continue
         "$GIT" -C "$src" push -q "http://alice:pw@127.0.0.1:$port/repo.git" "$commit:refs/heads/p$k" ||
             { echo "cluster-housekeeping: push $i through n$((k + 1)) failed" >&2; return 1; }
     done <"$base/commits"
@@ -128,7 +133,7 @@ for k in 0 1 2; do
 done
 for p in "${pushers[@]}"; do wait "$p"; done
 end=$(date +%s%N)
-push_rate=$(awk -v n=$((pushes - 1)) -v s="$start" -v e="$end" 'BEGIN { printf "%.1f", n / ((e - s) / 1e9) }')
+push_rate=$(awk -v n=$((pushes / step - (step == 1 ? 1 : 0))) -v s="$start" -v e="$end" 'BEGIN { printf "%.1f", n / ((e - s) / 1e9) }')
 last=$(tail -1 "$base/commits")
 "$GIT" -C "$src" push -q "http://alice:pw@127.0.0.1:${ports[0]}/repo.git" "$last:refs/heads/main"
 
@@ -223,7 +228,7 @@ serve_costs single "$single_port" "$single_pid"
 cell() { median <"$base/$1"; }
 # In KiB: at a few thousand pushes, MiB hides what compaction frees.
 kib() { awk -v b="$1" 'BEGIN { printf "%d KiB", b / 1024 }'; }
-extra "### cluster-housekeeping: $pushes single-commit pushes by 3 concurrent pushers over 3 cluster nodes (object_copies = 2, background maintenance on), the leader's etcd compaction and defragmentation, then \`refstore maintenance run --cluster\` on each"
+extra "### cluster-housekeeping: $pushes commits in $((pushes / step - (step == 1 ? 1 : 0))) pushes ($step a push) by 3 concurrent pushers over 3 cluster nodes (object_copies = 2, background maintenance on), the leader's etcd compaction and defragmentation, then \`refstore maintenance run --cluster\` on each"
 extra ""
 extra "Load (uptime) at the end: $(uptime | sed 's/.*load average: //')."
 extra ""

@@ -2,9 +2,11 @@
 //! the files and reftable formats, so that upload-pack, receive-pack and
 //! the commands work on a cluster's repositories unchanged.
 //!
-//! Single reads (`read`, `resolve`) are linearizable etcd reads. Listings
-//! and advertisements come from the node's copy ([`crate::cache`]), checked
-//! current by one linearizable read. Transactions are etcd transactions
+//! A single read (`read`) is a linearizable etcd read. Listings,
+//! advertisements and `resolve` come from the node's copy
+//! ([`crate::cache`]), checked current by one linearizable read, once per
+//! request for a request's handle ([`crate::Cluster::request_refs`]).
+//! Transactions are etcd transactions
 //! ([`crate::transaction`]). When etcd cannot be reached within its bound
 //! (no quorum, or this node cut off by a partition), reads are refused,
 //! or, where the cluster file allows stale reads, answered from the
@@ -126,7 +128,9 @@ impl Backend for EtcdBackend {
     }
 
     fn commit(&self, tx: &Transaction, options: &CommitOptions) -> Result<Outcome, CommitError> {
-        crate::transaction::commit(self, tx, options)
+        let outcome = crate::transaction::commit(self, tx, options);
+        self.forget_confirmed();
+        outcome
     }
 
     fn prepare<'a>(
@@ -164,7 +168,9 @@ impl PreparedTransaction for Prepared<'_> {
     }
 
     fn commit(self: Box<Self>) -> Result<Outcome, CommitError> {
-        crate::transaction::commit(self.backend, &self.tx, self.options)
+        let outcome = crate::transaction::commit(self.backend, &self.tx, self.options);
+        self.backend.forget_confirmed();
+        outcome
     }
 
     fn abort(self: Box<Self>) -> Result<(), CommitError> {

@@ -74,6 +74,9 @@ struct State {
     revision: i64,
     /// When a read that found the copy current was sent.
     confirmed: Option<Instant>,
+    /// The latest read of the stamp through etcd's leader: the revision
+    /// it found and when it was sent.
+    stamp: Option<(i64, Instant)>,
     /// The watch keeping it current is running.
     watching: bool,
     /// Which read the running watch belongs to: a watch of an older copy
@@ -106,26 +109,41 @@ impl RepoCache {
     /// The repository's refs, current as of now (see the module's
     /// documentation for how, and for what happens when etcd cannot be
     /// reached); a copy up to `stale_reads` old when etcd cannot confirm
-    /// it, if that is allowed.
+    /// it, if that is allowed. With `since`, current as of a moment since
+    /// then: a read of the stamp sent since `since`, by anyone, serves
+    /// instead of a new one.
     pub fn refs(
         self: &Arc<Self>,
         etcd: &Arc<Etcd>,
         keys: &RepoKeys,
         format: ObjectFormat,
         stale_reads: Option<Duration>,
+        since: Option<Instant>,
     ) -> Result<Fresh, EtcdError> {
-        let asked = Instant::now();
-        let stamp = keys.stamp();
-        let latest = etcd.read(Consistency::Quorum, move |mut client| {
-            let stamp = stamp.clone();
-            async move {
-                let response = client.get(stamp, None).await?;
-                Ok(response.kvs().first().map_or(0, |kv| kv.mod_revision()))
-            }
+        let known = since.and_then(|since| {
+            let state = lock(&self.state);
+            state.stamp.filter(|(_, asked)| *asked >= since)
         });
-        let latest = match latest {
-            Ok(latest) => latest,
-            Err(e) => return self.unconfirmed(stale_reads, e),
+        let (latest, asked) = match known {
+            Some(known) => known,
+            None => {
+                let asked = Instant::now();
+                let stamp = keys.stamp();
+                let latest = etcd.read(Consistency::Quorum, move |mut client| {
+                    let stamp = stamp.clone();
+                    async move {
+                        let response = client.get(stamp, None).await?;
+                        Ok(response.kvs().first().map_or(0, |kv| kv.mod_revision()))
+                    }
+                });
+                match latest {
+                    Ok(latest) => {
+                        self.note_stamp(latest, asked);
+                        (latest, asked)
+                    }
+                    Err(e) => return self.unconfirmed(stale_reads, e),
+                }
+            }
         };
         let deadline = Instant::now() + WATCH_WAIT;
         let mut state = lock(&self.state);
@@ -164,6 +182,23 @@ impl RepoCache {
         drop(state);
         self.watch(etcd, keys, format, revision, generation);
         Ok(Fresh::Current(refs))
+    }
+
+    /// True if a read of the stamp through etcd's leader was sent at or
+    /// after `since`.
+    pub fn stamp_since(&self, since: Instant) -> bool {
+        lock(&self.state)
+            .stamp
+            .is_some_and(|(_, asked)| asked >= since)
+    }
+
+    /// Notes a read of the repository's stamp through etcd's leader, sent
+    /// at `asked`, that found `revision`; the latest sent is kept.
+    pub fn note_stamp(&self, revision: i64, asked: Instant) {
+        let mut state = lock(&self.state);
+        if state.stamp.is_none_or(|(_, at)| at <= asked) {
+            state.stamp = Some((revision, asked));
+        }
     }
 
     /// What is left when etcd could not confirm the copy: the copy, if

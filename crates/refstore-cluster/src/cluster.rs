@@ -44,7 +44,53 @@ impl Cluster {
 
     /// The refs of the repository called `name` (its path below the
     /// served root), whose ids are in `format`.
+    /// Every listing through it confirms the node's copy anew.
     pub fn refs(self: &Arc<Self>, name: &str, format: ObjectFormat) -> Arc<EtcdBackend> {
+        self.backend(name, format, None)
+    }
+
+    /// The refs of the repository called `name` as one client request,
+    /// begun at `since`, reads them: a confirmation of the node's copy
+    /// sent since then answers it, and the copy its first listing used
+    /// answers its later listings too, until the request commits a
+    /// transaction.
+    ///
+    /// A request is one operation for its client, answered linearizably
+    /// if everything it reads is the cluster's state at one moment within
+    /// it: a confirming read (the repository's stamp, read through etcd's
+    /// leader) sent after the request began shows every push acknowledged
+    /// before it began. So the read that admitted the request
+    /// ([`Cluster::current_record`], which reads the stamp with the
+    /// record) confirms its listings too, and a fetch's `ls-refs`, which
+    /// lists its prefixes and resolves `HEAD`, costs no further read. A
+    /// handle that lives longer than one request (maintenance, imports)
+    /// is made by [`Cluster::refs`] instead.
+    pub fn request_refs(
+        self: &Arc<Self>,
+        name: &str,
+        format: ObjectFormat,
+        since: Instant,
+    ) -> Arc<EtcdBackend> {
+        let request = Request {
+            since,
+            listed: Mutex::new(None),
+        };
+        self.backend(name, format, Some(request))
+    }
+
+    /// Notes that the stamp of the repository called `name` read
+    /// `revision` through etcd's leader, by a read sent at `asked`.
+    pub(crate) fn note_stamp(&self, name: &str, revision: i64, asked: Instant) {
+        let keys = RepoKeys::new(&self.config.key_prefix, name);
+        self.caches.repo(&keys).note_stamp(revision, asked);
+    }
+
+    fn backend(
+        self: &Arc<Self>,
+        name: &str,
+        format: ObjectFormat,
+        request: Option<Request>,
+    ) -> Arc<EtcdBackend> {
         Arc::new(EtcdBackend {
             cluster: self.clone(),
             name: name.to_owned(),
@@ -52,6 +98,7 @@ impl Cluster {
             format,
             peeler: Mutex::new(None),
             incarnation: Mutex::new(None),
+            request,
         })
     }
 
@@ -96,6 +143,17 @@ pub struct EtcdBackend {
     /// copy behind this handle is of, when known: transactions then commit
     /// only while the record is still that incarnation's.
     incarnation: Mutex<Option<String>>,
+    /// For a handle of one request ([`Cluster::request_refs`]).
+    request: Option<Request>,
+}
+
+/// What a handle of one request knows of it.
+#[derive(Debug)]
+struct Request {
+    /// When it began.
+    since: Instant,
+    /// The copy its first listing used, once there is one.
+    listed: Mutex<Option<Arc<Refs>>>,
 }
 
 impl EtcdBackend {
@@ -213,14 +271,34 @@ impl EtcdBackend {
 
     /// The node's current copy of the repository's refs (or, if allowed,
     /// a copy young enough when etcd cannot be reached).
+    /// A handle of one request answers from the copy its first listing
+    /// confirmed ([`Cluster::request_refs`]).
     pub(crate) fn snapshot(&self) -> Result<Arc<Refs>, ReadError> {
-        if let Some(e) = self.known_cut_off() {
-            return self.copy_instead(e);
+        if let Some(listed) = self.request.as_ref().and_then(|r| lock(&r.listed).clone()) {
+            return Ok(listed);
         }
         let cache = self.cluster.caches.repo(&self.keys);
+        let since = self.request.as_ref().map(|r| r.since);
+        // A confirmation sent since the request began holds even if a read
+        // of this node found etcd unreachable after it.
+        let confirmed = since.is_some_and(|since| cache.stamp_since(since));
+        if let Some(e) = self.known_cut_off().filter(|_| !confirmed) {
+            return self.copy_instead(e);
+        }
         let stale_reads = self.cluster.config.stale_reads;
-        match cache.refs(&self.cluster.etcd, &self.keys, self.format, stale_reads) {
-            Ok(Fresh::Current(refs)) => Ok(refs),
+        match cache.refs(
+            &self.cluster.etcd,
+            &self.keys,
+            self.format,
+            stale_reads,
+            since,
+        ) {
+            Ok(Fresh::Current(refs)) => {
+                if let Some(request) = &self.request {
+                    *lock(&request.listed) = Some(refs.clone());
+                }
+                Ok(refs)
+            }
             Ok(Fresh::Stale { refs, age, error }) => {
                 self.note_cut_off(&error);
                 self.answered_stale(age, &error);
@@ -257,6 +335,14 @@ impl EtcdBackend {
             ),
         };
         ReadError::Unavailable(format!("{error}; {why}"))
+    }
+
+    /// Forgets the copy a request's listings were answered from: after
+    /// its own transaction, a request lists what it committed.
+    pub(crate) fn forget_confirmed(&self) {
+        if let Some(request) = &self.request {
+            *lock(&request.listed) = None;
+        }
     }
 
     /// Lends the store a way to peel tags, for the peeled values it

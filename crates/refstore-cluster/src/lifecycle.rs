@@ -113,12 +113,47 @@ impl Cluster {
     /// (now, or by a read of this node within the last etcd timeout) the
     /// error says so at once, and the reads of the request that follow do
     /// not wait for etcd again.
+    ///
+    /// The same read (one etcd transaction) reads the repository's stamp,
+    /// which confirms the node's copy of its refs for the request
+    /// ([`Cluster::request_refs`]): a request's refs cost no read of
+    /// their own.
     pub fn current_record(&self, name: &str) -> Result<Option<Record>, EtcdError> {
         if let Some(e) = self.known_cut_off() {
             return Err(e);
         }
-        match self.read_record(name, Consistency::Quorum) {
-            Ok((record, _)) => Ok(record),
+        let record_key = self.record_keys().record(name);
+        let stamp_key = self.repo_keys(name).stamp();
+        let asked = std::time::Instant::now();
+        let read = self.etcd().call(Consistency::Quorum, move |mut client| {
+            let txn = Txn::new().and_then(vec![
+                TxnOp::get(record_key.clone(), None),
+                TxnOp::get(stamp_key.clone(), None),
+            ]);
+            async move {
+                let mut gets =
+                    client
+                        .txn(txn)
+                        .await?
+                        .op_responses()
+                        .into_iter()
+                        .map(|op| match op {
+                            etcd_client::TxnOpResponse::Get(get) => get.kvs().first().cloned(),
+                            _ => None,
+                        });
+                let record = gets.next().flatten();
+                let stamp = gets.next().flatten();
+                Ok((
+                    record.and_then(|kv| Record::decode(kv.value())),
+                    stamp.map_or(0, |kv| kv.mod_revision()),
+                ))
+            }
+        });
+        match read {
+            Ok((record, stamp)) => {
+                self.note_stamp(name, stamp, asked);
+                Ok(record)
+            }
             Err(e @ EtcdError::Unreachable(_)) => {
                 self.note_cut_off(&e);
                 Err(e)

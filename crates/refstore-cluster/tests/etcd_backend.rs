@@ -553,3 +553,135 @@ fn a_prepared_transaction_reports_rejections_and_commits_later() {
     aborted.abort().unwrap();
     assert_eq!(object(&refs, "refs/heads/c"), None);
 }
+
+/// How many reads (`Range` requests) etcd answered, from its metrics: the
+/// count behind a claim that something reads nothing.
+fn range_requests(etcd: &EtcdCluster) -> u64 {
+    use std::io::{Read, Write};
+    let endpoint = etcd.endpoints()[0].clone();
+    let address = endpoint.trim_start_matches("http://");
+    let mut stream = std::net::TcpStream::connect(address).unwrap();
+    write!(stream, "GET /metrics HTTP/1.0\r\nHost: {address}\r\n\r\n").unwrap();
+    let mut text = String::new();
+    stream.read_to_string(&mut text).unwrap();
+    text.lines()
+        .filter(|line| {
+            line.starts_with("grpc_server_handled_total{") && line.contains("grpc_method=\"Range\"")
+        })
+        .filter_map(|line| line.rsplit(' ').next()?.parse::<u64>().ok())
+        .sum()
+}
+
+fn main_of(refs: &EtcdBackend) -> Option<ObjectId> {
+    let listed = refs.list(b"refs/heads/main").unwrap().refs;
+    listed
+        .iter()
+        .find(|r| r.name.as_bytes() == b"refs/heads/main")
+        .and_then(|r| r.target.object_id().copied())
+}
+
+#[test]
+fn a_request_lists_one_moment_and_then_what_it_committed() {
+    let etcd = EtcdCluster::start(1);
+    let o = options();
+    let writer = repo(&etcd);
+    let node = cluster(&etcd, "n2");
+    writer
+        .commit(&create_one("refs/heads/main", 1), &o)
+        .unwrap();
+    writer
+        .commit(
+            &tx(
+                vec![set(
+                    "HEAD",
+                    Target::Symbolic(name("refs/heads/main")),
+                    Expected::Any,
+                )],
+                false,
+            ),
+            &o,
+        )
+        .unwrap();
+
+    let request = node.request_refs("repo.git", ObjectFormat::Sha1, Instant::now());
+    assert_eq!(main_of(&request), Some(id(1)));
+    let advance = |from: u8, to: u8| {
+        tx(
+            vec![set(
+                "refs/heads/main",
+                Target::Object(id(to)),
+                Expected::object(id(from)),
+            )],
+            false,
+        )
+    };
+    writer.commit(&advance(1, 2), &o).unwrap();
+    // Its later listings and HEAD answer the moment of its first one.
+    assert_eq!(main_of(&request), Some(id(1)));
+    let head = request.resolve(&name("HEAD")).unwrap().unwrap();
+    assert_eq!(head.id, Some(id(1)));
+    // A request begun after the push was acknowledged lists it.
+    let next = node.request_refs("repo.git", ObjectFormat::Sha1, Instant::now());
+    assert_eq!(main_of(&next), Some(id(2)));
+    // After its own transaction a request lists what it committed, and
+    // what others committed meanwhile.
+    request
+        .commit(&create_one("refs/heads/topic", 3), &o)
+        .unwrap();
+    assert_eq!(
+        names(&request, b"refs/heads/"),
+        ["refs/heads/main", "refs/heads/topic"]
+    );
+    assert_eq!(main_of(&request), Some(id(2)));
+    // A handle of no request confirms every listing anew.
+    let plain = cluster(&etcd, "n3").refs("repo.git", ObjectFormat::Sha1);
+    assert_eq!(main_of(&plain), Some(id(2)));
+    writer.commit(&advance(2, 4), &o).unwrap();
+    assert_eq!(main_of(&plain), Some(id(4)));
+}
+
+#[test]
+fn the_read_that_admits_a_request_confirms_its_refs() {
+    let etcd = EtcdCluster::start(1);
+    let o = options();
+    let writer = repo(&etcd);
+    writer
+        .commit(&create_one("refs/heads/main", 1), &o)
+        .unwrap();
+    let node = cluster(&etcd, "n2");
+    // The node's copy exists (and is watched) before the request.
+    let warm = node.request_refs("repo.git", ObjectFormat::Sha1, Instant::now());
+    assert_eq!(main_of(&warm), Some(id(1)));
+
+    let began = Instant::now();
+    // The repository has no record here: the read still reads its stamp.
+    assert!(node.current_record("repo.git").unwrap().is_none());
+    let before = range_requests(&etcd);
+    let request = node.request_refs("repo.git", ObjectFormat::Sha1, began);
+    assert_eq!(main_of(&request), Some(id(1)));
+    assert_eq!(
+        range_requests(&etcd),
+        before,
+        "a request admitted by a read sent after it began read its refs again"
+    );
+
+    // A request that began after that read reads the stamp itself, and
+    // sees the push acknowledged before it began.
+    writer
+        .commit(
+            &tx(
+                vec![set(
+                    "refs/heads/main",
+                    Target::Object(id(2)),
+                    Expected::object(id(1)),
+                )],
+                false,
+            ),
+            &o,
+        )
+        .unwrap();
+    let before = range_requests(&etcd);
+    let later = node.request_refs("repo.git", ObjectFormat::Sha1, Instant::now());
+    assert_eq!(main_of(&later), Some(id(2)));
+    assert_eq!(range_requests(&etcd), before + 1);
+}

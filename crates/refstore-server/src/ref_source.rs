@@ -6,10 +6,13 @@
 use refstore_protocol::repository::Repository;
 use refstore_refs::backend::Backend;
 use std::sync::Arc;
+use std::time::Instant;
 
 /// Where the refs of served repositories come from.
 pub trait RefSource: Send + Sync + std::fmt::Debug {
     /// The ref store of `repo`, the repository below the served root
-    /// named `name` ([`Served::name`](crate::confine::Served::name)).
-    fn refs(&self, repo: &Repository, name: &str) -> Arc<dyn Backend>;
+    /// named `name` ([`Served::name`](crate::confine::Served::name)), for
+    /// one request that began at `since`
+    /// ([`Served::found`](crate::confine::Served::found)).
+    fn refs(&self, repo: &Repository, name: &str, since: Instant) -> Arc<dyn Backend>;
 }

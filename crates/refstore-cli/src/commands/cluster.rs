@@ -17,6 +17,7 @@ use refstore_refs::{ObjectFormat, RefName};
 use refstore_server::ref_source::RefSource;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Instant;
 
 /// Arguments of `cluster`.
 #[derive(Debug, clap::Args)]
@@ -262,8 +263,8 @@ impl ClusterRefs {
 }
 
 impl RefSource for ClusterRefs {
-    fn refs(&self, repo: &Repository, name: &str) -> Arc<dyn Backend> {
-        let refs = self.cluster.refs(name, repo.object_format());
+    fn refs(&self, repo: &Repository, name: &str, since: Instant) -> Arc<dyn Backend> {
+        let refs = self.cluster.request_refs(name, repo.object_format(), since);
         refs.set_peeler(repo.peeler());
         // The copy's incarnation: its pushes commit only into that one.
         if let Some(id) = super::cluster_copy::incarnation(repo.vfs.as_ref(), repo.common_dir()) {
@@ -277,7 +278,7 @@ impl refstore_replica::ClusterTips for ClusterRefs {
     /// Etcd's refs of the repository, listed at one revision, and `HEAD`:
     /// what catching up makes complete on this node.
     fn tips(&self, repo: &Repository, name: &str) -> Result<Vec<refstore_refs::ObjectId>, String> {
-        let refs = RefSource::refs(self, repo, name);
+        let refs = RefSource::refs(self, repo, name, Instant::now());
         let listing = refs.list(b"").map_err(|e| e.to_string())?;
         let mut tips: Vec<refstore_refs::ObjectId> = listing
             .refs

@@ -20,6 +20,7 @@ use super::path::{plain_names, resolve};
 use refstore_fs::discover::{self, Location};
 use refstore_fs::{FileKind, Vfs};
 use std::path::{Path, PathBuf};
+use std::time::Instant;
 
 /// A served repository, found and confined.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -33,6 +34,10 @@ pub struct Served {
     /// of symbolic links and below the root; no work tree (a server never
     /// touches one).
     pub location: Location,
+    /// When the request found it: what a shared source confirmed current
+    /// since then (a cluster node's copy of the refs, confirmed by a read
+    /// through etcd's leader) is fresh enough to answer the request.
+    pub found: Instant,
 }
 
 /// Finds the repository that `request` (a `/`-separated path below `root`,
@@ -64,7 +69,9 @@ pub fn repository(vfs: &dyn Vfs, root: &Path, request: &str) -> Result<Served, C
         discover::common_dir_of_git_directory(vfs, &git_dir).ok_or(ConfineError::NotARepository)?;
     let common_dir = resolve(vfs, &common_dir)?;
     name_below(&root, &common_dir)?;
+    let found = Instant::now();
     Ok(Served {
+        found,
         name,
         location: Location {
             git_dir,

@@ -162,7 +162,7 @@ fn serve(
             // Packs copied here add up as the node's own pushes do, so
             // they are rolled up as those are, with the cluster's refs.
             if let Some(source) = &state.options.ref_source {
-                repo.refs = source.refs(&repo, &name);
+                repo.refs = source.refs(&repo, &name, std::time::Instant::now());
             }
             state.maintenance.after_push(&repo);
             Ok(format!("{stored}\n").into_bytes())
