@@ -16,109 +16,18 @@ mod support;
 
 use proptest::prelude::*;
 use std::process::Output;
-use support::shallow::{time_of, Fixture};
+use support::history::{config, op, History, Op};
+use support::shallow::time_of;
 use support::stderr;
 
-/// Branches a history grows at most.
-const BRANCHES: usize = 4;
-
-/// One step of a generated history. Branch numbers are taken modulo the
-/// branches that exist at that point.
-#[derive(Debug, Clone)]
-enum Op {
-    /// A commit on branch `branch`, dated `back` days before its turn.
-    Commit { branch: usize, back: u32 },
-    /// A new branch from the tip of `from`.
-    Branch { from: usize },
-    /// A merge commit of `from` into `into`.
-    Merge { from: usize, into: usize },
-    /// An annotated tag on the tip of `branch`.
-    Tag { branch: usize },
-    /// A commit on branch `branch` that brings older trees and blobs back
-    /// at other paths ([`Fixture::commit_reusing`]): what the client has
-    /// only below its shallow boundary must still be sent.
-    Reuse { branch: usize, back: u32 },
-}
-
-fn op() -> impl Strategy<Value = Op> {
-    prop_oneof![
-        4 => (0..BRANCHES, prop_oneof![3 => Just(0u32), 1 => 1..3u32])
-            .prop_map(|(branch, back)| Op::Commit { branch, back }),
-        1 => (0..BRANCHES).prop_map(|from| Op::Branch { from }),
-        2 => (0..BRANCHES, 0..BRANCHES).prop_map(|(from, into)| Op::Merge { from, into }),
-        1 => (0..BRANCHES).prop_map(|branch| Op::Tag { branch }),
-        2 => (0..BRANCHES, prop_oneof![3 => Just(0u32), 1 => 1..3u32])
-            .prop_map(|(branch, back)| Op::Reuse { branch, back }),
-    ]
-}
-
-/// The refs of a generated history a `--shallow-exclude` may name.
-struct History {
-    f: Fixture,
-    refs: Vec<String>,
-}
-
-/// Runs `ops` on a source with one commit on `main`.
+/// Runs `ops` on a source with one commit on `main`, packed if `packed`.
 fn grow(ops: &[Op], packed: bool) -> History {
-    let f = Fixture::empty();
-    f.commit("c0");
-    let mut branches = vec!["main".to_owned()];
-    let mut tags = Vec::new();
-    let mut current = "main".to_owned();
-    let checkout = |current: &mut String, name: &str| {
-        if current != name {
-            f.git(&f.source, &["checkout", "-q", name]);
-            *current = name.to_owned();
-        }
-    };
-    for (n, op) in ops.iter().enumerate() {
-        let name = format!("c{}", n + 1);
-        match *op {
-            Op::Commit { branch, back } => {
-                checkout(&mut current, &branches[branch % branches.len()].clone());
-                f.commit_skewed(&name, back);
-            }
-            Op::Branch { from } if branches.len() < BRANCHES => {
-                let from = branches[from % branches.len()].clone();
-                let new = format!("b{}", branches.len());
-                f.git(&f.source, &["checkout", "-q", "-b", &new, &from]);
-                branches.push(new.clone());
-                current = new;
-            }
-            Op::Branch { .. } => f.commit(&name),
-            Op::Merge { from, into } => {
-                let from = branches[from % branches.len()].clone();
-                let into = branches[into % branches.len()].clone();
-                checkout(&mut current, &into);
-                let merged = support::git(
-                    &f.home,
-                    &f.source,
-                    &["merge-base", "--is-ancestor", &from, &into],
-                );
-                // Nothing to merge: a commit keeps the step's date.
-                if merged.status.success() {
-                    f.commit(&name);
-                } else {
-                    f.merge(&from);
-                }
-            }
-            Op::Reuse { branch, back } => {
-                checkout(&mut current, &branches[branch % branches.len()].clone());
-                f.commit_reusing(&name, back);
-            }
-            Op::Tag { branch } => {
-                let branch = &branches[branch % branches.len()];
-                let tag = format!("t{n}");
-                f.git(&f.source, &["tag", "-a", &tag, "-m", &tag, branch]);
-                tags.push(tag);
-            }
-        }
-    }
+    let mut history = History::new();
+    history.grow(ops);
     if packed {
-        f.git(&f.source, &["repack", "-adq"]);
+        history.f.git(&history.f.source, &["repack", "-adq"]);
     }
-    branches.extend(tags);
-    History { f, refs: branches }
+    history
 }
 
 /// Requires refstore's clone to fail where git's fails, and both clones to
@@ -181,7 +90,8 @@ fn case() -> impl Strategy<Value = Case> {
 }
 
 fn check(case: &Case) {
-    let History { f, refs } = grow(&case.ops, case.packed);
+    let history = grow(&case.ops, case.packed);
+    let (f, refs) = (&history.f, history.refs());
     let version = if case.v2 { "2" } else { "0" };
     let branches = if case.single_branch {
         "--single-branch"
@@ -230,23 +140,8 @@ fn check(case: &Case) {
     }
 }
 
-/// 16 cases unless `REFSTORE_PROPTEST_CASES` or `PROPTEST_CASES` says.
-fn config() -> ProptestConfig {
-    let cases = ["REFSTORE_PROPTEST_CASES", "PROPTEST_CASES"]
-        .iter()
-        .find_map(|name| std::env::var(name).ok()?.parse().ok())
-        .unwrap_or(16);
-    ProptestConfig {
-        cases,
-        // Every case runs git some hundred times; a failure shrinks in
-        // bounded time.
-        max_shrink_iters: 200,
-        ..ProptestConfig::default()
-    }
-}
-
 proptest! {
-    #![proptest_config(config())]
+    #![proptest_config(config(16))]
 
     #[test]
     fn shallow_clones_of_generated_histories_match_git(case in case()) {

@@ -87,6 +87,9 @@ pub mod push_pair;
 /// Shallow clones from refstore and from git compared.
 pub mod shallow;
 
+/// Generated histories for fetches compared with git.
+pub mod history;
+
 /// Bounded, seeded rounds for stress tests.
 pub mod stress;
 

@@ -45,9 +45,19 @@ pub(crate) fn pack_contents(
     };
     let mut haves = Bitmap::new();
     if !common.is_empty() {
-        match counter.reachable(graph, common, None, false)? {
-            Some(set) => haves = set,
-            None => return Ok(None),
+        match counter.reachable(graph, common, None, false) {
+            Ok(Some(set)) => haves = set,
+            Ok(None) => return Ok(None),
+            // Below a commit the client has, history may be missing (a
+            // cluster node that missed a push holds the next one's commit
+            // without its parent): no set of what the client has can be
+            // counted, and the plain walk, which ends where history is
+            // missing as git's does, answers instead.
+            Err(UploadPackError::Objects(e)) => {
+                tracing::debug!("counting what the client has without the bitmap: {e}");
+                return Ok(None);
+            }
+            Err(e) => return Err(e),
         }
     }
     let Some(mut send) = counter.reachable(graph, wants, Some(&haves), true)? else {

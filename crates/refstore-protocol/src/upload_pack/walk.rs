@@ -8,7 +8,10 @@
 //! certainly has: their trees and blobs are left out, compared path by path
 //! (`sparse.rs`), or, past a few edges, all of what they hold. Objects the
 //! client has only through older history may still be sent, which costs
-//! bytes but never correctness: this is the trade git makes too.
+//! bytes but never correctness: this is the trade git makes too. For the
+//! same reason a commit missing below one the client has ends the walk
+//! there instead of failing it, as in git: a cluster node can hold a
+//! push's commit without the parent it missed.
 //!
 //! A shallow request walks with grafts (`shallow.rs`): the client's
 //! shallow commits and the new boundary have no parents, so nothing
@@ -228,21 +231,37 @@ pub(crate) fn walk_commits(
                 *state |= UNINTERESTING;
             }
             if *state & QUEUED == 0 {
+                let Some(found) = graph.commit(parent)? else {
+                    // Below a commit the client has, history may be
+                    // missing here (a cluster node that missed a push
+                    // holds the next one's commit without its parent):
+                    // the client has it all the same, and the walk ends
+                    // there, as git's does. What the wants reach must
+                    // be here.
+                    if *state & UNINTERESTING != 0 {
+                        continue;
+                    }
+                    return Err(UploadPackError::Objects(format!("missing commit {parent}")));
+                };
                 *state |= QUEUED;
                 if *state & UNINTERESTING == 0 {
                     interesting_queued += 1;
                 }
-                let time = commit_time(graph, parent)?;
-                queue.push((time, *parent));
+                queue.push((found.time, *parent));
             }
         }
     }
 
+    // Only commits that are here are queued: an edge's tree can be read.
     let mut edges = IdSet::default();
     for id in &commits {
         let commit = graph.commit(id)?.expect("walked commits exist");
         for parent in &commit.parents {
-            if flags.get(parent).is_some_and(|f| f & UNINTERESTING != 0) {
+            let client_has = UNINTERESTING | QUEUED;
+            if flags
+                .get(parent)
+                .is_some_and(|f| f & client_has == client_has)
+            {
                 edges.insert(*parent);
             }
         }
