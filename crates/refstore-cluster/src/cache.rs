@@ -120,10 +120,7 @@ impl RepoCache {
         stale_reads: Option<Duration>,
         since: Option<Instant>,
     ) -> Result<Fresh, EtcdError> {
-        let known = since.and_then(|since| {
-            let state = lock(&self.state);
-            state.stamp.filter(|(_, asked)| *asked >= since)
-        });
+        let known = since.and_then(|since| self.stamp_sent_since(since));
         let (latest, asked) = match known {
             Some(known) => known,
             None => {
@@ -184,12 +181,10 @@ impl RepoCache {
         Ok(Fresh::Current(refs))
     }
 
-    /// True if a read of the stamp through etcd's leader was sent at or
-    /// after `since`.
-    pub fn stamp_since(&self, since: Instant) -> bool {
-        lock(&self.state)
-            .stamp
-            .is_some_and(|(_, asked)| asked >= since)
+    /// The latest read of the stamp through etcd's leader, if it was sent
+    /// at or after `since`: the revision it found and when it was sent.
+    pub fn stamp_sent_since(&self, since: Instant) -> Option<(i64, Instant)> {
+        lock(&self.state).stamp.filter(|(_, asked)| *asked >= since)
     }
 
     /// Notes a read of the repository's stamp through etcd's leader, sent

@@ -281,7 +281,7 @@ impl EtcdBackend {
         let since = self.request.as_ref().map(|r| r.since);
         // A confirmation sent since the request began holds even if a read
         // of this node found etcd unreachable after it.
-        let confirmed = since.is_some_and(|since| cache.stamp_since(since));
+        let confirmed = since.is_some_and(|since| cache.stamp_sent_since(since).is_some());
         if let Some(e) = self.known_cut_off().filter(|_| !confirmed) {
             return self.copy_instead(e);
         }
