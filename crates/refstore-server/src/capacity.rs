@@ -32,7 +32,7 @@ impl Capacity {
                 options.maintenance_workers,
                 vfs,
                 options.config_overrides.clone(),
-                options.ref_source.is_some(),
+                options.ref_source.clone(),
             )),
         }
     }

@@ -14,12 +14,15 @@
 //! `refstore maintenance` on the same repository.
 //!
 //! A server whose refs come from elsewhere (a cluster's etcd, through its
-//! [`crate::RefSource`]) maintains each repository with the refs the push
-//! was served with ([`refstore_maint::Repo::with_cluster_refs`]): its own
+//! [`RefSource`]) maintains each repository with those refs
+//! ([`refstore_maint::Repo::with_cluster_refs`]), through a handle made
+//! for housekeeping, whose every read is current when made (not the
+//! push's, whose reads share what was confirmed during the push): its own
 //! ref store is not the truth, so it is neither packed nor used to judge
 //! reachability; pruning judges by those refs and a grace period for
 //! pushes in flight.
 
+use crate::ref_source::RefSource;
 use refstore_fs::config::Override;
 use refstore_fs::Vfs;
 use refstore_refs::backend::Backend;
@@ -48,25 +51,25 @@ pub struct Maintenance {
 struct Inner {
     phases: Mutex<HashMap<PathBuf, Phase>>,
     /// The refs of each queued repository whose refs are kept elsewhere
-    /// (a cluster's), as the last push to it was served with.
+    /// (a cluster's).
     cluster_refs: Mutex<HashMap<PathBuf, Arc<dyn Backend>>>,
     queue: Mutex<Sender<PathBuf>>,
     vfs: Arc<dyn Vfs>,
     overrides: Vec<Override>,
-    /// True when the served repositories' refs are kept elsewhere (a
-    /// cluster's etcd) than in their own ref stores.
-    refs_elsewhere: bool,
+    /// Where the served repositories' refs are kept, when not in their
+    /// own ref stores (a cluster's etcd).
+    ref_source: Option<Arc<dyn RefSource>>,
 }
 
 impl Maintenance {
     /// Starts `workers` threads (none: maintenance is off); with
-    /// `refs_elsewhere`, repositories are maintained with the refs their
-    /// pushes were served with, not their own ref stores'.
+    /// `ref_source`, repositories are maintained with the refs it gives,
+    /// not their own ref stores'.
     pub fn start(
         workers: usize,
         vfs: Arc<dyn Vfs>,
         overrides: Vec<Override>,
-        refs_elsewhere: bool,
+        ref_source: Option<Arc<dyn RefSource>>,
     ) -> Maintenance {
         if workers == 0 {
             return Maintenance { inner: None };
@@ -78,7 +81,7 @@ impl Maintenance {
             queue: Mutex::new(sender),
             vfs,
             overrides,
-            refs_elsewhere,
+            ref_source,
         });
         let receiver = Arc::new(Mutex::new(receiver));
         for n in 0..workers {
@@ -94,13 +97,14 @@ impl Maintenance {
         Maintenance { inner: Some(inner) }
     }
 
-    /// Asks for `maintenance run --auto` of `repo`, which a push was
-    /// just served on.
-    pub fn after_push(&self, repo: &refstore_protocol::Repository) {
+    /// Asks for `maintenance run --auto` of `repo` (named `name` below
+    /// the served root), which a push was just served on.
+    pub fn after_push(&self, repo: &refstore_protocol::Repository, name: &str) {
         let Some(inner) = &self.inner else { return };
         let git_dir = repo.location.git_dir.as_path();
-        if inner.refs_elsewhere {
-            lock(&inner.cluster_refs).insert(git_dir.to_owned(), repo.refs.clone());
+        if let Some(source) = &inner.ref_source {
+            let refs = source.refs(repo, name, None);
+            lock(&inner.cluster_refs).insert(git_dir.to_owned(), refs);
         }
         let mut phases = lock(&inner.phases);
         match phases.get(git_dir).copied() {

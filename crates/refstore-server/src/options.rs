@@ -127,7 +127,7 @@ impl ServeOptions {
             refstore_repo::Repository::open_location(vfs, served.location.clone(), &overrides)?;
         let mut repo = Repository::serve(opened)?;
         if let Some(source) = &self.ref_source {
-            repo.refs = source.refs(&repo, &served.name, served.found);
+            repo.refs = source.refs(&repo, &served.name, Some(served.found));
         }
         if let Some(replica) = &self.replication {
             let steps = replica.for_repository(&served.name);

@@ -11,8 +11,10 @@ use std::time::Instant;
 /// Where the refs of served repositories come from.
 pub trait RefSource: Send + Sync + std::fmt::Debug {
     /// The ref store of `repo`, the repository below the served root
-    /// named `name` ([`Served::name`](crate::confine::Served::name)), for
-    /// one request that began at `since`
-    /// ([`Served::found`](crate::confine::Served::found)).
-    fn refs(&self, repo: &Repository, name: &str, since: Instant) -> Arc<dyn Backend>;
+    /// named `name` ([`Served::name`](crate::confine::Served::name)):
+    /// with `request`, for the one client request that began then
+    /// ([`Served::found`](crate::confine::Served::found)), whose reads may
+    /// share what was confirmed since; without, for work that outlives a
+    /// request (housekeeping), each of whose reads is current when made.
+    fn refs(&self, repo: &Repository, name: &str, request: Option<Instant>) -> Arc<dyn Backend>;
 }

@@ -263,8 +263,12 @@ impl ClusterRefs {
 }
 
 impl RefSource for ClusterRefs {
-    fn refs(&self, repo: &Repository, name: &str, since: Instant) -> Arc<dyn Backend> {
-        let refs = self.cluster.request_refs(name, repo.object_format(), since);
+    fn refs(&self, repo: &Repository, name: &str, request: Option<Instant>) -> Arc<dyn Backend> {
+        let format = repo.object_format();
+        let refs = match request {
+            Some(since) => self.cluster.request_refs(name, format, since),
+            None => self.cluster.refs(name, format),
+        };
         refs.set_peeler(repo.peeler());
         // The copy's incarnation: its pushes commit only into that one.
         if let Some(id) = super::cluster_copy::incarnation(repo.vfs.as_ref(), repo.common_dir()) {
@@ -278,7 +282,7 @@ impl refstore_replica::ClusterTips for ClusterRefs {
     /// Etcd's refs of the repository, listed at one revision, and `HEAD`:
     /// what catching up makes complete on this node.
     fn tips(&self, repo: &Repository, name: &str) -> Result<Vec<refstore_refs::ObjectId>, String> {
-        let refs = RefSource::refs(self, repo, name, Instant::now());
+        let refs = RefSource::refs(self, repo, name, None);
         let listing = refs.list(b"").map_err(|e| e.to_string())?;
         let mut tips: Vec<refstore_refs::ObjectId> = listing
             .refs

@@ -33,6 +33,7 @@ pub(super) async fn push(
 ) -> Response<Reply> {
     let (tx, rx) = mpsc::channel(DEPTH);
     let service_state = state.clone();
+    let name = path.name.clone();
     let job = run(state, answer, route, path, move |repo| {
         let failure = Cell::new(None);
         let mut input = Watched::new(
@@ -43,7 +44,7 @@ pub(super) async fn push(
         let result = services::receive_pack(&repo, &mut input, &mut output);
         // A refused push stored nothing there is to maintain.
         if result.as_ref().is_ok_and(|&updated| updated > 0) && failure.get().is_none() {
-            service_state.maintenance.after_push(&repo);
+            service_state.maintenance.after_push(&repo, &name);
         }
         (result, output, failure.get())
     })

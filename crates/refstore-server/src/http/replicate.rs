@@ -135,7 +135,7 @@ fn serve(
     pack: Option<&[u8]>,
 ) -> Result<Vec<u8>, (u16, String)> {
     let name = served.name.clone();
-    let mut repo = refstore_repo::Repository::open_location(
+    let repo = refstore_repo::Repository::open_location(
         state.vfs.clone(),
         served.location,
         &state.options.repository_overrides(),
@@ -161,10 +161,7 @@ fn serve(
                 .map_err(|e| (400, format!("pack refused: {e}")))?;
             // Packs copied here add up as the node's own pushes do, so
             // they are rolled up as those are, with the cluster's refs.
-            if let Some(source) = &state.options.ref_source {
-                repo.refs = source.refs(&repo, &name, std::time::Instant::now());
-            }
-            state.maintenance.after_push(&repo);
+            state.maintenance.after_push(&repo, &name);
             Ok(format!("{stored}\n").into_bytes())
         }
     }

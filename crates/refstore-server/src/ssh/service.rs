@@ -158,7 +158,9 @@ async fn run(
         let mut outcome = match open(&shared, &path, &command) {
             Ok(repo) => {
                 let result = service(&repo, command.service, protocol, &mut input, &mut output);
-                finish(&shared, &repo, &command, result, &input, &output)
+                finish(
+                    &shared, &repo, &path.name, &command, result, &input, &output,
+                )
             }
             Err(outcome) => outcome,
         };
@@ -206,6 +208,7 @@ fn service(
 fn finish(
     shared: &Shared,
     repo: &Repository,
+    name: &str,
     command: &Command,
     result: Result<usize, String>,
     input: &ChannelInput,
@@ -215,7 +218,7 @@ fn finish(
         Ok(updated) => {
             // A refused push stored nothing there is to maintain.
             if command.service == Service::ReceivePack && updated > 0 {
-                shared.capacity.maintenance.after_push(repo);
+                shared.capacity.maintenance.after_push(repo, name);
             }
             Outcome {
                 exit: 0,
