@@ -21,7 +21,9 @@
 //! - a write ([`Etcd::call`]) moves on only when a member refuses at once,
 //!   since a member that is slow may still apply it;
 //! - when every member refused at once (an election under way), they are
-//!   asked again after a short pause, until the bound.
+//!   asked again after a short pause, until the bound; a read is asked
+//!   again too when a member's connection broke, since it applies
+//!   nothing.
 //!
 //! Writes and linearizable reads ask the member to refuse at once when it
 //! has no leader (etcd's "require leader"), rather than wait for an
@@ -243,6 +245,11 @@ impl Etcd {
                 return Ok(value);
             }
             let mut answers = Vec::new();
+            // A read applies nothing: a broken connection to one member
+            // leaves nothing in doubt, and the members are asked again
+            // as after refusals (a dead member's error during the
+            // election that follows its death must not end a read).
+            let may_write = hedge.is_none();
             let mut ambiguous = false;
             for (index, result) in &outcome.failures {
                 let url = &self.members[*index].url;
@@ -251,12 +258,12 @@ impl Etcd {
                         Class::Final => return Err(EtcdError::Refused(describe(e))),
                         Class::NotApplied => answers.push(format!("{url}: {}", describe(e))),
                         Class::Ambiguous => {
-                            ambiguous = true;
+                            ambiguous |= may_write;
                             answers.push(format!("{url}: {}", describe(e)));
                         }
                     },
                     None => {
-                        ambiguous = true;
+                        ambiguous |= may_write;
                         answers.push(format!("{url}: no answer within {timeout:?}"));
                     }
                 }
