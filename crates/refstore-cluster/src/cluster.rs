@@ -72,7 +72,7 @@ impl Cluster {
         since: Instant,
     ) -> Arc<EtcdBackend> {
         let request = Request {
-            since,
+            since: Mutex::new(since),
             listed: Mutex::new(None),
         };
         self.backend(name, format, Some(request))
@@ -150,8 +150,9 @@ pub struct EtcdBackend {
 /// What a handle of one request knows of it.
 #[derive(Debug)]
 struct Request {
-    /// When it began.
-    since: Instant,
+    /// When it began, or when it last committed a transaction: a stamp
+    /// read sent before then may not show what it committed.
+    since: Mutex<Instant>,
     /// The copy its first listing used, once there is one.
     listed: Mutex<Option<Arc<Refs>>>,
 }
@@ -278,7 +279,7 @@ impl EtcdBackend {
             return Ok(listed);
         }
         let cache = self.cluster.caches.repo(&self.keys);
-        let since = self.request.as_ref().map(|r| r.since);
+        let since = self.request.as_ref().map(|r| *lock(&r.since));
         // A confirmation sent since the request began holds even if a read
         // of this node found etcd unreachable after it.
         let confirmed = since.is_some_and(|since| cache.stamp_sent_since(since).is_some());
@@ -337,10 +338,12 @@ impl EtcdBackend {
         ReadError::Unavailable(format!("{error}; {why}"))
     }
 
-    /// Forgets the copy a request's listings were answered from: after
-    /// its own transaction, a request lists what it committed.
+    /// Forgets the copy a request's listings were answered from, and
+    /// what confirmed it: after its own transaction, a request lists what
+    /// it committed.
     pub(crate) fn forget_confirmed(&self) {
         if let Some(request) = &self.request {
+            *lock(&request.since) = Instant::now();
             *lock(&request.listed) = None;
         }
     }
