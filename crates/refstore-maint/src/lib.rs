@@ -139,5 +139,10 @@ pub fn run(repo: &Repo, options: &Options) -> Result<Option<Vec<TaskReport>>, Ma
             summary,
         });
     }
+    if reports.iter().any(|r| r.ran) {
+        // Packs the run deleted stay mapped, their disk space held, while
+        // the process keeps a store that opened them.
+        refstore_odb::shared::forget(repo.objects_dir());
+    }
     Ok(Some(reports))
 }

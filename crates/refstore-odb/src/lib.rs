@@ -18,6 +18,8 @@
 //! - [`delta`] encodes and applies git's binary deltas.
 //! - [`Packs`] gives stored pack entries as they are, CRC-checked, for
 //!   a pack writer that copies them without inflating.
+//! - [`shared`] keeps gix's store and the [`Packs`] of a repository for
+//!   the requests that follow, while its pack directory is unchanged.
 //! - [`BitmapIndex`] reads git's reachability bitmaps ([`PackBitmap`],
 //!   compressed with [`ewah`]), and [`CommitGraph`] git's commit-graph, so
 //!   counting the objects of a fetch needs no commit or tree inflated
@@ -79,6 +81,7 @@ mod peel_memo;
 mod quarantine;
 mod rev_index;
 mod set_aside;
+pub mod shared;
 mod unpack;
 
 pub use admit::refuses_large_delta;

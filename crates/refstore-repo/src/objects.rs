@@ -1,5 +1,7 @@
-//! The object database of an opened repository: one gix store, opened on
-//! first use and shared by every handle made on it.
+//! The object database of an opened repository: one gix store, taken on
+//! first use from those the process shares while a pack directory is
+//! unchanged ([`refstore_odb::shared`]), and shared by every handle made
+//! on it.
 
 use refstore_odb::{Odb, OdbError};
 use refstore_refs::ObjectFormat;
@@ -44,7 +46,7 @@ impl SharedObjects {
         let store = match self.store.get() {
             Some(store) => store.clone(),
             None => {
-                let opened = Arc::new(refstore_odb::open_store(&self.objects_dir, self.format)?);
+                let opened = refstore_odb::shared::shared_store(&self.objects_dir, self.format)?;
                 // Two threads may open it at once; both use the first.
                 self.store.get_or_init(|| opened).clone()
             }

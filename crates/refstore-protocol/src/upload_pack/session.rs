@@ -66,10 +66,12 @@ impl<'a> Session<'a> {
         if let Some(packs) = &self.packs {
             return Ok(packs.clone());
         }
-        let packs =
-            refstore_odb::Packs::open(self.repo.objects.objects_dir(), self.repo.object_format())
-                .map_err(|e| UploadPackError::objects("cannot open the packs", e))?;
-        Ok(self.packs.insert(Arc::new(packs)).clone())
+        let packs = refstore_odb::shared::shared_packs(
+            self.repo.objects.objects_dir(),
+            self.repo.object_format(),
+        )
+        .map_err(|e| UploadPackError::objects("cannot open the packs", e))?;
+        Ok(self.packs.insert(packs).clone())
     }
 
     /// Drops the packs opened so far, so that the next [`packs`](Self::packs)
