@@ -81,17 +81,12 @@ pub fn shared_store(
     objects_dir: &Path,
     format: ObjectFormat,
 ) -> Result<Arc<gix_odb::Store>, OdbError> {
-    let Some(signature) = trusted_signature(objects_dir) else {
-        return Ok(Arc::new(crate::odb::open_store(objects_dir, format)?));
-    };
-    if let Some(store) = with_entry(objects_dir, format, signature, |e| e.store.clone()) {
-        return Ok(store);
-    }
-    let store = Arc::new(crate::odb::open_store(objects_dir, format)?);
-    keep(objects_dir, format, signature, |e| {
-        e.store.get_or_insert_with(|| store.clone());
-    });
-    Ok(store)
+    reuse_or_open(
+        objects_dir,
+        format,
+        |e| &mut e.store,
+        || crate::odb::open_store(objects_dir, format),
+    )
 }
 
 /// The packs of the object database at `objects_dir`, as
@@ -99,20 +94,37 @@ pub fn shared_store(
 /// the pack directory is unchanged, else opened now (and kept when the
 /// directory's signature can be trusted).
 pub fn shared_packs(objects_dir: &Path, format: ObjectFormat) -> Result<Arc<Packs>, OdbError> {
+    reuse_or_open(
+        objects_dir,
+        format,
+        |e| &mut e.packs,
+        || Packs::open(objects_dir, format),
+    )
+}
+
+/// What `slot` of the entry of `objects_dir` holds, if the pack
+/// directory's trusted signature is still the entry's; else `open`ed
+/// now and kept there when the signature can be trusted.
+fn reuse_or_open<T>(
+    objects_dir: &Path,
+    format: ObjectFormat,
+    slot: fn(&mut Entry) -> &mut Option<Arc<T>>,
+    open: impl FnOnce() -> Result<T, OdbError>,
+) -> Result<Arc<T>, OdbError> {
     let Some(signature) = trusted_signature(objects_dir) else {
-        return Ok(Arc::new(Packs::open(objects_dir, format)?));
+        return Ok(Arc::new(open()?));
     };
-    if let Some(packs) = with_entry(objects_dir, format, signature, |e| e.packs.clone()) {
-        return Ok(packs);
+    if let Some(kept) = with_entry(objects_dir, format, signature, |e| slot(e).clone()) {
+        return Ok(kept);
     }
     // Opened after the signature was read, so at least as new as what it
     // names; had the directory changed meanwhile, its signature moved on
     // and no later request matches this one.
-    let packs = Arc::new(Packs::open(objects_dir, format)?);
+    let opened = Arc::new(open()?);
     keep(objects_dir, format, signature, |e| {
-        e.packs.get_or_insert_with(|| packs.clone());
+        slot(e).get_or_insert_with(|| opened.clone());
     });
-    Ok(packs)
+    Ok(opened)
 }
 
 /// Drops what is kept for the object database at `objects_dir`, so that
@@ -153,7 +165,7 @@ fn with_entry<T>(
     objects_dir: &Path,
     format: ObjectFormat,
     signature: Signature,
-    take: impl FnOnce(&Entry) -> Option<T>,
+    take: impl FnOnce(&mut Entry) -> Option<T>,
 ) -> Option<T> {
     let mut guard = shared();
     let entries = guard.get_or_insert_with(HashMap::new);
@@ -194,6 +206,12 @@ fn keep(
             .map(|(dir, _)| dir.clone());
         dropped.extend(oldest.and_then(|dir| entries.remove(&dir)));
     }
+    if entries
+        .get(objects_dir)
+        .is_some_and(|e| e.signature != signature || e.format != format)
+    {
+        dropped.extend(entries.remove(objects_dir));
+    }
     let entry = entries
         .entry(objects_dir.to_owned())
         .or_insert_with(|| Entry {
@@ -203,18 +221,6 @@ fn keep(
             packs: None,
             used: now,
         });
-    if entry.signature != signature || entry.format != format {
-        dropped.push(std::mem::replace(
-            entry,
-            Entry {
-                format,
-                signature,
-                store: None,
-                packs: None,
-                used: now,
-            },
-        ));
-    }
     entry.used = now;
     fill(entry);
     drop(guard);
