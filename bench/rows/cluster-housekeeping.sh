@@ -22,8 +22,10 @@
 #   one push, maintained by `refstore maintenance run`, with the ratio of
 #   n1's (after) to the single node's: what a node costs against a
 #   repository that never had many packs.
-# CHK_FETCH_RUNS (default 5) runs of 10 clones and 10 fetches each; medians
-# of the runs' means. CHK_STEP (default 1) pushes only every CHK_STEP-th
+# CHK_FETCH_RUNS (default 5) runs of CHK_BATCH (default 20) clones and as
+# many fetches each, n1's runs after maintenance alternating with the
+# single node's so that both meet the same load; medians of the runs'
+# means. CHK_STEP (default 1) pushes only every CHK_STEP-th
 # commit, several commits a push: the same history in fewer pushes, to
 # tell what grows with the number of pushes from what grows with history.
 command -v etcd >/dev/null || { echo "error: etcd is missing (scripts/install-deps installs it)" >&2; exit 1; }
@@ -168,39 +170,36 @@ cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 median() { sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 tick=$(getconf CLK_TCK)
 last100=$(sed -n "$((pushes - 100))p" "$base/commits")
-# serve_costs LABEL PORT PID: per run, the server CPU (ms) and time (ms)
-# of a full clone and of a fetch of the last 100 pushes, each the mean of
-# $batch made back to back (the CPU counter moves in 10 ms ticks: one
-# fetch alone would read 0 or 10), into cost_<LABEL>_*.
-batch=10
-serve_costs() {
-    local label=$1 port=$2 pid=$3 r i before after s e
+# serve_run LABEL PORT PID: one run's server CPU (ms) and time (ms) of a
+# full clone and of a fetch of the last 100 pushes, each the mean of $batch
+# made back to back (the CPU counter moves in 10 ms ticks: one fetch alone
+# would read 0 or 10), appended to <LABEL>-{clone,fetch}-{cpu,time}.
+batch=${CHK_BATCH:-20}
+per_op() { awk -v d="$1" -v u="$2" -v n="$batch" 'BEGIN { printf "%.2f", d / u / n }'; }
+serve_run() {
+    local label=$1 port=$2 pid=$3 i before after s e
     local url="http://alice:pw@127.0.0.1:$port/repo.git"
-    : >"$base/$label-clone-cpu" && : >"$base/$label-clone-time"
-    : >"$base/$label-fetch-cpu" && : >"$base/$label-fetch-time"
-    for ((r = 0; r < fetch_runs; r++)); do
-        rm -rf "$base/clones" && mkdir -p "$base/clones"
-        before=$(cpu_ticks "$pid") s=$(date +%s%N)
-        for ((i = 0; i < batch; i++)); do "$GIT" clone -q --bare "$url" "$base/clones/$i"; done
-        e=$(date +%s%N) after=$(cpu_ticks "$pid")
-        echo $(((after - before) * 1000 / tick / batch)) >>"$base/$label-clone-cpu"
-        echo $(((e - s) / 1000000 / batch)) >>"$base/$label-clone-time"
-        rm -rf "$base/fetches" && mkdir -p "$base/fetches"
-        for ((i = 0; i < batch; i++)); do
-            "$GIT" init -q --bare "$base/fetches/$i"
-            "$GIT" -C "$src" push -q "$base/fetches/$i" "$last100:refs/heads/main"
-        done
-        before=$(cpu_ticks "$pid") s=$(date +%s%N)
-        for ((i = 0; i < batch; i++)); do "$GIT" -C "$base/fetches/$i" fetch -q "$url" main; done
-        e=$(date +%s%N) after=$(cpu_ticks "$pid")
-        echo $(((after - before) * 1000 / tick / batch)) >>"$base/$label-fetch-cpu"
-        echo $(((e - s) / 1000000 / batch)) >>"$base/$label-fetch-time"
+    rm -rf "$base/clones" && mkdir -p "$base/clones"
+    before=$(cpu_ticks "$pid") s=$(date +%s%N)
+    for ((i = 0; i < batch; i++)); do "$GIT" clone -q --bare "$url" "$base/clones/$i"; done
+    e=$(date +%s%N) after=$(cpu_ticks "$pid")
+    per_op $(((after - before) * 1000)) "$tick" >>"$base/$label-clone-cpu" && echo >>"$base/$label-clone-cpu"
+    per_op $((e - s)) 1000000 >>"$base/$label-clone-time" && echo >>"$base/$label-clone-time"
+    rm -rf "$base/fetches" && mkdir -p "$base/fetches"
+    for ((i = 0; i < batch; i++)); do
+        "$GIT" init -q --bare "$base/fetches/$i"
+        "$GIT" -C "$src" push -q "$base/fetches/$i" "$last100:refs/heads/main"
     done
+    before=$(cpu_ticks "$pid") s=$(date +%s%N)
+    for ((i = 0; i < batch; i++)); do "$GIT" -C "$base/fetches/$i" fetch -q "$url" main; done
+    e=$(date +%s%N) after=$(cpu_ticks "$pid")
+    per_op $(((after - before) * 1000)) "$tick" >>"$base/$label-fetch-cpu" && echo >>"$base/$label-fetch-cpu"
+    per_op $((e - s)) 1000000 >>"$base/$label-fetch-time" && echo >>"$base/$label-fetch-time"
 }
 declare -A packs_before packs_after maint_ms
 declare -A hidden_before
 for n in 1 2 3; do packs_before[$n]=$(packs_of "n$n") hidden_before[$n]=$(hidden_of "n$n"); done
-serve_costs before "${ports[0]}" "${node_pids[0]}"
+for ((r = 0; r < fetch_runs; r++)); do serve_run before "${ports[0]}" "${node_pids[0]}"; done
 # maintain N: the final maintenance of node N, once the node's own
 # background maintenance (which holds the repository's maintenance lock)
 # has let go ("skipping maintenance" otherwise); its time into maint_ms.
@@ -222,8 +221,10 @@ for n in 1 2 3; do
     maintain "$n"
     packs_after[$n]=$(packs_of "n$n")
 done
-serve_costs after "${ports[0]}" "${node_pids[0]}"
-serve_costs single "$single_port" "$single_pid"
+for ((r = 0; r < fetch_runs; r++)); do
+    serve_run after "${ports[0]}" "${node_pids[0]}"
+    serve_run single "$single_port" "$single_pid"
+done
 
 cell() { median <"$base/$1"; }
 # In KiB: at a few thousand pushes, MiB hides what compaction frees.

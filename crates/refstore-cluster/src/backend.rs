@@ -150,6 +150,10 @@ impl Backend for EtcdBackend {
     fn set_peeler(&self, peeler: Arc<dyn PeelObjects>) {
         self.lend_peeler(peeler);
     }
+
+    fn recent(&self) -> Option<Arc<dyn Backend>> {
+        self.recent_view().map(|view| view as Arc<dyn Backend>)
+    }
 }
 
 /// A transaction checked against etcd. Nothing is locked: etcd has no

@@ -212,6 +212,14 @@ impl RepoCache {
         }
     }
 
+    /// The copy, if a read through etcd's leader sent within the last
+    /// `within` found it current and its watch has kept it so since.
+    pub fn confirmed_within(&self, within: Duration) -> Option<Arc<Refs>> {
+        let state = lock(&self.state);
+        let fresh = state.watching && state.confirmed?.elapsed() <= within;
+        fresh.then(|| state.refs.clone()).flatten()
+    }
+
     /// Time since the copy was last confirmed current, if ever.
     pub fn confirmed_age(&self) -> Option<Duration> {
         let state = lock(&self.state);

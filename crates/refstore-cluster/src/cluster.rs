@@ -6,7 +6,9 @@ use crate::cache::{Caches, Fresh, Refs, RepoCache};
 use crate::config::ClusterConfig;
 use crate::etcd::{unavailable, Consistency, Etcd, EtcdError};
 use crate::keys::{RepoKeys, Value};
+use crate::records::{not_in_cluster, Record};
 use refstore_refs::{ObjectFormat, PeelObjects, ReadError, RefName};
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -27,7 +29,18 @@ pub struct Cluster {
     /// node cut off from etcd should refuse within one timeout, not one
     /// per read.
     cut_off: Mutex<Option<(Instant, EtcdError)>>,
+    /// Each repository's record as the latest read through etcd's leader
+    /// found it, and when that read was sent ([`Cluster::recent_record`]).
+    confirmed_records: Mutex<HashMap<String, (Option<Record>, Instant)>>,
 }
+
+/// How old a confirmation may be for what a request reads as of a recent
+/// moment rather than the latest: whether to admit it
+/// ([`Cluster::recent_record`]), and the refs that pick the tags sent
+/// with a pack ([`refstore_refs::Backend::recent`]). Whatever a request
+/// promises about the refs (a listing, a single ref, a push's checks) is
+/// still read through etcd's leader after it began.
+pub const RECENT: Duration = Duration::from_secs(1);
 
 impl Cluster {
     /// Joins the cluster `config` describes (nothing is sent to etcd yet).
@@ -39,6 +52,7 @@ impl Cluster {
             caches: Caches::default(),
             transactions: AtomicU64::new(0),
             cut_off: Mutex::new(None),
+            confirmed_records: Mutex::new(HashMap::new()),
         }))
     }
 
@@ -85,6 +99,36 @@ impl Cluster {
         self.caches.repo(&keys).note_stamp(revision, asked);
     }
 
+    /// Notes that a read through etcd's leader sent at `asked` found the
+    /// record of `name` to be `record`; the latest sent is kept.
+    pub(crate) fn note_record(&self, name: &str, record: Option<Record>, asked: Instant) {
+        let mut confirmed = lock(&self.confirmed_records);
+        match confirmed.get(name) {
+            Some((_, at)) if *at > asked => {}
+            _ => {
+                confirmed.insert(name.to_owned(), (record, asked));
+            }
+        }
+    }
+
+    /// The record of `name` (`None` if it has none) as a read through
+    /// etcd's leader sent within the last [`RECENT`] found it, if such a
+    /// read was made and no change of the record was seen since
+    /// ([`Cluster::forget_record`]). A request that reads refs confirms
+    /// the record again with its first listing
+    /// ([`EtcdBackend::snapshot`]); this answers only whether to admit it.
+    pub fn recent_record(&self, name: &str) -> Option<Option<Record>> {
+        let confirmed = lock(&self.confirmed_records);
+        let (record, asked) = confirmed.get(name)?;
+        (asked.elapsed() <= RECENT).then(|| record.clone())
+    }
+
+    /// Forgets what reads found the record of `name` to be: a change of it
+    /// was seen (by the watch of the records).
+    pub fn forget_record(&self, name: &str) {
+        lock(&self.confirmed_records).remove(name);
+    }
+
     fn backend(
         self: &Arc<Self>,
         name: &str,
@@ -99,6 +143,7 @@ impl Cluster {
             peeler: Mutex::new(None),
             incarnation: Mutex::new(None),
             request,
+            recent: false,
         })
     }
 
@@ -145,6 +190,9 @@ pub struct EtcdBackend {
     incarnation: Mutex<Option<String>>,
     /// For a handle of one request ([`Cluster::request_refs`]).
     request: Option<Request>,
+    /// Listings may be answered from the node's copy as of a recent moment
+    /// ([`EtcdBackend::recent_view`]).
+    recent: bool,
 }
 
 /// What a handle of one request knows of it.
@@ -270,10 +318,36 @@ impl EtcdBackend {
         }
     }
 
+    /// This request's view of the refs as of a recent moment
+    /// ([`refstore_refs::Backend::recent`]): its listings are answered
+    /// from the node's copy if a read through etcd's leader confirmed it
+    /// current within the last [`RECENT`] and its watch has kept it so
+    /// since, without a read of their own; otherwise as this handle's
+    /// are. `None` for a handle that is not one request's.
+    pub(crate) fn recent_view(&self) -> Option<Arc<EtcdBackend>> {
+        let request = self.request.as_ref()?;
+        Some(Arc::new(EtcdBackend {
+            cluster: self.cluster.clone(),
+            name: self.name.clone(),
+            keys: self.keys.clone(),
+            format: self.format,
+            peeler: Mutex::new(lock(&self.peeler).clone()),
+            incarnation: Mutex::new(self.incarnation()),
+            request: Some(Request {
+                since: Mutex::new(*lock(&request.since)),
+                listed: Mutex::new(lock(&request.listed).clone()),
+            }),
+            recent: true,
+        }))
+    }
+
     /// The node's current copy of the repository's refs (or, if allowed,
     /// a copy young enough when etcd cannot be reached).
     /// A handle of one request answers from the copy its first listing
-    /// confirmed ([`Cluster::request_refs`]).
+    /// confirmed ([`Cluster::request_refs`]); that confirmation reads the
+    /// repository's record too, unless the read that admitted the request
+    /// did, so a request is never answered from the copy of a repository
+    /// deleted before it began.
     pub(crate) fn snapshot(&self) -> Result<Arc<Refs>, ReadError> {
         if let Some(listed) = self.request.as_ref().and_then(|r| lock(&r.listed).clone()) {
             return Ok(listed);
@@ -285,6 +359,21 @@ impl EtcdBackend {
         let confirmed = since.is_some_and(|since| cache.stamp_sent_since(since).is_some());
         if let Some(e) = self.known_cut_off().filter(|_| !confirmed) {
             return self.copy_instead(e);
+        }
+        if self.recent && !confirmed {
+            if let Some(refs) = cache.confirmed_within(RECENT) {
+                return Ok(refs);
+            }
+        }
+        if since.is_some() && !confirmed {
+            // The request was admitted by a record confirmed before it
+            // began: one transaction reads the record with the stamp.
+            match self.cluster.current_record(&self.name) {
+                Ok(record) if self.is_held_by(record.as_ref()) => {}
+                Ok(_) => return Err(ReadError::Unavailable(not_in_cluster(&self.name))),
+                Err(e @ EtcdError::Unreachable(_)) => return self.copy_instead(e),
+                Err(e) => return Err(unavailable(e)),
+            }
         }
         let stale_reads = self.cluster.config.stale_reads;
         match cache.refs(
@@ -311,6 +400,14 @@ impl EtcdBackend {
             }
             Err(e) => Err(unavailable(e)),
         }
+    }
+
+    /// True if `record` says the cluster holds the repository, as the
+    /// incarnation this handle's copy is of (when it is known).
+    fn is_held_by(&self, record: Option<&Record>) -> bool {
+        record.is_some_and(|record| {
+            record.is_live() && self.incarnation().is_none_or(|id| id == record.id)
+        })
     }
 
     /// Notes a read answered from a copy etcd could not confirm.

@@ -152,6 +152,7 @@ impl Cluster {
         match read {
             Ok((record, stamp)) => {
                 self.note_stamp(name, stamp, asked);
+                self.note_record(name, record.clone(), asked);
                 Ok(record)
             }
             Err(e @ EtcdError::Unreachable(_)) => {

@@ -197,6 +197,14 @@ pub fn check_name(name: &str) -> Result<(), BadName> {
     Ok(())
 }
 
+/// What a client is told about a repository the cluster does not hold.
+pub fn not_in_cluster(name: &str) -> String {
+    format!(
+        "repository '{name}' is not in the cluster; create it with `refstore cluster create` \
+         or import it with `refstore cluster import`"
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

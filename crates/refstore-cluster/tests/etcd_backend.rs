@@ -4,10 +4,8 @@
 
 mod support;
 
+use refstore_cluster::lifecycle::NewRepository;
 use refstore_cluster::{Cluster, ClusterConfig, EtcdBackend};
-use refstore_fs::config::LogRefUpdates;
-use refstore_fs::flush::FlushMethod;
-use refstore_refs::files::transaction::CommitOptions;
 use refstore_refs::transaction::{Change, Expected, Rejection, Transaction, Update};
 use refstore_refs::value::{Peeled, Target};
 use refstore_refs::{Backend, CommitError, ObjectFormat, ObjectId, PeelObjects, RefName};
@@ -42,16 +40,6 @@ fn id(n: u8) -> ObjectId {
 
 fn name(n: &str) -> RefName {
     RefName::new(n).unwrap()
-}
-
-fn options() -> CommitOptions {
-    CommitOptions {
-        flush: FlushMethod::Batch,
-        lock_timeout: Duration::ZERO,
-        packed_refs_timeout: Duration::ZERO,
-        log_updates: LogRefUpdates::Branches,
-        signature: "C O Mitter <c@example.com> 1700000000 +0000".into(),
-    }
 }
 
 fn set(n: &str, new: Target, expected: Expected) -> Update {
@@ -106,7 +94,7 @@ fn rejection(result: Result<refstore_refs::transaction::Outcome, CommitError>) -
 fn create_update_delete_and_compare_and_swap() {
     let etcd = EtcdCluster::start(1);
     let refs = repo(&etcd);
-    let o = options();
+    let o = support::commit_options();
     let main = "refs/heads/main";
     let create = create_one(main, 1);
     refs.commit(&create, &o).unwrap();
@@ -153,7 +141,7 @@ fn create_update_delete_and_compare_and_swap() {
 fn atomic_transactions_apply_all_or_nothing_and_batches_per_ref() {
     let etcd = EtcdCluster::start(1);
     let refs = repo(&etcd);
-    let o = options();
+    let o = support::commit_options();
     let seed = create_one("refs/heads/a", 1);
     refs.commit(&seed, &o).unwrap();
     let updates = vec![
@@ -188,7 +176,7 @@ fn atomic_transactions_apply_all_or_nothing_and_batches_per_ref() {
 fn symbolic_refs_are_followed_and_set_in_place() {
     let etcd = EtcdCluster::start(1);
     let refs = repo(&etcd);
-    let o = options();
+    let o = support::commit_options();
     let head = Update {
         name: name("HEAD"),
         change: Change::Set(Target::Symbolic(name("refs/heads/main"))),
@@ -244,7 +232,7 @@ fn listings_by_prefix_with_peeled_values_and_name_conflicts() {
     let etcd = EtcdCluster::start(1);
     let refs = repo(&etcd);
     refs.set_peeler(Arc::new(Peeler));
-    let o = options();
+    let o = support::commit_options();
     let create = tx(
         vec![
             set("refs/tags/v1", Target::Object(id(7)), Expected::Absent),
@@ -312,7 +300,7 @@ fn a_write_through_one_node_is_listed_by_another_at_once() {
     let etcd = EtcdCluster::start(1);
     let writer = cluster(&etcd, "n1").refs("repo.git", ObjectFormat::Sha1);
     let reader = cluster(&etcd, "n2").refs("repo.git", ObjectFormat::Sha1);
-    let o = options();
+    let o = support::commit_options();
     // The reader's copy and its watch exist before the writes.
     assert!(names(&reader, b"refs/").is_empty());
     for n in 1..=40u8 {
@@ -342,7 +330,7 @@ fn racing_compare_and_swaps_through_different_nodes_have_one_winner() {
         .iter()
         .map(|n| cluster(&etcd, n).refs("repo.git", ObjectFormat::Sha1))
         .collect();
-    let o = options();
+    let o = support::commit_options();
     let seed = create_one("refs/heads/main", 250);
     nodes[0].commit(&seed, &o).unwrap();
     let mut current = id(250);
@@ -387,7 +375,7 @@ fn without_quorum_writes_and_reads_are_refused_unless_stale_reads_are_allowed() 
     let refs = repo(&etcd);
     let lenient = cluster_with(&etcd, "n2", "stale_reads = true\nmax_staleness_ms = 60000")
         .refs("repo.git", ObjectFormat::Sha1);
-    let o = options();
+    let o = support::commit_options();
     let write = |n: u8| create_one(&format!("refs/heads/b{n}"), n);
     refs.commit(&write(1), &o).unwrap();
     assert_eq!(names(&refs, b"refs/"), ["refs/heads/b1"]);
@@ -465,7 +453,7 @@ fn import_copies_refs_once_and_force_replaces_them() {
     let etcd = EtcdCluster::start(1);
     let node = cluster(&etcd, "n1");
     let source = node.refs("source.git", ObjectFormat::Sha1);
-    let o = options();
+    let o = support::commit_options();
     let mut updates: Vec<Update> = (0..250u16)
         .map(|n| {
             set(
@@ -528,7 +516,7 @@ fn a_prepared_transaction_reports_rejections_and_commits_later() {
     use std::borrow::Cow;
     let etcd = EtcdCluster::start(1);
     let refs = repo(&etcd);
-    let o = options();
+    let o = support::commit_options();
     let seed = create_one("refs/heads/a", 1);
     refs.commit(&seed, &o).unwrap();
     let batch = tx(
@@ -554,9 +542,10 @@ fn a_prepared_transaction_reports_rejections_and_commits_later() {
     assert_eq!(object(&refs, "refs/heads/c"), None);
 }
 
-/// How many reads (`Range` requests) etcd answered, from its metrics: the
-/// count behind a claim that something reads nothing.
-fn range_requests(etcd: &EtcdCluster) -> u64 {
+/// How many requests of `method` (`Range`: reads; `Txn`: transactions)
+/// etcd answered, from its metrics: the count behind a claim that
+/// something reads nothing, or once.
+fn requests(etcd: &EtcdCluster, method: &str) -> u64 {
     use std::io::{Read, Write};
     let endpoint = etcd.endpoints()[0].clone();
     let address = endpoint.trim_start_matches("http://");
@@ -566,7 +555,8 @@ fn range_requests(etcd: &EtcdCluster) -> u64 {
     stream.read_to_string(&mut text).unwrap();
     text.lines()
         .filter(|line| {
-            line.starts_with("grpc_server_handled_total{") && line.contains("grpc_method=\"Range\"")
+            line.starts_with("grpc_server_handled_total{")
+                && line.contains(&format!("grpc_method=\"{method}\""))
         })
         .filter_map(|line| line.rsplit(' ').next()?.parse::<u64>().ok())
         .sum()
@@ -583,9 +573,11 @@ fn main_of(refs: &EtcdBackend) -> Option<ObjectId> {
 #[test]
 fn a_request_lists_one_moment_and_then_what_it_committed() {
     let etcd = EtcdCluster::start(1);
-    let o = options();
-    let writer = repo(&etcd);
+    let o = support::commit_options();
     let node = cluster(&etcd, "n2");
+    // A request lists the refs of a repository the cluster holds.
+    node.create("repo.git", &NewRepository::default()).unwrap();
+    let writer = repo(&etcd);
     writer
         .commit(&create_one("refs/heads/main", 1), &o)
         .unwrap();
@@ -643,30 +635,32 @@ fn a_request_lists_one_moment_and_then_what_it_committed() {
 #[test]
 fn the_read_that_admits_a_request_confirms_its_refs() {
     let etcd = EtcdCluster::start(1);
-    let o = options();
+    let o = support::commit_options();
+    let node = cluster(&etcd, "n2");
+    node.create("repo.git", &NewRepository::default()).unwrap();
     let writer = repo(&etcd);
     writer
         .commit(&create_one("refs/heads/main", 1), &o)
         .unwrap();
-    let node = cluster(&etcd, "n2");
     // The node's copy exists (and is watched) before the request.
     let warm = node.request_refs("repo.git", ObjectFormat::Sha1, Instant::now());
     assert_eq!(main_of(&warm), Some(id(1)));
 
     let began = Instant::now();
-    // The repository has no record here: the read still reads its stamp.
-    assert!(node.current_record("repo.git").unwrap().is_none());
-    let before = range_requests(&etcd);
+    // The admitting read (one transaction) reads the stamp with the record.
+    assert!(node.current_record("repo.git").unwrap().unwrap().is_live());
+    let before = (requests(&etcd, "Range"), requests(&etcd, "Txn"));
     let request = node.request_refs("repo.git", ObjectFormat::Sha1, began);
     assert_eq!(main_of(&request), Some(id(1)));
     assert_eq!(
-        range_requests(&etcd),
+        (requests(&etcd, "Range"), requests(&etcd, "Txn")),
         before,
         "a request admitted by a read sent after it began read its refs again"
     );
 
-    // A request that began after that read reads the stamp itself, and
-    // sees the push acknowledged before it began.
+    // A request that began after that read reads the record and the stamp
+    // itself, in one transaction, and sees the push acknowledged before it
+    // began.
     writer
         .commit(
             &tx(
@@ -680,8 +674,11 @@ fn the_read_that_admits_a_request_confirms_its_refs() {
             &o,
         )
         .unwrap();
-    let before = range_requests(&etcd);
+    let before = (requests(&etcd, "Range"), requests(&etcd, "Txn"));
     let later = node.request_refs("repo.git", ObjectFormat::Sha1, Instant::now());
     assert_eq!(main_of(&later), Some(id(2)));
-    assert_eq!(range_requests(&etcd), before + 1);
+    assert_eq!(
+        (requests(&etcd, "Range"), requests(&etcd, "Txn")),
+        (before.0, before.1 + 1)
+    );
 }

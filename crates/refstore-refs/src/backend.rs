@@ -139,6 +139,17 @@ pub trait Backend: Send + Sync + std::fmt::Debug {
         let _ = peeler;
     }
 
+    /// A view of these refs for a reader that may be answered as of a
+    /// recent moment rather than the latest: one that only chooses among
+    /// objects a client asked for by id (the annotated tags sent along
+    /// with a pack), and promises the client nothing about the refs.
+    /// `None` (the default) when reading the store itself costs no more:
+    /// a store that confirms every reading through a round trip
+    /// elsewhere answers such a reader from a copy confirmed moments ago.
+    fn recent(&self) -> Option<Arc<dyn Backend>> {
+        None
+    }
+
     /// The files backend, when this is one.
     fn as_files(&self) -> Option<&FilesBackend> {
         None

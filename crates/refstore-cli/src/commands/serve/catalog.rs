@@ -12,7 +12,12 @@
 //! each change as it happens. Independently, every request checks the
 //! repository's record (one linearizable etcd read, or the last records
 //! seen without a quorum) and brings the copy in line first, so a request
-//! never reaches a copy the watch has not caught up with.
+//! never reaches a copy the watch has not caught up with. A record a read
+//! of this node confirmed within the last moment
+//! ([`refstore_cluster::cluster::RECENT`]) admits a request whose copy
+//! is already of its incarnation without a read of its own: the request's
+//! first read of refs confirms the record again, in the same transaction
+//! that confirms the refs, and refuses the request if it no longer holds.
 //!
 //! A copy is created in a staging directory and renamed into place, and
 //! removed by being renamed into a trash directory first, so a crash
@@ -21,6 +26,7 @@
 
 use crate::commands::init::{self, NewRepository};
 use refstore_cluster::lifecycle::{LifecycleError, NewRepository as NewRecord};
+pub use refstore_cluster::records::not_in_cluster;
 use refstore_cluster::records::{check_name, Record, RefFormat};
 use refstore_cluster::Cluster;
 use refstore_fs::config::{FsyncSettings, RefStorage};
@@ -62,14 +68,6 @@ pub struct NodeCatalog {
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// What a client is told about a repository the cluster does not hold.
-pub fn not_in_cluster(name: &str) -> String {
-    format!(
-        "repository '{name}' is not in the cluster; create it with `refstore cluster create` \
-         or import it with `refstore cluster import`"
-    )
 }
 
 impl NodeCatalog {
@@ -171,6 +169,7 @@ impl NodeCatalog {
             let mut seen = lock(&self.seen);
             for (name, record) in records {
                 seen.insert(name.clone(), record.clone());
+                self.cluster.forget_record(name);
             }
         }
         let _applying = lock(&self.applying);
@@ -344,6 +343,11 @@ impl Catalog for NodeCatalog {
         }
         if check_name(name).is_err() {
             return Err(not_in_cluster(name));
+        }
+        if let Some(Some(record)) = self.cluster.recent_record(name) {
+            if record.is_live() && self.marker(&self.root.join(name)) == Some(Some(record.id)) {
+                return Ok(());
+            }
         }
         match self.current(name)? {
             Some(record) if record.is_live() => {

@@ -123,7 +123,17 @@ pub(super) fn serve(
     }
 
     let packs = session.packs()?;
-    let snapshot = RefSnapshot::read(repo.refs.as_ref(), &repo.objects, Some(&packs))?;
+    // In v2 any object the repository has may be wanted, so the refs
+    // only pick the annotated tags to send along, unless a `deepen-not`
+    // or a `sparse:oid=` filter names refs: the client learns nothing of
+    // the refs from the tags, and they are read as of a recent moment
+    // (see `Backend::recent`). What names refs reads them as of now.
+    let recent = match (&filter, shallow.not.is_empty()) {
+        (None, true) => repo.refs.recent(),
+        _ => None,
+    };
+    let refs = recent.as_deref().unwrap_or(repo.refs.as_ref());
+    let snapshot = RefSnapshot::read(refs, &repo.objects, Some(&packs))?;
     let mut graph = Graph::open(repo.vfs.clone(), &repo.objects, packs)?;
     let policy = WantPolicy::read(&repo.config)?;
     wants::check(&mut graph, &snapshot, &wanted, policy, Protocol::V2)?;
