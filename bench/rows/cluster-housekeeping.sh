@@ -175,7 +175,7 @@ last100=$(sed -n "$((pushes - 100))p" "$base/commits")
 # made back to back (the CPU counter moves in 10 ms ticks: one fetch alone
 # would read 0 or 10), appended to <LABEL>-{clone,fetch}-{cpu,time}.
 batch=${CHK_BATCH:-20}
-per_op() { awk -v d="$1" -v u="$2" -v n="$batch" 'BEGIN { printf "%.2f", d / u / n }'; }
+per_op() { awk -v d="$1" -v u="$2" -v n="$batch" 'BEGIN { printf "%.2f\n", d / u / n }'; }
 serve_run() {
     local label=$1 port=$2 pid=$3 i before after s e
     local url="http://alice:pw@127.0.0.1:$port/repo.git"
@@ -183,8 +183,8 @@ serve_run() {
     before=$(cpu_ticks "$pid") s=$(date +%s%N)
     for ((i = 0; i < batch; i++)); do "$GIT" clone -q --bare "$url" "$base/clones/$i"; done
     e=$(date +%s%N) after=$(cpu_ticks "$pid")
-    per_op $(((after - before) * 1000)) "$tick" >>"$base/$label-clone-cpu" && echo >>"$base/$label-clone-cpu"
-    per_op $((e - s)) 1000000 >>"$base/$label-clone-time" && echo >>"$base/$label-clone-time"
+    per_op $(((after - before) * 1000)) "$tick" >>"$base/$label-clone-cpu"
+    per_op $((e - s)) 1000000 >>"$base/$label-clone-time"
     rm -rf "$base/fetches" && mkdir -p "$base/fetches"
     for ((i = 0; i < batch; i++)); do
         "$GIT" init -q --bare "$base/fetches/$i"
@@ -193,8 +193,8 @@ serve_run() {
     before=$(cpu_ticks "$pid") s=$(date +%s%N)
     for ((i = 0; i < batch; i++)); do "$GIT" -C "$base/fetches/$i" fetch -q "$url" main; done
     e=$(date +%s%N) after=$(cpu_ticks "$pid")
-    per_op $(((after - before) * 1000)) "$tick" >>"$base/$label-fetch-cpu" && echo >>"$base/$label-fetch-cpu"
-    per_op $((e - s)) 1000000 >>"$base/$label-fetch-time" && echo >>"$base/$label-fetch-time"
+    per_op $(((after - before) * 1000)) "$tick" >>"$base/$label-fetch-cpu"
+    per_op $((e - s)) 1000000 >>"$base/$label-fetch-time"
 }
 declare -A packs_before packs_after maint_ms
 declare -A hidden_before

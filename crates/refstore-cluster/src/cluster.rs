@@ -111,15 +111,16 @@ impl Cluster {
         }
     }
 
-    /// The record of `name` (`None` if it has none) as a read through
-    /// etcd's leader sent within the last [`RECENT`] found it, if such a
-    /// read was made and no change of the record was seen since
-    /// ([`Cluster::forget_record`]). A request that reads refs confirms
-    /// the record again with its first listing
-    /// ([`EtcdBackend::snapshot`]); this answers only whether to admit it.
-    pub fn recent_record(&self, name: &str) -> Option<Option<Record>> {
+    /// The live record of `name`, if the latest read through etcd's
+    /// leader found it live and was sent within the last [`RECENT`], and
+    /// no change of the record was seen since ([`Cluster::forget_record`]).
+    /// A request that reads refs confirms the record again with its first
+    /// listing ([`EtcdBackend::snapshot`]); this answers only whether to
+    /// admit it.
+    pub fn recent_record(&self, name: &str) -> Option<Record> {
         let confirmed = lock(&self.confirmed_records);
         let (record, asked) = confirmed.get(name)?;
+        let record = record.as_ref().filter(|r| r.is_live())?;
         (asked.elapsed() <= RECENT).then(|| record.clone())
     }
 
@@ -135,6 +136,16 @@ impl Cluster {
         format: ObjectFormat,
         request: Option<Request>,
     ) -> Arc<EtcdBackend> {
+        self.handle(name, format, request, false)
+    }
+
+    fn handle(
+        self: &Arc<Self>,
+        name: &str,
+        format: ObjectFormat,
+        request: Option<Request>,
+        recent: bool,
+    ) -> Arc<EtcdBackend> {
         Arc::new(EtcdBackend {
             cluster: self.clone(),
             name: name.to_owned(),
@@ -143,7 +154,7 @@ impl Cluster {
             peeler: Mutex::new(None),
             incarnation: Mutex::new(None),
             request,
-            recent: false,
+            recent,
         })
     }
 
@@ -326,19 +337,16 @@ impl EtcdBackend {
     /// are. `None` for a handle that is not one request's.
     pub(crate) fn recent_view(&self) -> Option<Arc<EtcdBackend>> {
         let request = self.request.as_ref()?;
-        Some(Arc::new(EtcdBackend {
-            cluster: self.cluster.clone(),
-            name: self.name.clone(),
-            keys: self.keys.clone(),
-            format: self.format,
-            peeler: Mutex::new(lock(&self.peeler).clone()),
-            incarnation: Mutex::new(self.incarnation()),
-            request: Some(Request {
-                since: Mutex::new(*lock(&request.since)),
-                listed: Mutex::new(lock(&request.listed).clone()),
-            }),
-            recent: true,
-        }))
+        let request = Request {
+            since: Mutex::new(*lock(&request.since)),
+            listed: Mutex::new(lock(&request.listed).clone()),
+        };
+        let view = self
+            .cluster
+            .handle(&self.name, self.format, Some(request), true);
+        *lock(&view.peeler) = lock(&self.peeler).clone();
+        *lock(&view.incarnation) = self.incarnation();
+        Some(view)
     }
 
     /// The node's current copy of the repository's refs (or, if allowed,

@@ -129,7 +129,7 @@ fn listed(refs: &dyn Backend) -> Result<BTreeMap<String, ObjectId>, ReadError> {
 fn admit(node: &Arc<Cluster>, name: &str, copy: &mut Option<String>) -> Option<Arc<dyn Backend>> {
     let since = Instant::now();
     let record = match node.recent_record(name) {
-        Some(Some(record)) if record.is_live() && copy.as_ref() == Some(&record.id) => record,
+        Some(record) if copy.as_ref() == Some(&record.id) => record,
         _ => node.current_record(name).unwrap().filter(|r| r.is_live())?,
     };
     *copy = Some(record.id.clone());

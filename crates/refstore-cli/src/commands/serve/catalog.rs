@@ -344,8 +344,8 @@ impl Catalog for NodeCatalog {
         if check_name(name).is_err() {
             return Err(not_in_cluster(name));
         }
-        if let Some(Some(record)) = self.cluster.recent_record(name) {
-            if record.is_live() && self.marker(&self.root.join(name)) == Some(Some(record.id)) {
+        if let Some(record) = self.cluster.recent_record(name) {
+            if self.marker(&self.root.join(name)) == Some(Some(record.id)) {
                 return Ok(());
             }
         }
