@@ -105,13 +105,16 @@ fn a_push_through_a_node_that_missed_the_one_it_builds_on_is_accepted() {
     assert!(o.status.success(), "{}", stderr(&o));
 
     c.cut(1, Links::Peers, Mode::Reset);
-    let missed = commit_file(&c, "a.txt", size + 1 + seed % 97);
+    // Each size is larger than the last, so that every commit changes
+    // the file.
+    let missed_size = size + 1 + seed % 97;
+    let missed = commit_file(&c, "a.txt", missed_size);
     let o = c.git(&["push", &c.nodes[0].url(), "main"]);
     c.cut(1, Links::Peers, Mode::Pass);
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(c.remote_ref(1, "refs/heads/main"), Some(missed.clone()));
 
-    let built_on = commit_file(&c, "a.txt", size + 2 + seed % 89);
+    let built_on = commit_file(&c, "a.txt", missed_size + 1 + seed % 89);
     let o = c.git(&["push", &c.nodes[1].url(), "main"]);
     assert!(
         o.status.success(),

@@ -96,11 +96,14 @@ impl Git {
         } else {
             self.run_with(args, input)
         };
+        // git says some refusals ("nothing to commit") on standard
+        // output, so both are shown.
         assert!(
             o.status.success(),
-            "git {args:?} in {}: {}",
+            "git {args:?} in {}: {}{}",
             cwd.as_deref().unwrap_or(Path::new(".")).display(),
-            stderr(&o)
+            stderr(&o),
+            String::from_utf8_lossy(&o.stdout)
         );
         o.stdout
     }
