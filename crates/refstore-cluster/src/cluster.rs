@@ -86,6 +86,7 @@ impl Cluster {
         since: Instant,
     ) -> Arc<EtcdBackend> {
         let request = Request {
+            began: since,
             since: Mutex::new(since),
             listed: Mutex::new(None),
         };
@@ -122,6 +123,15 @@ impl Cluster {
         let (record, asked) = confirmed.get(name)?;
         let record = record.as_ref().filter(|r| r.is_live())?;
         (asked.elapsed() <= RECENT).then(|| record.clone())
+    }
+
+    /// What the latest read through etcd's leader found the record of
+    /// `name` to be, if that read was sent at or after `since` and no
+    /// change of the record was seen after it.
+    pub(crate) fn record_read_since(&self, name: &str, since: Instant) -> Option<Option<Record>> {
+        let confirmed = lock(&self.confirmed_records);
+        let (record, asked) = confirmed.get(name)?;
+        (*asked >= since).then(|| record.clone())
     }
 
     /// Forgets what reads found the record of `name` to be: a change of it
@@ -209,6 +219,10 @@ pub struct EtcdBackend {
 /// What a handle of one request knows of it.
 #[derive(Debug)]
 struct Request {
+    /// When it began: a read of the repository's record sent since then
+    /// shows whether the cluster still held the incarnation it was
+    /// admitted for.
+    began: Instant,
     /// When it began, or when it last committed a transaction: a stamp
     /// read sent before then may not show what it committed.
     since: Mutex<Instant>,
@@ -275,12 +289,23 @@ impl EtcdBackend {
 
     /// The stored value of `name`: linearizable; or, when etcd cannot be
     /// reached and stale reads are allowed, from the node's copy if it is
-    /// young enough; else refused.
+    /// young enough; else refused. A request's handle is refused, as its
+    /// listings are, once the incarnation it was admitted for is gone.
     pub(crate) fn value(&self, name: &RefName) -> Result<Option<Value>, ReadError> {
         if let Some(e) = self.known_cut_off() {
             return self
                 .copy_instead(e)
                 .map(|refs| refs.get(name.as_bytes()).cloned());
+        }
+        match self.still_held() {
+            Ok(true) => {}
+            Ok(false) => return Err(ReadError::Unavailable(not_in_cluster(&self.name))),
+            Err(e @ EtcdError::Unreachable(_)) => {
+                return self
+                    .copy_instead(e)
+                    .map(|refs| refs.get(name.as_bytes()).cloned())
+            }
+            Err(e) => return Err(unavailable(e)),
         }
         let key = self.keys.reference(name.as_bytes());
         let read = self
@@ -338,6 +363,7 @@ impl EtcdBackend {
     pub(crate) fn recent_view(&self) -> Option<Arc<EtcdBackend>> {
         let request = self.request.as_ref()?;
         let request = Request {
+            began: request.began,
             since: Mutex::new(*lock(&request.since)),
             listed: Mutex::new(lock(&request.listed).clone()),
         };
@@ -352,10 +378,10 @@ impl EtcdBackend {
     /// The node's current copy of the repository's refs (or, if allowed,
     /// a copy young enough when etcd cannot be reached).
     /// A handle of one request answers from the copy its first listing
-    /// confirmed ([`Cluster::request_refs`]); that confirmation reads the
-    /// repository's record too, unless the read that admitted the request
-    /// did, so a request is never answered from the copy of a repository
-    /// deleted before it began.
+    /// confirmed ([`Cluster::request_refs`]), once the record is known to
+    /// have been held since the request began ([`EtcdBackend::still_held`]):
+    /// a request is never answered from the copy of a repository deleted
+    /// before it began.
     pub(crate) fn snapshot(&self) -> Result<Arc<Refs>, ReadError> {
         if let Some(listed) = self.request.as_ref().and_then(|r| lock(&r.listed).clone()) {
             return Ok(listed);
@@ -373,15 +399,11 @@ impl EtcdBackend {
                 return Ok(refs);
             }
         }
-        if since.is_some() && !confirmed {
-            // The request was admitted by a record confirmed before it
-            // began: one transaction reads the record with the stamp.
-            match self.cluster.current_record(&self.name) {
-                Ok(record) if self.is_held_by(record.as_ref()) => {}
-                Ok(_) => return Err(ReadError::Unavailable(not_in_cluster(&self.name))),
-                Err(e @ EtcdError::Unreachable(_)) => return self.copy_instead(e),
-                Err(e) => return Err(unavailable(e)),
-            }
+        match self.still_held() {
+            Ok(true) => {}
+            Ok(false) => return Err(ReadError::Unavailable(not_in_cluster(&self.name))),
+            Err(e @ EtcdError::Unreachable(_)) => return self.copy_instead(e),
+            Err(e) => return Err(unavailable(e)),
         }
         let stale_reads = self.cluster.config.stale_reads;
         match cache.refs(
@@ -408,6 +430,25 @@ impl EtcdBackend {
             }
             Err(e) => Err(unavailable(e)),
         }
+    }
+
+    /// For a handle of one request, whether the cluster held the
+    /// incarnation it was admitted for at a moment since the request
+    /// began: by what a read of the record sent since then found (the
+    /// read that admitted it, or an earlier read of this request's), else
+    /// by one transaction now that reads the record with the stamp (and so
+    /// confirms the copy too). A read of the stamp alone, as a listing
+    /// outside requests sends, confirms the copy but not the record.
+    /// Always true for a handle outside requests.
+    fn still_held(&self) -> Result<bool, EtcdError> {
+        let Some(request) = &self.request else {
+            return Ok(true);
+        };
+        let record = match self.cluster.record_read_since(&self.name, request.began) {
+            Some(record) => record,
+            None => self.cluster.current_record(&self.name)?,
+        };
+        Ok(self.is_held_by(record.as_ref()))
     }
 
     /// True if `record` says the cluster holds the repository, as the

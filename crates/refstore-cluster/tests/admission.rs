@@ -3,10 +3,11 @@
 //! generated histories of pushes, deletions and creations made through
 //! another node:
 //!
-//! - a request admitted by a recently confirmed record lists exactly the
-//!   refs as of now, or is refused as one for a repository the cluster
-//!   does not hold when its incarnation is gone: its first listing
-//!   confirms the record again;
+//! - a request admitted by a recently confirmed record lists or reads
+//!   exactly the refs as of now, or is refused as one for a repository
+//!   the cluster does not hold when its incarnation is gone: its first
+//!   read confirms the record again, even when the node's own listing
+//!   (outside requests) confirmed its copy of the refs since;
 //! - a request's recent view ([`refstore_refs::Backend::recent`]) lists
 //!   the refs of some moment within the last `RECENT`, never older.
 
@@ -50,10 +51,15 @@ enum Step {
     Delete,
     /// Another node creates it (if the cluster does not hold it).
     Create,
-    /// A client request reaches the node under test and lists the refs.
-    List,
+    /// A client request reaches the node under test and lists the refs;
+    /// with `background`, the node lists them for itself (as its
+    /// catch-up does, outside any request) after admitting the request.
+    List { background: bool },
     /// The same, listing through the request's recent view.
     ListRecent,
+    /// A client request reaches the node under test and reads
+    /// `refs/heads/b<branch>` alone; `background` as for `List`.
+    Read { branch: u8, background: bool },
     /// Time passes beyond what a recent confirmation covers.
     Wait,
 }
@@ -63,8 +69,9 @@ fn step() -> impl Strategy<Value = Step> {
         6 => (0u8..3, 1u8..250).prop_map(|(branch, value)| Step::Push { branch, value }),
         2 => Just(Step::Delete),
         2 => Just(Step::Create),
-        6 => Just(Step::List),
+        6 => any::<bool>().prop_map(|background| Step::List { background }),
         4 => Just(Step::ListRecent),
+        4 => (0u8..3, any::<bool>()).prop_map(|(branch, background)| Step::Read { branch, background }),
         1 => Just(Step::Wait),
     ]
 }
@@ -138,6 +145,13 @@ fn admit(node: &Arc<Cluster>, name: &str, copy: &mut Option<String>) -> Option<A
     Some(refs)
 }
 
+/// The node lists the refs for itself, outside any request, as its
+/// catch-up does: a read of the stamp alone, which confirms the copy but
+/// not the record. Whatever it finds; only what it leaves behind matters.
+fn list_outside_requests(node: &Arc<Cluster>, name: &str) {
+    let _ = node.refs(name, ObjectFormat::Sha1).list(b"");
+}
+
 fn run(steps: &[Step]) -> Result<(), TestCaseError> {
     static NAMES: AtomicUsize = AtomicUsize::new(0);
     let name = format!("h{}.git", NAMES.fetch_add(1, Ordering::Relaxed));
@@ -186,7 +200,7 @@ fn run(steps: &[Step]) -> Result<(), TestCaseError> {
                 }
             }
             Step::Wait => std::thread::sleep(RECENT + Duration::from_millis(50)),
-            Step::List => {
+            Step::List { background } | Step::Read { background, .. } => {
                 let Some(refs) = admit(&tested, &name, &mut copy) else {
                     prop_assert!(
                         history.now().is_none(),
@@ -194,10 +208,42 @@ fn run(steps: &[Step]) -> Result<(), TestCaseError> {
                     );
                     continue;
                 };
-                let answer = listed(refs.as_ref());
-                match (history.now(), answer) {
-                    (Some((id, expected)), Ok(refs)) if copy.as_ref() == Some(id) => {
-                        prop_assert_eq!(&refs, expected, "step {}: the listing is not the refs as of now", at);
+                if *background {
+                    list_outside_requests(&tested, &name);
+                }
+                // What the request answers, and what it should, as of now.
+                let (answer, expected) = match step {
+                    Step::Read { branch, .. } => {
+                        let ref_name = format!("refs/heads/b{branch}");
+                        let read = refs.read(&RefName::new(&ref_name).unwrap());
+                        let one = |refs: &BTreeMap<String, ObjectId>| {
+                            refs.get_key_value(&ref_name)
+                                .map(|(name, id)| (name.clone(), *id))
+                                .into_iter()
+                                .collect::<BTreeMap<_, _>>()
+                        };
+                        let answer = read.map(|found| {
+                            found
+                                .map(|r| match r.target {
+                                    Target::Object(id) => (ref_name.clone(), id),
+                                    Target::Symbolic(_) => panic!("{ref_name} is symbolic"),
+                                })
+                                .into_iter()
+                                .collect()
+                        });
+                        (
+                            answer,
+                            history
+                                .now()
+                                .as_ref()
+                                .map(|(id, refs)| (id.clone(), one(refs))),
+                        )
+                    }
+                    _ => (listed(refs.as_ref()), history.now().clone()),
+                };
+                match (expected, answer) {
+                    (Some((id, expected)), Ok(refs)) if copy.as_ref() == Some(&id) => {
+                        prop_assert_eq!(&refs, &expected, "step {}: the answer is not the refs as of now", at);
                     }
                     (_, Err(ReadError::Unavailable(message))) => {
                         prop_assert!(
@@ -256,34 +302,64 @@ proptest! {
     }
 }
 
+/// How a request reads the refs first.
+#[derive(Debug, Clone, Copy)]
+enum FirstRead {
+    List,
+    /// One ref alone.
+    Read,
+    /// A listing, after the node listed the refs for itself (a read of
+    /// the stamp alone).
+    ListAfterBackground,
+}
+
 /// The case the property rests on, named: a repository deleted through
 /// another node moments after this node confirmed its record. A request
-/// admitted by that record is refused at its listing.
+/// admitted by that record is refused at its first read, however it reads.
 #[test]
 fn a_request_admitted_by_a_record_deleted_since_is_refused() {
     let (other, tested) = (node(etcd(), "n2"), node(etcd(), "n1"));
-    let name = "deleted-since.git";
-    let record = other.create(name, &NewRepository::default()).unwrap();
-    let mut copy = None;
-    let refs = admit(&tested, name, &mut copy).expect("a held repository is admitted");
-    assert!(listed(refs.as_ref()).unwrap().is_empty());
-    other.delete(name).unwrap();
-    // Without the watch of the records (which a node's catalog runs), the
-    // node still takes the record for live: the request is admitted.
-    assert_eq!(copy.as_deref(), Some(record.id.as_str()));
-    let refs = admit(&tested, name, &mut copy).expect("admitted by the recent record");
-    match listed(refs.as_ref()) {
-        Err(ReadError::Unavailable(message)) => {
-            assert!(message.contains("is not in the cluster"), "{message}")
+    for first in [
+        FirstRead::List,
+        FirstRead::Read,
+        FirstRead::ListAfterBackground,
+    ] {
+        let name = format!("deleted-since-{first:?}.git");
+        let name = name.as_str();
+        let record = other.create(name, &NewRepository::default()).unwrap();
+        let mut copy = None;
+        let refs = admit(&tested, name, &mut copy).expect("a held repository is admitted");
+        assert!(listed(refs.as_ref()).unwrap().is_empty());
+        other.delete(name).unwrap();
+        // Without the watch of the records (which a node's catalog runs),
+        // the node still takes the record for live: the request is
+        // admitted.
+        assert_eq!(copy.as_deref(), Some(record.id.as_str()));
+        let refs = admit(&tested, name, &mut copy).expect("admitted by the recent record");
+        let answer = match first {
+            FirstRead::List => listed(refs.as_ref()).map(|refs| format!("{refs:?}")),
+            FirstRead::Read => refs
+                .read(&RefName::new("refs/heads/main").unwrap())
+                .map(|found| format!("{found:?}")),
+            FirstRead::ListAfterBackground => {
+                list_outside_requests(&tested, name);
+                listed(refs.as_ref()).map(|refs| format!("{refs:?}"))
+            }
+        };
+        match answer {
+            Err(ReadError::Unavailable(message)) => {
+                assert!(message.contains("is not in the cluster"), "{message}")
+            }
+            other => panic!("{first:?}: a request for a deleted repository answered {other:?}"),
         }
-        other => panic!("a request for a deleted repository answered {other:?}"),
+        // Created again: a request pinned to the old incarnation is
+        // refused too.
+        other.create(name, &NewRepository::default()).unwrap();
+        let old = tested.request_refs(name, ObjectFormat::Sha1, Instant::now());
+        old.pin_incarnation(record.id);
+        assert!(matches!(
+            listed(old.as_ref()),
+            Err(ReadError::Unavailable(_))
+        ));
     }
-    // Created again: a request pinned to the old incarnation is refused too.
-    other.create(name, &NewRepository::default()).unwrap();
-    let old = tested.request_refs(name, ObjectFormat::Sha1, Instant::now());
-    old.pin_incarnation(record.id);
-    assert!(matches!(
-        listed(old.as_ref()),
-        Err(ReadError::Unavailable(_))
-    ));
 }
