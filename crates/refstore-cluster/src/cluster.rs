@@ -297,15 +297,8 @@ impl EtcdBackend {
                 .copy_instead(e)
                 .map(|refs| refs.get(name.as_bytes()).cloned());
         }
-        match self.still_held() {
-            Ok(true) => {}
-            Ok(false) => return Err(ReadError::Unavailable(not_in_cluster(&self.name))),
-            Err(e @ EtcdError::Unreachable(_)) => {
-                return self
-                    .copy_instead(e)
-                    .map(|refs| refs.get(name.as_bytes()).cloned())
-            }
-            Err(e) => return Err(unavailable(e)),
+        if let Some(refs) = self.confirm_held()? {
+            return Ok(refs.get(name.as_bytes()).cloned());
         }
         let key = self.keys.reference(name.as_bytes());
         let read = self
@@ -379,7 +372,7 @@ impl EtcdBackend {
     /// a copy young enough when etcd cannot be reached).
     /// A handle of one request answers from the copy its first listing
     /// confirmed ([`Cluster::request_refs`]), once the record is known to
-    /// have been held since the request began ([`EtcdBackend::still_held`]):
+    /// have been held since the request began ([`EtcdBackend::confirm_held`]):
     /// a request is never answered from the copy of a repository deleted
     /// before it began.
     pub(crate) fn snapshot(&self) -> Result<Arc<Refs>, ReadError> {
@@ -399,11 +392,8 @@ impl EtcdBackend {
                 return Ok(refs);
             }
         }
-        match self.still_held() {
-            Ok(true) => {}
-            Ok(false) => return Err(ReadError::Unavailable(not_in_cluster(&self.name))),
-            Err(e @ EtcdError::Unreachable(_)) => return self.copy_instead(e),
-            Err(e) => return Err(unavailable(e)),
+        if let Some(refs) = self.confirm_held()? {
+            return Ok(refs);
         }
         let stale_reads = self.cluster.config.stale_reads;
         match cache.refs(
@@ -439,16 +429,27 @@ impl EtcdBackend {
     /// by one transaction now that reads the record with the stamp (and so
     /// confirms the copy too). A read of the stamp alone, as a listing
     /// outside requests sends, confirms the copy but not the record.
-    /// Always true for a handle outside requests.
-    fn still_held(&self) -> Result<bool, EtcdError> {
+    /// Always held for a handle outside requests.
+    /// `Ok(None)` when it was, and the read may go on; the refusal when
+    /// it was not; when etcd cannot be reached, the node's copy if stale
+    /// reads allow it, else that refusal.
+    fn confirm_held(&self) -> Result<Option<Arc<Refs>>, ReadError> {
         let Some(request) = &self.request else {
-            return Ok(true);
+            return Ok(None);
         };
         let record = match self.cluster.record_read_since(&self.name, request.began) {
             Some(record) => record,
-            None => self.cluster.current_record(&self.name)?,
+            None => match self.cluster.current_record(&self.name) {
+                Ok(record) => record,
+                Err(e @ EtcdError::Unreachable(_)) => return self.copy_instead(e).map(Some),
+                Err(e) => return Err(unavailable(e)),
+            },
         };
-        Ok(self.is_held_by(record.as_ref()))
+        if self.is_held_by(record.as_ref()) {
+            Ok(None)
+        } else {
+            Err(ReadError::Unavailable(not_in_cluster(&self.name)))
+        }
     }
 
     /// True if `record` says the cluster holds the repository, as the
