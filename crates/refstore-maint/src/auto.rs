@@ -7,9 +7,8 @@
 //!   (10) packs outside the `multi-pack-index`, or more than
 //!   `gc.autoPackLimit` (50) packs without `.keep`.
 //! - `commit-graph`: at least `maintenance.commit-graph.auto` (100)
-//!   packs' worth of change is not cheap to count; refstore counts the
-//!   commits reachable from refs that the commit-graph lacks, stopping at
-//!   the threshold, as git does.
+//!   commits reachable from refs that the commit-graph lacks, counted up
+//!   to the threshold, as git counts them.
 //! - `pack-refs`: at least `maintenance.pack-refs.auto` (16) loose refs,
 //!   or tables beyond the first.
 //! - `cleanup`: always (it only lists directories).

@@ -9,8 +9,9 @@
 //!   live one).
 //! - [`Task::PackRefs`] packs loose refs (files) or compacts the table
 //!   stack (reftable).
-//! - [`Task::LooseObjects`] moves loose objects into a pack and removes
-//!   the loose copies of packed objects.
+//! - [`Task::LooseObjects`] deletes unreachable loose objects older than
+//!   `gc.pruneExpire`, moves the others into a pack and removes the loose
+//!   copies of packed objects.
 //! - [`Task::IncrementalRepack`] keeps the packs a geometric progression
 //!   (`git repack --geometric=2 -d`), rolling the small ones into one new
 //!   pack whose entries are copied as stored, and writes a

@@ -40,8 +40,11 @@
 
 use crate::error::MaintError;
 use crate::idx::IndexEntries;
+use crate::install::Installed;
 use crate::inventory::{Inventory, PackInfo};
+use crate::midx::Midx;
 use crate::pack_out::PackOut;
+use crate::prune_packs::PackPrune;
 use crate::repo::Repo;
 use crate::rolled_up;
 use refstore_fs::config::Component;
@@ -56,6 +59,10 @@ const FACTOR: u64 = 2;
 /// Extensions of a pack's files, the index first: deleting it makes the
 /// pack invisible before anything else goes.
 const PACK_FILES: [&str; 6] = ["idx", "pack", "rev", "bitmap", "mtimes", "promisor"];
+
+/// Redundant packs by name, each with the time it was first found
+/// redundant.
+type RedundantSince = HashMap<String, SystemTime>;
 
 /// Runs the task; a summary of what it did.
 pub fn run(repo: &Repo) -> Result<String, MaintError> {
@@ -73,24 +80,7 @@ pub fn run(repo: &Repo) -> Result<String, MaintError> {
         .iter()
         .filter(|p| p.keep || !redundant_before.contains_key(&p.name))
         .collect();
-    let mut candidates: Vec<&PackInfo> = live.iter().copied().filter(|p| !p.keep).collect();
-    candidates.sort_by(|a, b| a.objects.cmp(&b.objects).then(a.name.cmp(&b.name)));
-    let counts: Vec<u64> = candidates.iter().map(|p| u64::from(p.objects)).collect();
-    let split = crate::geometric::split(&counts, FACTOR);
-    let mut rolled: Vec<&PackInfo> = candidates[..split].to_vec();
-    if split < 2 {
-        rolled.clear();
-    }
-    // A cluster copy's old packs holding orphans are rewritten too.
-    let prune = crate::prune_packs::plan(repo, &inventory.packs)?;
-    if let Some(prune) = &prune {
-        for pack in &candidates[rolled.len()..] {
-            if prune.to_rewrite.contains(&pack.name) {
-                rolled.push(pack);
-            }
-        }
-    }
-
+    let (rolled, prune) = choose_rolled(repo, &inventory, &live)?;
     let new_pack = if rolled.is_empty() {
         None
     } else {
@@ -102,96 +92,21 @@ pub fn run(repo: &Repo) -> Result<String, MaintError> {
         summary.push_str(&format!("rolled {} packs into {into}; ", rolled.len()));
         installed
     };
-    let rolled_names: HashSet<&str> = rolled.iter().map(|p| p.name.as_str()).collect();
-    let mut covered: Vec<(String, PathBuf)> = live
-        .iter()
-        .filter(|p| !rolled_names.contains(p.name.as_str()))
-        .map(|p| (p.name.clone(), Inventory::index_path(repo, p)))
-        .collect();
-    if let Some(new) = &new_pack {
-        if !covered.iter().any(|(name, _)| *name == new.name) {
-            covered.push((new.name.clone(), new.index_path.clone()));
-        }
-    }
-    covered.sort();
+    let covered = covered_packs(repo, &live, &rolled, new_pack.as_ref());
+    let midx = refresh_midx(repo, &inventory, &covered, &mut summary)?;
 
-    // The multi-pack-index, rewritten when its set of packs changes or it
-    // lacks the bitmap it should have.
-    let wanted: Vec<String> = covered.iter().map(|(n, _)| format!("{n}.idx")).collect();
-    let current = inventory.midx.as_ref();
-    let stale = match current {
-        Some(midx) => midx.packs != wanted || crate::midx_write::lacks_bitmap(repo, midx),
-        None => true,
-    };
-    let hash_len = repo.object_format().raw_len();
-    let midx = if stale && !covered.is_empty() {
-        let outcome = crate::midx_write::write(repo, &covered)?;
-        summary.push_str(&outcome.summary);
-        summary.push_str("; ");
-        Some(outcome.midx)
-    } else {
-        inventory.midx.clone()
-    };
-
-    // Redundant packs: outside the multi-pack-index, every object in it.
-    let named: HashSet<&str> = midx
-        .iter()
-        .flat_map(|m| m.packs.iter().map(String::as_str))
-        .collect();
     let now = SystemTime::now();
-    let mut redundant: HashMap<String, SystemTime> = HashMap::new();
-    // A cluster copy's packs rewritten by an earlier run's pruning, which
-    // this run cannot judge (objects missing here until it catches up):
-    // left redundant as they were, neither deleted nor rolled back in.
-    let mut undecided: HashMap<String, SystemTime> = HashMap::new();
-    let cannot_judge =
-        repo.cluster_copy && prune.is_none() && crate::reach::cluster_grace(repo).is_some();
-    for pack in inventory.packs.iter().filter(|p| !p.keep) {
-        if named.contains(pack.index_name().as_str()) {
-            continue;
-        }
-        let Some(midx) = &midx else { continue };
-        let index = match repo.vfs.read_mapped(&Inventory::index_path(repo, pack)) {
-            Ok(index) => index,
-            Err(e) if e.is_not_found() => continue,
-            Err(e) => return Err(e.into()),
-        };
-        let entries = crate::idx::read(&index, hash_len)?;
-        let elsewhere_or_dropped = |id: &[u8]| {
-            midx.contains(id) || prune.as_ref().is_some_and(|p| p.dropped(&pack.name, id))
-        };
-        if (0..entries.len()).all(|n| elsewhere_or_dropped(entries.id(n))) {
-            let since = redundant_before.get(&pack.name).copied().unwrap_or(now);
-            redundant.insert(pack.name.clone(), since);
-        } else if let Some(since) = redundant_before.get(&pack.name).filter(|_| cannot_judge) {
-            undecided.insert(pack.name.clone(), *since);
-        }
-    }
-    // Packs an earlier run hid (their index removed), waiting out their
-    // expiry as long as their data is there.
+    let (mut redundant, undecided) = judge_listed(
+        repo,
+        &inventory,
+        midx.as_ref(),
+        prune.as_ref(),
+        &redundant_before,
+        now,
+    )?;
     let listed: HashSet<&str> = inventory.packs.iter().map(|p| p.name.as_str()).collect();
-    for (name, since) in &redundant_before {
-        if !listed.contains(name.as_str())
-            && repo
-                .vfs
-                .exists(&repo.pack_dir().join(format!("{name}.pack")))
-        {
-            redundant.insert(name.clone(), *since);
-        }
-    }
-    let mut deleted = 0;
-    if let Some(expiry) = repo.maint.redundant_pack_expire {
-        let expired: Vec<String> = redundant
-            .iter()
-            .filter(|(_, since)| now.duration_since(**since).unwrap_or(Duration::ZERO) >= expiry)
-            .map(|(name, _)| name.clone())
-            .collect();
-        for name in expired {
-            delete_pack(repo, &name)?;
-            redundant.remove(&name);
-            deleted += 1;
-        }
-    }
+    keep_hidden(repo, &listed, &redundant_before, &mut redundant);
+    let deleted = delete_expired(repo, &mut redundant, now)?;
     // The list before the indexes go: a pack whose index is removed
     // without being listed would never be deleted.
     let newly_redundant: Vec<String> = redundant
@@ -211,13 +126,177 @@ pub fn run(repo: &Repo) -> Result<String, MaintError> {
     Ok(summary)
 }
 
+/// The packs to roll up: the geometric progression's smaller packs among
+/// the `live` ones without `.keep`, and in a cluster copy the old packs
+/// holding orphans; with the pruning plan that says which objects those
+/// drop.
+fn choose_rolled<'a>(
+    repo: &Repo,
+    inventory: &Inventory,
+    live: &[&'a PackInfo],
+) -> Result<(Vec<&'a PackInfo>, Option<PackPrune>), MaintError> {
+    let mut candidates: Vec<&PackInfo> = live.iter().copied().filter(|p| !p.keep).collect();
+    candidates.sort_by(|a, b| a.objects.cmp(&b.objects).then(a.name.cmp(&b.name)));
+    let counts: Vec<u64> = candidates.iter().map(|p| u64::from(p.objects)).collect();
+    let split = crate::geometric::split(&counts, FACTOR);
+    let mut rolled: Vec<&PackInfo> = candidates[..split].to_vec();
+    if split < 2 {
+        rolled.clear();
+    }
+    // A cluster copy's old packs holding orphans are rewritten too.
+    let prune = crate::prune_packs::plan(repo, &inventory.packs)?;
+    if let Some(prune) = &prune {
+        for pack in &candidates[rolled.len()..] {
+            if prune.to_rewrite.contains(&pack.name) {
+                rolled.push(pack);
+            }
+        }
+    }
+    Ok((rolled, prune))
+}
+
+/// The packs the new multi-pack-index covers, by name, with their index
+/// files: the live ones not rolled up, and the new pack.
+fn covered_packs(
+    repo: &Repo,
+    live: &[&PackInfo],
+    rolled: &[&PackInfo],
+    new_pack: Option<&Installed>,
+) -> Vec<(String, PathBuf)> {
+    let rolled_names: HashSet<&str> = rolled.iter().map(|p| p.name.as_str()).collect();
+    let mut covered: Vec<(String, PathBuf)> = live
+        .iter()
+        .filter(|p| !rolled_names.contains(p.name.as_str()))
+        .map(|p| (p.name.clone(), Inventory::index_path(repo, p)))
+        .collect();
+    if let Some(new) = new_pack {
+        if !covered.iter().any(|(name, _)| *name == new.name) {
+            covered.push((new.name.clone(), new.index_path.clone()));
+        }
+    }
+    covered.sort();
+    covered
+}
+
+/// The multi-pack-index over `covered`: rewritten when its set of packs
+/// changes or it lacks the bitmap it should have, else the current one.
+fn refresh_midx(
+    repo: &Repo,
+    inventory: &Inventory,
+    covered: &[(String, PathBuf)],
+    summary: &mut String,
+) -> Result<Option<Midx>, MaintError> {
+    let wanted: Vec<String> = covered.iter().map(|(n, _)| format!("{n}.idx")).collect();
+    let stale = match &inventory.midx {
+        Some(midx) => midx.packs != wanted || crate::midx_write::lacks_bitmap(repo, midx),
+        None => true,
+    };
+    if stale && !covered.is_empty() {
+        let outcome = crate::midx_write::write(repo, covered)?;
+        summary.push_str(&outcome.summary);
+        summary.push_str("; ");
+        Ok(Some(outcome.midx))
+    } else {
+        Ok(inventory.midx.clone())
+    }
+}
+
+/// Judges the listed packs without `.keep`: redundant (outside the
+/// multi-pack-index, every object in it or dropped), with the time since
+/// when; and, apart, those an earlier run found redundant that this one
+/// cannot judge.
+fn judge_listed(
+    repo: &Repo,
+    inventory: &Inventory,
+    midx: Option<&Midx>,
+    prune: Option<&PackPrune>,
+    redundant_before: &RedundantSince,
+    now: SystemTime,
+) -> Result<(RedundantSince, RedundantSince), MaintError> {
+    let hash_len = repo.object_format().raw_len();
+    let named: HashSet<&str> = midx
+        .iter()
+        .flat_map(|m| m.packs.iter().map(String::as_str))
+        .collect();
+    let mut redundant = RedundantSince::new();
+    // A cluster copy's packs rewritten by an earlier run's pruning, which
+    // this run cannot judge (objects missing here until it catches up):
+    // left redundant as they were, neither deleted nor rolled back in.
+    let mut undecided = RedundantSince::new();
+    let cannot_judge =
+        repo.cluster_copy && prune.is_none() && crate::reach::cluster_grace(repo).is_some();
+    for pack in inventory.packs.iter().filter(|p| !p.keep) {
+        if named.contains(pack.index_name().as_str()) {
+            continue;
+        }
+        let Some(midx) = midx else { continue };
+        let index = match repo.vfs.read_mapped(&Inventory::index_path(repo, pack)) {
+            Ok(index) => index,
+            Err(e) if e.is_not_found() => continue,
+            Err(e) => return Err(e.into()),
+        };
+        let entries = crate::idx::read(&index, hash_len)?;
+        let elsewhere_or_dropped =
+            |id: &[u8]| midx.contains(id) || prune.is_some_and(|p| p.dropped(&pack.name, id));
+        if (0..entries.len()).all(|n| elsewhere_or_dropped(entries.id(n))) {
+            let since = redundant_before.get(&pack.name).copied().unwrap_or(now);
+            redundant.insert(pack.name.clone(), since);
+        } else if let Some(since) = redundant_before.get(&pack.name).filter(|_| cannot_judge) {
+            undecided.insert(pack.name.clone(), *since);
+        }
+    }
+    Ok((redundant, undecided))
+}
+
+/// Adds to `redundant` the packs an earlier run hid (their index removed,
+/// so not `listed`), waiting out their expiry as long as their data is
+/// there.
+fn keep_hidden(
+    repo: &Repo,
+    listed: &HashSet<&str>,
+    redundant_before: &RedundantSince,
+    redundant: &mut RedundantSince,
+) {
+    for (name, since) in redundant_before {
+        if !listed.contains(name.as_str())
+            && repo
+                .vfs
+                .exists(&repo.pack_dir().join(format!("{name}.pack")))
+        {
+            redundant.insert(name.clone(), *since);
+        }
+    }
+}
+
+/// Deletes the redundant packs older than `refstore.redundantPackExpire`
+/// and takes them off `redundant`; how many.
+fn delete_expired(
+    repo: &Repo,
+    redundant: &mut RedundantSince,
+    now: SystemTime,
+) -> Result<usize, MaintError> {
+    let Some(expiry) = repo.maint.redundant_pack_expire else {
+        return Ok(0);
+    };
+    let expired: Vec<String> = redundant
+        .iter()
+        .filter(|(_, since)| now.duration_since(**since).unwrap_or(Duration::ZERO) >= expiry)
+        .map(|(name, _)| name.clone())
+        .collect();
+    for name in &expired {
+        delete_pack(repo, name)?;
+        redundant.remove(name);
+    }
+    Ok(expired.len())
+}
+
 /// Writes one pack holding every object of `rolled`, once, but those
 /// `prune` drops; `None` if no object is left to write.
 fn roll_up(
     repo: &Repo,
     rolled: &[&PackInfo],
-    prune: Option<&crate::prune_packs::PackPrune>,
-) -> Result<Option<crate::install::Installed>, MaintError> {
+    prune: Option<&PackPrune>,
+) -> Result<Option<Installed>, MaintError> {
     let hash_len = repo.object_format().raw_len();
     let paths: Vec<PathBuf> = rolled
         .iter()

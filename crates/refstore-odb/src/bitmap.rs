@@ -76,128 +76,27 @@ impl PackBitmap {
         objects: u32,
         checksum: &ObjectId,
     ) -> Result<PackBitmap, OdbError> {
-        let bad = |what: String| OdbError::Pack(format!("corrupt bitmap: {what}"));
-        let format = checksum.format();
-        let hash_len = format.raw_len();
         let bytes: &[u8] = &data;
-        let header_len = 12 + hash_len;
-        if bytes.len() < header_len + hash_len {
-            return Err(bad("too short".into()));
-        }
-        if &bytes[..4] != b"BITM" {
-            return Err(bad("no BITM signature".into()));
-        }
-        let version = u16::from_be_bytes([bytes[4], bytes[5]]);
-        if version != 1 {
-            return Err(bad(format!("unsupported version {version}")));
-        }
-        let flags = u16::from_be_bytes([bytes[6], bytes[7]]);
-        if flags & FULL_DAG == 0 {
-            return Err(bad("not a full-closure bitmap".into()));
-        }
-        let entry_count = u32::from_be_bytes(bytes[8..12].try_into().expect("four bytes")) as usize;
-        if &bytes[12..header_len] != checksum.as_bytes() {
-            return Err(bad("it belongs to another pack".into()));
-        }
-        let body_end = bytes.len() - hash_len;
-        let mut hasher = gix_hash::hasher(format.gix_kind());
-        hasher.update(&bytes[..body_end]);
-        let computed = hasher
-            .try_finalize()
-            .map_err(|e| bad(format!("cannot hash it: {e}")))?;
-        if computed.as_slice() != &bytes[body_end..] {
-            return Err(bad("its trailing checksum does not match".into()));
-        }
-
-        // The sections at the end, from the back.
-        let mut tail = body_end;
-        let hash_cache_at = if flags & HASH_CACHE != 0 {
-            tail = tail
-                .checked_sub(objects as usize * 4)
-                .ok_or_else(|| bad("too short for its name-hash cache".into()))?;
-            Some(tail)
-        } else {
-            None
-        };
-        if flags & LOOKUP_TABLE != 0 {
-            tail = tail
-                .checked_sub(entry_count * 16)
-                .ok_or_else(|| bad("too short for its lookup table".into()))?;
-        }
-        let entries_end = tail;
-        if entries_end < header_len {
-            return Err(bad("too short".into()));
-        }
-
-        let mut at = header_len;
-        let ewah_error = |what: &str, e: ewah::EwahError| bad(format!("{what}: {e}"));
-        let mut types: [Bitmap; 4] = Default::default();
-        for (n, name) in ["commits", "trees", "blobs", "tags"].iter().enumerate() {
-            let (bitmap, _, len) = ewah::decode(&bytes[at..entries_end])
-                .map_err(|e| ewah_error(&format!("the {name} type bitmap"), e))?;
-            if bitmap.bit_len() > objects as usize {
-                return Err(bad(format!(
-                    "the {name} type bitmap has more bits than objects"
-                )));
-            }
-            types[n] = bitmap;
-            at += len;
-        }
-        // Every object has exactly one type.
-        let mut union = Bitmap::new();
-        for (n, bitmap) in types.iter().enumerate() {
-            for other in &types[n + 1..] {
-                let mut both = bitmap.clone();
-                both.and_assign(other);
-                if !both.is_empty() {
-                    return Err(bad("an object has two types".into()));
-                }
-            }
-            union.or_assign(bitmap);
-        }
-        if union != Bitmap::full(objects as usize) {
-            return Err(bad("the type bitmaps do not cover the pack".into()));
-        }
-
-        let mut entries = Vec::with_capacity(entry_count.min(1 << 20));
-        let mut by_position = HashMap::with_capacity(entry_count.min(1 << 20));
-        for n in 0..entry_count {
-            let head = bytes
-                .get(at..at + 6)
-                .filter(|_| at + 6 <= entries_end)
-                .ok_or_else(|| bad(format!("entry {n} is truncated")))?;
-            let position = u32::from_be_bytes(head[..4].try_into().expect("four bytes"));
-            let xor_offset = head[4] as usize;
-            if position >= objects {
-                return Err(bad(format!(
-                    "entry {n} names object {position} of {objects}"
-                )));
-            }
-            if xor_offset > n || xor_offset > MAX_XOR_OFFSET {
-                return Err(bad(format!("entry {n} is XORed with a missing entry")));
-            }
-            let ewah_at = at + 6;
-            let len = ewah::stream_len(&bytes[ewah_at..entries_end])
-                .map_err(|e| ewah_error(&format!("entry {n}"), e))?;
-            at = ewah_at + len;
-            if by_position.insert(position, n).is_some() {
-                return Err(bad(format!("two entries for object {position}")));
-            }
-            entries.push(Entry {
-                xor_base: (xor_offset > 0).then(|| n - xor_offset),
-                ewah_at,
-            });
-        }
-        if flags & PSEUDO_MERGES == 0 && at != entries_end {
-            return Err(bad("bytes between its entries and its end sections".into()));
+        let header = Header::read(bytes, checksum)?;
+        let sections = EndSections::find(&header, objects)?;
+        let (types, entries_at) =
+            read_type_bitmaps(bytes, header.len, sections.entries_end, objects)?;
+        let entries = read_entries(
+            bytes,
+            entries_at..sections.entries_end,
+            header.entry_count,
+            objects,
+        )?;
+        if header.flags & PSEUDO_MERGES == 0 && entries.end != sections.entries_end {
+            return Err(corrupt("bytes between its entries and its end sections"));
         }
         Ok(PackBitmap {
             data,
             objects,
             types,
-            entries,
-            by_position,
-            hash_cache_at,
+            entries: entries.list,
+            by_position: entries.by_position,
+            hash_cache_at: sections.hash_cache_at,
             decoded: Mutex::new(HashMap::new()),
         })
     }
@@ -307,4 +206,191 @@ impl PackBitmap {
         }
         Ok(current.expect("the chain has at least its own entry"))
     }
+}
+
+/// The error for a bitmap file that is not what it should be.
+fn corrupt(what: impl std::fmt::Display) -> OdbError {
+    OdbError::Pack(format!("corrupt bitmap: {what}"))
+}
+
+/// A bitmap file's header, checked, with its trailing checksum.
+struct Header {
+    flags: u16,
+    entry_count: usize,
+    /// Its length: where the type bitmaps start.
+    len: usize,
+    /// Where the trailing checksum starts.
+    body_end: usize,
+}
+
+impl Header {
+    /// Reads and checks the header of `bytes`, and that the file ends with
+    /// the checksum of the rest and belongs to the pack `checksum` names.
+    fn read(bytes: &[u8], checksum: &ObjectId) -> Result<Header, OdbError> {
+        let format = checksum.format();
+        let hash_len = format.raw_len();
+        let len = 12 + hash_len;
+        if bytes.len() < len + hash_len {
+            return Err(corrupt("too short"));
+        }
+        if &bytes[..4] != b"BITM" {
+            return Err(corrupt("no BITM signature"));
+        }
+        let version = u16::from_be_bytes([bytes[4], bytes[5]]);
+        if version != 1 {
+            return Err(corrupt(format_args!("unsupported version {version}")));
+        }
+        let flags = u16::from_be_bytes([bytes[6], bytes[7]]);
+        if flags & FULL_DAG == 0 {
+            return Err(corrupt("not a full-closure bitmap"));
+        }
+        let entry_count = u32::from_be_bytes(bytes[8..12].try_into().expect("four bytes")) as usize;
+        if &bytes[12..len] != checksum.as_bytes() {
+            return Err(corrupt("it belongs to another pack"));
+        }
+        let body_end = bytes.len() - hash_len;
+        let mut hasher = gix_hash::hasher(format.gix_kind());
+        hasher.update(&bytes[..body_end]);
+        let computed = hasher
+            .try_finalize()
+            .map_err(|e| corrupt(format_args!("cannot hash it: {e}")))?;
+        if computed.as_slice() != &bytes[body_end..] {
+            return Err(corrupt("its trailing checksum does not match"));
+        }
+        Ok(Header {
+            flags,
+            entry_count,
+            len,
+            body_end,
+        })
+    }
+}
+
+/// Where the optional sections at the end of a bitmap file are, found from
+/// the back.
+struct EndSections {
+    /// Where the name-hash cache starts, if the file has one.
+    hash_cache_at: Option<usize>,
+    /// Where the entries must end: the first end section, or the checksum.
+    entries_end: usize,
+}
+
+impl EndSections {
+    fn find(header: &Header, objects: u32) -> Result<EndSections, OdbError> {
+        let mut tail = header.body_end;
+        let hash_cache_at = if header.flags & HASH_CACHE != 0 {
+            tail = tail
+                .checked_sub(objects as usize * 4)
+                .ok_or_else(|| corrupt("too short for its name-hash cache"))?;
+            Some(tail)
+        } else {
+            None
+        };
+        if header.flags & LOOKUP_TABLE != 0 {
+            tail = tail
+                .checked_sub(header.entry_count * 16)
+                .ok_or_else(|| corrupt("too short for its lookup table"))?;
+        }
+        if tail < header.len {
+            return Err(corrupt("too short"));
+        }
+        Ok(EndSections {
+            hash_cache_at,
+            entries_end: tail,
+        })
+    }
+}
+
+/// Reads the four type bitmaps starting at `at` and checks that they give
+/// each of the `objects` objects exactly one type; where they end.
+fn read_type_bitmaps(
+    bytes: &[u8],
+    mut at: usize,
+    entries_end: usize,
+    objects: u32,
+) -> Result<([Bitmap; 4], usize), OdbError> {
+    let mut types: [Bitmap; 4] = Default::default();
+    for (n, name) in ["commits", "trees", "blobs", "tags"].iter().enumerate() {
+        let (bitmap, _, len) = ewah::decode(&bytes[at..entries_end])
+            .map_err(|e| corrupt(format_args!("the {name} type bitmap: {e}")))?;
+        if bitmap.bit_len() > objects as usize {
+            return Err(corrupt(format_args!(
+                "the {name} type bitmap has more bits than objects"
+            )));
+        }
+        types[n] = bitmap;
+        at += len;
+    }
+    let mut union = Bitmap::new();
+    for (n, bitmap) in types.iter().enumerate() {
+        for other in &types[n + 1..] {
+            let mut both = bitmap.clone();
+            both.and_assign(other);
+            if !both.is_empty() {
+                return Err(corrupt("an object has two types"));
+            }
+        }
+        union.or_assign(bitmap);
+    }
+    if union != Bitmap::full(objects as usize) {
+        return Err(corrupt("the type bitmaps do not cover the pack"));
+    }
+    Ok((types, at))
+}
+
+/// The entries of a bitmap file, read and bounds-checked (their EWAH
+/// streams only measured).
+struct Entries {
+    /// By number, in the file's order.
+    list: Vec<Entry>,
+    /// Entry number by the index position of its commit.
+    by_position: HashMap<u32, usize>,
+    /// Where the last one ends.
+    end: usize,
+}
+
+/// Reads the `entry_count` entries from `span` of `bytes`.
+fn read_entries(
+    bytes: &[u8],
+    span: std::ops::Range<usize>,
+    entry_count: usize,
+    objects: u32,
+) -> Result<Entries, OdbError> {
+    let (mut at, end) = (span.start, span.end);
+    let mut entries = Vec::with_capacity(entry_count.min(1 << 20));
+    let mut by_position = HashMap::with_capacity(entry_count.min(1 << 20));
+    for n in 0..entry_count {
+        let head = bytes
+            .get(at..at + 6)
+            .filter(|_| at + 6 <= end)
+            .ok_or_else(|| corrupt(format_args!("entry {n} is truncated")))?;
+        let position = u32::from_be_bytes(head[..4].try_into().expect("four bytes"));
+        let xor_offset = head[4] as usize;
+        if position >= objects {
+            return Err(corrupt(format_args!(
+                "entry {n} names object {position} of {objects}"
+            )));
+        }
+        if xor_offset > n || xor_offset > MAX_XOR_OFFSET {
+            return Err(corrupt(format_args!(
+                "entry {n} is XORed with a missing entry"
+            )));
+        }
+        let ewah_at = at + 6;
+        let len = ewah::stream_len(&bytes[ewah_at..end])
+            .map_err(|e| corrupt(format_args!("entry {n}: {e}")))?;
+        at = ewah_at + len;
+        if by_position.insert(position, n).is_some() {
+            return Err(corrupt(format_args!("two entries for object {position}")));
+        }
+        entries.push(Entry {
+            xor_base: (xor_offset > 0).then(|| n - xor_offset),
+            ewah_at,
+        });
+    }
+    Ok(Entries {
+        list: entries,
+        by_position,
+        end: at,
+    })
 }

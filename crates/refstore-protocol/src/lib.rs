@@ -1,5 +1,9 @@
-//! Git's wire protocol: buffered pkt-line I/O, upload-pack (protocol v0 and
-//! v2) and receive-pack, independent of the transport that carries them.
+//! Git's wire protocol, independent of the transport that carries it:
+//! pkt-line I/O ([`pkt_line`]), upload-pack (protocol v0, v1 and v2) with
+//! its pack cache ([`upload_pack`], [`pack_cache`]), receive-pack
+//! ([`receive_pack`]), the limits every transport applies ([`limits`]),
+//! and the repository opened for serving, with the steps a deployment adds
+//! around a push's objects and a fetch's wants ([`repository`]).
 #![deny(missing_docs, unsafe_code)]
 
 #[doc(hidden)]

@@ -1,8 +1,8 @@
 //! The opened repository: where it is, its configuration, and its ref
 //! store and object database, each opened once and on first use.
 //!
-//! A path a client names resolves as git resolves it for `git upload-pack
-//! <dir>`: `<dir>/.git`, then `<dir>`, then `<dir>.git`
+//! A path a client names resolves as git resolves it for
+//! `git upload-pack <dir>`: `<dir>/.git`, then `<dir>`, then `<dir>.git`
 //! ([`Repository::open`]); commands that discover their repository as git
 //! does (`-C`, `--git-dir`, `GIT_DIR`) open what they found
 //! ([`Repository::open_location`]).

@@ -1,4 +1,6 @@
-//! Who may push: HTTP basic credentials checked against a credentials file.
+//! Who a client is over HTTP: Basic credentials checked against the
+//! credentials file (`--credentials`). A push always needs such a user;
+//! with `--access` rules, reads and the admin endpoint may too.
 //!
 //! The file holds one `user:secret` line per user, where the secret is
 //! either a bcrypt hash as `htpasswd -B` writes it (`$2y$...`, `$2b$...`,

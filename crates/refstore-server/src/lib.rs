@@ -1,6 +1,15 @@
-//! Transports for the wire protocol: stdio (for ssh and `file://`), smart
-//! HTTP and a built-in SSH server, with authentication, path confinement
-//! and access logging.
+//! The network server of `refstore serve`: smart HTTP and HTTPS
+//! ([`http`]) and a built-in SSH server ([`ssh`]), and what they share:
+//! logins and access rules, path confinement, limits and turns to run
+//! services, access logs and metrics, background maintenance after
+//! pushes, graceful shutdown, the replication endpoint of a cluster's
+//! nodes, and the catalog of servable repositories with its admin
+//! endpoint.
+//!
+//! Serving over standard input and output, as sshd and git's `file://`
+//! transport run a service, is not here: `refstore upload-pack` and
+//! `refstore receive-pack` (refstore-cli) call [`refstore_protocol`]
+//! directly.
 #![deny(missing_docs, unsafe_code)]
 
 pub mod access;

@@ -111,26 +111,51 @@ fn latency() -> Histogram {
 /// The server's series.
 pub struct Metrics {
     registry: Registry,
+    clients: ClientSeries,
+    pushes: PushSeries,
+    packs: PackSeries,
+    cluster: ClusterSeries,
+    pack_cache: PackCacheSeries,
+    etcd: etcd::EtcdMetrics,
+}
+
+/// What clients ask and move: requests, bytes, connections, refusals.
+struct ClientSeries {
     requests: Family<RequestLabels, Counter>,
     request_seconds: HistogramFamily<ServiceLabels>,
     bytes_sent: Family<TransportLabels, Counter>,
     bytes_received: Family<TransportLabels, Counter>,
     connections: Family<TransportLabels, Gauge>,
     rejected: Family<ReasonLabels, Counter>,
+}
+
+/// Pushes and the durable writes they make.
+struct PushSeries {
     pushes: Counter,
     refs_updated: Counter,
     transaction_seconds: Histogram,
     flush_seconds: HistogramFamily<MechanismLabels>,
-    pack_objects_sent: Counter,
-    pack_bytes_sent: Counter,
+}
+
+/// Packs sent to fetches.
+struct PackSeries {
+    objects_sent: Counter,
+    bytes_sent: Counter,
+}
+
+/// A cluster node's reads and the copies of its packs.
+struct ClusterSeries {
     stale_reads: Counter,
     packs_below_copies: Gauge,
     repair_packs_copied: Counter,
-    pack_cache_lookups: Family<OutcomeLabels, Counter>,
-    pack_cache_served_bytes: Counter,
-    pack_cache_evictions: Counter,
-    pack_cache_evicted_bytes: Counter,
-    etcd: etcd::EtcdMetrics,
+}
+
+/// The pack cache: lookups, what it served, what it evicted.
+struct PackCacheSeries {
+    lookups: Family<OutcomeLabels, Counter>,
+    served_bytes: Counter,
+    evictions: Counter,
+    evicted_bytes: Counter,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
@@ -153,8 +178,103 @@ impl Default for Metrics {
 impl Metrics {
     /// Every series, at zero.
     pub fn new() -> Metrics {
-        let mut root = Registry::default();
-        let registry = root.sub_registry_with_prefix("refstore");
+        let mut registry = Registry::default();
+        let prefixed = registry.sub_registry_with_prefix("refstore");
+        let clients = ClientSeries::register(prefixed);
+        let pushes = PushSeries::register(prefixed);
+        let packs = PackSeries::register(prefixed);
+        let cluster = ClusterSeries::register(prefixed);
+        let pack_cache = PackCacheSeries::register(prefixed);
+        let etcd = etcd::EtcdMetrics::register(prefixed);
+        Metrics {
+            registry,
+            clients,
+            pushes,
+            packs,
+            cluster,
+            pack_cache,
+            etcd,
+        }
+    }
+
+    /// Makes `metrics` the process's observer of storage and protocol
+    /// reports (the first installed stays).
+    pub fn install(metrics: &Arc<Metrics>) {
+        refstore_fs::observe::install(metrics.clone());
+    }
+
+    /// A request answered with `status` (HTTP's; over SSH 200 for a
+    /// service that succeeded, 500 for one that failed, or the status of
+    /// the matching HTTP refusal) after `took`.
+    pub fn request(
+        &self,
+        transport: Transport,
+        service: &'static str,
+        status: u16,
+        took: Duration,
+    ) {
+        let transport = transport.name();
+        self.clients
+            .requests
+            .get_or_create(&RequestLabels {
+                transport,
+                service,
+                status,
+            })
+            .inc();
+        self.clients
+            .request_seconds
+            .get_or_create(&ServiceLabels { transport, service })
+            .observe(took.as_secs_f64());
+    }
+
+    /// Bytes moved over a connection.
+    pub fn transferred(&self, transport: Transport, sent: u64, received: u64) {
+        let labels = TransportLabels {
+            transport: transport.name(),
+        };
+        self.clients.bytes_sent.get_or_create(&labels).inc_by(sent);
+        self.clients
+            .bytes_received
+            .get_or_create(&labels)
+            .inc_by(received);
+    }
+
+    /// A request or connection turned away.
+    pub fn rejected(&self, reason: Rejection) {
+        self.clients
+            .rejected
+            .get_or_create(&ReasonLabels {
+                reason: reason.name(),
+            })
+            .inc();
+    }
+
+    /// Counts a connection as open until the returned guard is dropped.
+    pub fn connection(self: &Arc<Self>, transport: Transport) -> ConnectionGuard {
+        let gauge = self
+            .clients
+            .connections
+            .get_or_create(&TransportLabels {
+                transport: transport.name(),
+            })
+            .clone();
+        gauge.inc();
+        ConnectionGuard(gauge)
+    }
+
+    /// The exposition text of every series (Prometheus/OpenMetrics text
+    /// format, ending with `# EOF`).
+    pub fn encode(&self) -> String {
+        let mut out = String::new();
+        prometheus_client::encoding::text::encode(&mut out, &self.registry)
+            .expect("writing to a String cannot fail");
+        out
+    }
+}
+
+impl ClientSeries {
+    fn register(registry: &mut Registry) -> ClientSeries {
         let requests = Family::<RequestLabels, Counter>::default();
         registry.register(
             "requests",
@@ -194,6 +314,19 @@ impl Metrics {
             "Requests and connections turned away, by reason",
             rejected.clone(),
         );
+        ClientSeries {
+            requests,
+            request_seconds,
+            bytes_sent,
+            bytes_received,
+            connections,
+            rejected,
+        }
+    }
+}
+
+impl PushSeries {
+    fn register(registry: &mut Registry) -> PushSeries {
         let pushes = Counter::default();
         registry.register("pushes", "Pushes that updated refs", pushes.clone());
         let refs_updated = Counter::default();
@@ -214,18 +347,34 @@ impl Metrics {
             "Time of one flush point, by mechanism",
             flush_seconds.clone(),
         );
-        let pack_objects_sent = Counter::default();
+        PushSeries {
+            pushes,
+            refs_updated,
+            transaction_seconds,
+            flush_seconds,
+        }
+    }
+}
+
+impl PackSeries {
+    fn register(registry: &mut Registry) -> PackSeries {
+        let objects_sent = Counter::default();
         registry.register(
             "pack_objects_sent",
             "Objects sent in packs",
-            pack_objects_sent.clone(),
+            objects_sent.clone(),
         );
-        let pack_bytes_sent = Counter::default();
-        registry.register(
-            "pack_sent_bytes",
-            "Bytes of packs sent",
-            pack_bytes_sent.clone(),
-        );
+        let bytes_sent = Counter::default();
+        registry.register("pack_sent_bytes", "Bytes of packs sent", bytes_sent.clone());
+        PackSeries {
+            objects_sent,
+            bytes_sent,
+        }
+    }
+}
+
+impl ClusterSeries {
+    fn register(registry: &mut Registry) -> ClusterSeries {
         let stale_reads = Counter::default();
         registry.register(
             "cluster_stale_reads",
@@ -244,122 +393,46 @@ impl Metrics {
             "Packs this cluster node sent to members lacking them to restore object_copies",
             repair_packs_copied.clone(),
         );
-        let pack_cache_lookups = Family::<OutcomeLabels, Counter>::default();
-        registry.register(
-            "pack_cache_lookups",
-            "Fetches that looked their pack up in the pack cache, by outcome: hit, follow (an entry being written), miss, corrupt",
-            pack_cache_lookups.clone(),
-        );
-        let pack_cache_served_bytes = Counter::default();
-        registry.register(
-            "pack_cache_served_bytes",
-            "Bytes of packs sent from the pack cache",
-            pack_cache_served_bytes.clone(),
-        );
-        let pack_cache_evictions = Counter::default();
-        registry.register(
-            "pack_cache_evictions",
-            "Pack cache entries removed by its size or age bound",
-            pack_cache_evictions.clone(),
-        );
-        let pack_cache_evicted_bytes = Counter::default();
-        registry.register(
-            "pack_cache_evicted_bytes",
-            "Bytes of pack cache entries removed by its size or age bound",
-            pack_cache_evicted_bytes.clone(),
-        );
-        let etcd = etcd::EtcdMetrics::register(registry);
-        Metrics {
-            registry: root,
-            etcd,
-            pack_cache_lookups,
-            pack_cache_served_bytes,
-            pack_cache_evictions,
-            pack_cache_evicted_bytes,
-            requests,
-            request_seconds,
-            bytes_sent,
-            bytes_received,
-            connections,
-            rejected,
-            pushes,
-            refs_updated,
-            transaction_seconds,
-            flush_seconds,
-            pack_objects_sent,
-            pack_bytes_sent,
+        ClusterSeries {
             stale_reads,
             packs_below_copies,
             repair_packs_copied,
         }
     }
+}
 
-    /// Makes `metrics` the process's observer of storage and protocol
-    /// reports (the first installed stays).
-    pub fn install(metrics: &Arc<Metrics>) {
-        refstore_fs::observe::install(metrics.clone());
-    }
-
-    /// A request answered with `status` (HTTP's; over SSH 200 for a
-    /// service that succeeded, 500 for one that failed, or the status of
-    /// the matching HTTP refusal) after `took`.
-    pub fn request(
-        &self,
-        transport: Transport,
-        service: &'static str,
-        status: u16,
-        took: Duration,
-    ) {
-        let transport = transport.name();
-        self.requests
-            .get_or_create(&RequestLabels {
-                transport,
-                service,
-                status,
-            })
-            .inc();
-        self.request_seconds
-            .get_or_create(&ServiceLabels { transport, service })
-            .observe(took.as_secs_f64());
-    }
-
-    /// Bytes moved over a connection.
-    pub fn transferred(&self, transport: Transport, sent: u64, received: u64) {
-        let labels = TransportLabels {
-            transport: transport.name(),
-        };
-        self.bytes_sent.get_or_create(&labels).inc_by(sent);
-        self.bytes_received.get_or_create(&labels).inc_by(received);
-    }
-
-    /// A request or connection turned away.
-    pub fn rejected(&self, reason: Rejection) {
-        self.rejected
-            .get_or_create(&ReasonLabels {
-                reason: reason.name(),
-            })
-            .inc();
-    }
-
-    /// Counts a connection as open until the returned guard is dropped.
-    pub fn connection(self: &Arc<Self>, transport: Transport) -> ConnectionGuard {
-        let gauge = self
-            .connections
-            .get_or_create(&TransportLabels {
-                transport: transport.name(),
-            })
-            .clone();
-        gauge.inc();
-        ConnectionGuard(gauge)
-    }
-
-    /// The exposition text of every series (Prometheus/OpenMetrics text
-    /// format, ending with `# EOF`).
-    pub fn encode(&self) -> String {
-        let mut out = String::new();
-        prometheus_client::encoding::text::encode(&mut out, &self.registry)
-            .expect("writing to a String cannot fail");
-        out
+impl PackCacheSeries {
+    fn register(registry: &mut Registry) -> PackCacheSeries {
+        let lookups = Family::<OutcomeLabels, Counter>::default();
+        registry.register(
+            "pack_cache_lookups",
+            "Fetches that looked their pack up in the pack cache, by outcome: hit, follow (an entry being written), miss, corrupt",
+            lookups.clone(),
+        );
+        let served_bytes = Counter::default();
+        registry.register(
+            "pack_cache_served_bytes",
+            "Bytes of packs sent from the pack cache",
+            served_bytes.clone(),
+        );
+        let evictions = Counter::default();
+        registry.register(
+            "pack_cache_evictions",
+            "Pack cache entries removed by its size or age bound",
+            evictions.clone(),
+        );
+        let evicted_bytes = Counter::default();
+        registry.register(
+            "pack_cache_evicted_bytes",
+            "Bytes of pack cache entries removed by its size or age bound",
+            evicted_bytes.clone(),
+        );
+        PackCacheSeries {
+            lookups,
+            served_bytes,
+            evictions,
+            evicted_bytes,
+        }
     }
 }
 
@@ -375,50 +448,53 @@ impl Drop for ConnectionGuard {
 
 impl refstore_fs::observe::Observer for Metrics {
     fn flushed(&self, mechanism: &'static str, took: Duration) {
-        self.flush_seconds
+        self.pushes
+            .flush_seconds
             .get_or_create(&MechanismLabels { mechanism })
             .observe(took.as_secs_f64());
     }
 
     fn transaction_committed(&self, _refs: usize, took: Duration) {
-        self.transaction_seconds.observe(took.as_secs_f64());
+        self.pushes.transaction_seconds.observe(took.as_secs_f64());
     }
 
     fn pack_sent(&self, objects: u64, bytes: u64) {
-        self.pack_objects_sent.inc_by(objects);
-        self.pack_bytes_sent.inc_by(bytes);
+        self.packs.objects_sent.inc_by(objects);
+        self.packs.bytes_sent.inc_by(bytes);
     }
 
     fn pack_cache_lookup(&self, outcome: &'static str) {
-        self.pack_cache_lookups
+        self.pack_cache
+            .lookups
             .get_or_create(&OutcomeLabels { outcome })
             .inc();
     }
 
     fn pack_cache_served(&self, bytes: u64) {
-        self.pack_cache_served_bytes.inc_by(bytes);
+        self.pack_cache.served_bytes.inc_by(bytes);
     }
 
     fn pack_cache_evicted(&self, entries: u64, bytes: u64) {
-        self.pack_cache_evictions.inc_by(entries);
-        self.pack_cache_evicted_bytes.inc_by(bytes);
+        self.pack_cache.evictions.inc_by(entries);
+        self.pack_cache.evicted_bytes.inc_by(bytes);
     }
 
     fn push_received(&self, refs_updated: usize) {
         if refs_updated > 0 {
-            self.pushes.inc();
-            self.refs_updated.inc_by(refs_updated as u64);
+            self.pushes.pushes.inc();
+            self.pushes.refs_updated.inc_by(refs_updated as u64);
         }
     }
 
     fn stale_read(&self) {
-        self.stale_reads.inc();
+        self.cluster.stale_reads.inc();
     }
 
     fn copies_checked(&self, still_below: u64, copied: u64) {
-        self.packs_below_copies
+        self.cluster
+            .packs_below_copies
             .set(i64::try_from(still_below).unwrap_or(i64::MAX));
-        self.repair_packs_copied.inc_by(copied);
+        self.cluster.repair_packs_copied.inc_by(copied);
     }
 
     fn etcd_round(&self, leads: bool, revision: i64) {

@@ -5,10 +5,10 @@ mod format;
 
 use crate::context::{Fatal, Globals};
 use format::{Atom, Fields, Objects, Piece};
-use refstore_refs::value::Target;
-use refstore_refs::{ObjectId, RefName};
+use refstore_refs::value::{Ref, Target};
+use refstore_refs::{Backend, ObjectId, RefName};
 use std::cmp::Ordering;
-use std::collections::HashSet;
+use std::collections::{BTreeSet, HashSet};
 use std::io::Write;
 
 use super::update_ref::parse_value;
@@ -53,59 +53,29 @@ fn usage_error(message: &str) -> Result<u8, Fatal> {
     Ok(129)
 }
 
+/// What the command line asks to be shown, and how.
+struct Wanted {
+    pieces: Vec<Piece>,
+    /// The sort keys, the one that sorts first first.
+    keys: Vec<SortKey>,
+    count: usize,
+    points_at: Option<ObjectId>,
+}
+
 /// Runs `for-each-ref`.
 pub fn run(args: Args, globals: &Globals) -> Result<u8, Fatal> {
     let repo = globals.open_repo()?;
     let store = repo.refs().map_err(Fatal::new)?;
     let backend = &*store;
-    let format_text = args
-        .format
-        .as_deref()
-        .unwrap_or("%(objectname) %(objecttype)\t%(refname)");
-    let pieces = match format::parse(format_text) {
-        Ok(pieces) => pieces,
-        Err(e) if e.usage => return usage_error(&e.message),
-        Err(e) => return Err(Fatal::new(e.message)),
+    let wanted = match parse_args(&args, backend)? {
+        Ok(wanted) => wanted,
+        Err(usage) => return usage_error(&usage),
     };
-    let mut keys = Vec::new();
-    for key in args.sort.iter().rev() {
-        let (descending, field) = match key.strip_prefix('-') {
-            Some(field) => (true, field),
-            None => (false, key.as_str()),
-        };
-        let atom = format::parse_atom(field).map_err(|e| Fatal::new(e.message))?;
-        keys.push(SortKey { atom, descending });
-    }
-    let count = match args.count.as_deref().map(str::parse::<usize>) {
-        None => usize::MAX,
-        Some(Ok(n)) if n > 0 => n,
-        Some(Ok(_)) => usize::MAX,
-        Some(Err(_)) => {
-            let given = args.count.as_deref().unwrap_or_default();
-            return usage_error(&format!("invalid --count argument: `{given}'"));
-        }
-    };
-    let points_at = match &args.points_at {
-        None => None,
-        Some(object) => match parse_value(backend, object) {
-            Some(id) => Some(id),
-            None => return usage_error(&format!("malformed object name '{object}'")),
-        },
-    };
-
     let objects = RepoObjects {
         odb: super::objects::open(&repo)?,
     };
-    // A reftable's object index names the refs whose value or peeled
-    // value is the object, so only those need an object read. A tag can
-    // also sit inside a chain of tags, where the index does not see it:
-    // the index serves only objects that are not tags.
-    let indexed = match (&points_at, backend.as_reftable()) {
-        (Some(want), Some(reftable)) if objects.kind(want) != Some("tag") => {
-            Some(reftable.names_for_object(want).map_err(Fatal::new)?)
-        }
-        _ => None,
-    };
+    let points_at = wanted.points_at.as_ref();
+    let indexed = indexed_names(backend, points_at, &objects)?;
     let listing = backend
         .list(&listing_prefix(&args.patterns))
         .map_err(Fatal::new)?;
@@ -117,40 +87,17 @@ pub fn run(args: Args, globals: &Globals) -> Result<u8, Fatal> {
         .iter()
         .map(|r| r.name.as_bytes().to_vec())
         .collect();
-    let mut entries = Vec::new();
-    for r in listing.refs {
-        if !args.patterns.is_empty() && !args.patterns.iter().any(|p| matches(p, &r.name)) {
-            continue;
-        }
-        // A symbolic ref is shown with the object it resolves to; one that
-        // resolves to nothing is skipped, as git does.
-        let (id, symref) = match r.target {
-            Target::Object(id) => (id, None),
-            Target::Symbolic(to) => {
-                match backend.resolve(&r.name).ok().flatten().and_then(|x| x.id) {
-                    Some(id) => (id, Some(to)),
-                    None => continue,
-                }
-            }
-        };
-        if let Some(want) = &points_at {
-            let in_index = symref.is_some()
-                || indexed
-                    .as_ref()
-                    .is_none_or(|names| names.contains(r.name.as_bytes()));
-            if !in_index || (id != *want && objects.tagged(&id).as_ref() != Some(want)) {
-                continue;
-            }
-        }
-        entries.push(Entry {
-            name: r.name,
-            id,
-            symref,
-        });
-    }
+    let mut entries = select(
+        backend,
+        listing.refs,
+        &args.patterns,
+        points_at,
+        indexed.as_ref(),
+        &objects,
+    )?;
 
     let head = match backend.read(&RefName::new("HEAD").expect("valid")) {
-        Ok(Some(refstore_refs::value::Ref {
+        Ok(Some(Ref {
             target: Target::Symbolic(t),
             ..
         })) => Some(t),
@@ -175,40 +122,164 @@ pub fn run(args: Args, globals: &Globals) -> Result<u8, Fatal> {
         };
         format::render_atom(atom, &fields, &objects, &shorten)
     };
+    sort(&mut entries, &wanted.keys, &render);
+    write_lines(
+        &entries[..entries.len().min(wanted.count)],
+        &wanted.pieces,
+        &render,
+    )?;
+    Ok(0)
+}
 
-    if !keys.is_empty() {
-        entries.sort_by(|a, b| {
-            for key in &keys {
-                let order = render(&key.atom, a).cmp(&render(&key.atom, b));
-                let order = if key.descending {
-                    order.reverse()
-                } else {
-                    order
-                };
-                if order != Ordering::Equal {
-                    return order;
+/// Reads the format, the sort keys, the count and `--points-at`; a
+/// mistake the usage answers is given as its message.
+fn parse_args(args: &Args, backend: &dyn Backend) -> Result<Result<Wanted, String>, Fatal> {
+    let format_text = args
+        .format
+        .as_deref()
+        .unwrap_or("%(objectname) %(objecttype)\t%(refname)");
+    let pieces = match format::parse(format_text) {
+        Ok(pieces) => pieces,
+        Err(e) if e.usage => return Ok(Err(e.message)),
+        Err(e) => return Err(Fatal::new(e.message)),
+    };
+    let mut keys = Vec::new();
+    for key in args.sort.iter().rev() {
+        let (descending, field) = match key.strip_prefix('-') {
+            Some(field) => (true, field),
+            None => (false, key.as_str()),
+        };
+        let atom = format::parse_atom(field).map_err(|e| Fatal::new(e.message))?;
+        keys.push(SortKey { atom, descending });
+    }
+    let count = match args.count.as_deref().map(str::parse::<usize>) {
+        None => usize::MAX,
+        Some(Ok(n)) if n > 0 => n,
+        Some(Ok(_)) => usize::MAX,
+        Some(Err(_)) => {
+            let given = args.count.as_deref().unwrap_or_default();
+            return Ok(Err(format!("invalid --count argument: `{given}'")));
+        }
+    };
+    let points_at = match &args.points_at {
+        None => None,
+        Some(object) => match parse_value(backend, object) {
+            Some(id) => Some(id),
+            None => return Ok(Err(format!("malformed object name '{object}'"))),
+        },
+    };
+    Ok(Ok(Wanted {
+        pieces,
+        keys,
+        count,
+        points_at,
+    }))
+}
+
+/// The names of the refs a reftable's object index holds for `points_at`,
+/// the only ones that may point at it; `None` when every ref must be
+/// looked at.
+fn indexed_names(
+    backend: &dyn Backend,
+    points_at: Option<&ObjectId>,
+    objects: &RepoObjects,
+) -> Result<Option<BTreeSet<Vec<u8>>>, Fatal> {
+    // The index names the refs whose value or peeled value is the object,
+    // so only those need an object read. A tag can also sit inside a
+    // chain of tags, where the index does not see it: the index serves
+    // only objects that are not tags.
+    Ok(match (points_at, backend.as_reftable()) {
+        (Some(want), Some(reftable)) if objects.kind(want) != Some("tag") => {
+            Some(reftable.names_for_object(want).map_err(Fatal::new)?)
+        }
+        _ => None,
+    })
+}
+
+/// The listed refs the patterns and `points_at` select, each with the
+/// object it resolves to; `indexed` as [`indexed_names`] gives it.
+fn select(
+    backend: &dyn Backend,
+    refs: Vec<Ref>,
+    patterns: &[String],
+    points_at: Option<&ObjectId>,
+    indexed: Option<&BTreeSet<Vec<u8>>>,
+    objects: &RepoObjects,
+) -> Result<Vec<Entry>, Fatal> {
+    let mut entries = Vec::new();
+    for r in refs {
+        if !patterns.is_empty() && !patterns.iter().any(|p| matches(p, &r.name)) {
+            continue;
+        }
+        // A symbolic ref is shown with the object it resolves to; one that
+        // resolves to nothing is skipped, as git does.
+        let (id, symref) = match r.target {
+            Target::Object(id) => (id, None),
+            Target::Symbolic(to) => {
+                match backend.resolve(&r.name).ok().flatten().and_then(|x| x.id) {
+                    Some(id) => (id, Some(to)),
+                    None => continue,
                 }
             }
-            a.name.cmp(&b.name)
+        };
+        if let Some(want) = points_at {
+            let in_index =
+                symref.is_some() || indexed.is_none_or(|names| names.contains(r.name.as_bytes()));
+            if !in_index || (id != *want && objects.tagged(&id).as_ref() != Some(want)) {
+                continue;
+            }
+        }
+        entries.push(Entry {
+            name: r.name,
+            id,
+            symref,
         });
     }
+    Ok(entries)
+}
 
+/// Sorts by the keys, then by name; without keys the listing's order
+/// (by name) stays.
+fn sort(entries: &mut [Entry], keys: &[SortKey], render: &dyn Fn(&Atom, &Entry) -> Vec<u8>) {
+    if keys.is_empty() {
+        return;
+    }
+    entries.sort_by(|a, b| {
+        for key in keys {
+            let order = render(&key.atom, a).cmp(&render(&key.atom, b));
+            let order = if key.descending {
+                order.reverse()
+            } else {
+                order
+            };
+            if order != Ordering::Equal {
+                return order;
+            }
+        }
+        a.name.cmp(&b.name)
+    });
+}
+
+/// Writes a line in the format for each entry to standard output.
+fn write_lines(
+    entries: &[Entry],
+    pieces: &[Piece],
+    render: &dyn Fn(&Atom, &Entry) -> Vec<u8>,
+) -> Result<(), Fatal> {
+    let failed = |e: std::io::Error| Fatal::new(format!("cannot write to standard output: {e}"));
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
-    for entry in entries.iter().take(count) {
+    for entry in entries {
         let mut line = Vec::new();
-        for piece in &pieces {
+        for piece in pieces {
             match piece {
                 Piece::Literal(text) => line.extend_from_slice(text),
                 Piece::Atom(atom) => line.extend(render(atom, entry)),
             }
         }
         line.push(b'\n');
-        out.write_all(&line)
-            .map_err(|e| Fatal::new(format!("cannot write to standard output: {e}")))?;
+        out.write_all(&line).map_err(failed)?;
     }
-    out.flush()
-        .map_err(|e| Fatal::new(format!("cannot write to standard output: {e}")))?;
-    Ok(0)
+    out.flush().map_err(failed)
 }
 
 /// git's pattern rule: the whole name, a leading part ending at a `/`, or

@@ -1,5 +1,7 @@
-//! `refstore serve`: smart HTTP, and SSH with `--ssh-listen`, for every
-//! repository below a directory.
+//! `refstore serve`: smart HTTP (HTTPS with `--tls-cert`), and SSH with
+//! `--ssh-listen`, for every repository below a directory (with
+//! `--cluster`, those the cluster holds), and the metrics and health
+//! listener with `--metrics-listen`.
 
 #[cfg(feature = "cluster")]
 mod catalog;
@@ -192,6 +194,30 @@ const PACK_CACHE_DIR: &str = ".refstore-pack-cache";
 pub fn run(args: Args, globals: &Globals) -> Result<u8, Fatal> {
     crate::allocator::few_arenas();
     init_logging(args.log_format);
+    let mut options = serve_options(&args, globals)?;
+    let drain_time = drain_time(&args)?;
+    open_pack_cache(&options, globals);
+    options.replication = replicate::replica(&args.replicate, globals)?;
+    if let Some(path) = &args.cluster {
+        join_cluster(&mut options, globals, &globals.cwd().join(path))?;
+    }
+    let reloads = read_login_files(&args, globals, &mut options)?;
+    let signal_error = |e| Fatal::new(format!("cannot handle signals: {e}"));
+    let signalled = refstore_server::shutdown::on_signals().map_err(signal_error)?;
+    // The transports stop accepting on this, once draining is over.
+    let shutdown =
+        refstore_server::shutdown::drain_on(signalled, options.health.clone(), drain_time)
+            .map_err(signal_error)?;
+    let hangup = refstore_server::shutdown::on_hangup().map_err(signal_error)?;
+    let ssh_keys = reloads.ssh_keys.as_ref().map(|(_, keys)| keys.clone());
+    reload_on_hangup(globals.vfs().clone(), hangup, reloads);
+    serve_until(&args, globals, options, ssh_keys.as_ref(), &shutdown)?;
+    Ok(0)
+}
+
+/// The options the command line gives directly: workers, connections,
+/// the timeout, request limits and configuration overrides.
+fn serve_options(args: &Args, globals: &Globals) -> Result<ServeOptions, Fatal> {
     let mut options = ServeOptions::new(globals.cwd().join(&args.root));
     options.workers = args.workers;
     options.maintenance_workers = args.maintenance_workers;
@@ -204,7 +230,6 @@ pub fn run(args: Args, globals: &Globals) -> Result<u8, Fatal> {
         )));
     }
     options.timeout = std::time::Duration::from_secs_f64(args.timeout);
-    let drain_time = drain_time(&args)?;
     options.allow_push = args.allow_push;
     options.limits = Limits {
         max_fetch_request: args.max_fetch_request,
@@ -215,7 +240,12 @@ pub fn run(args: Args, globals: &Globals) -> Result<u8, Fatal> {
         big_file_threshold: (args.big_file_threshold > 0).then_some(args.big_file_threshold),
     };
     options.config_overrides = globals.config_overrides().to_vec();
-    // Identical fetches (a CI system's clone storm) share one pack.
+    Ok(options)
+}
+
+/// Identical fetches (a CI system's clone storm) share one pack: the pack
+/// cache is on, below the served root unless configured elsewhere.
+fn open_pack_cache(options: &ServeOptions, globals: &Globals) {
     refstore_protocol::pack_cache::set_defaults(refstore_protocol::pack_cache::Defaults {
         enabled: true,
         path: Some(options.root.join(PACK_CACHE_DIR)),
@@ -223,26 +253,28 @@ pub fn run(args: Args, globals: &Globals) -> Result<u8, Fatal> {
     if let Ok(config) = refstore_fs::config::Config::load(None, &options.config_overrides) {
         refstore_protocol::pack_cache::open_at_start(globals.vfs().clone(), &config, &options.root);
     }
-    options.replication = replicate::replica(&args.replicate, globals)?;
-    if let Some(path) = &args.cluster {
-        join_cluster(&mut options, globals, &globals.cwd().join(path))?;
-    }
+}
+
+/// Reads the files that say who may log in and do what, and the TLS
+/// certificate, into `options`; gives them with their paths, for SIGHUP
+/// to read again. Refuses `--allow-push` when no one could log in.
+fn read_login_files(
+    args: &Args,
+    globals: &Globals,
+    options: &mut ServeOptions,
+) -> Result<Reloads, Fatal> {
+    let vfs = globals.vfs().as_ref();
     if let Some(path) = &args.credentials {
         let path = globals.cwd().join(path);
-        options.credentials = read_parsed(
-            globals.vfs().as_ref(),
-            &path,
-            "credentials",
-            Credentials::parse,
-        )
-        .map_err(Fatal::new)?;
+        options.credentials =
+            read_parsed(vfs, &path, "credentials", Credentials::parse).map_err(Fatal::new)?;
         for warning in options.credentials.warnings() {
             tracing::warn!("--credentials {}: {warning}", path.display());
         }
     }
     let access_file = args.access.as_ref().map(|path| globals.cwd().join(path));
     if let Some(path) = &access_file {
-        let rules = read_access(globals.vfs().as_ref(), path).map_err(Fatal::new)?;
+        let rules = read_access(vfs, path).map_err(Fatal::new)?;
         options.access = Some(Arc::new(Reloadable::new(rules)));
     }
     let keys_file = args
@@ -251,7 +283,7 @@ pub fn run(args: Args, globals: &Globals) -> Result<u8, Fatal> {
         .map(|path| globals.cwd().join(path));
     let ssh_keys = match &keys_file {
         Some(path) => Some(Arc::new(Reloadable::new(
-            read_authorized_keys(globals.vfs().as_ref(), path).map_err(Fatal::new)?,
+            read_authorized_keys(vfs, path).map_err(Fatal::new)?,
         ))),
         None => None,
     };
@@ -261,7 +293,7 @@ pub fn run(args: Args, globals: &Globals) -> Result<u8, Fatal> {
         _ => None,
     };
     if let Some(files) = &tls_files {
-        let config = read_tls(globals.vfs().as_ref(), files).map_err(Fatal::new)?;
+        let config = read_tls(vfs, files).map_err(Fatal::new)?;
         options.tls = Some(Arc::new(Reloadable::new(config)));
     }
     if args.allow_push && options.credentials.is_empty() && no_keys {
@@ -269,38 +301,31 @@ pub fn run(args: Args, globals: &Globals) -> Result<u8, Fatal> {
             "--allow-push needs --credentials <file> or --ssh-authorized-keys <file> with at least one user: pushes are always authenticated",
         ));
     }
-    let signalled = refstore_server::shutdown::on_signals()
-        .map_err(|e| Fatal::new(format!("cannot handle signals: {e}")))?;
-    // The transports stop accepting on this, once draining is over.
-    let shutdown =
-        refstore_server::shutdown::drain_on(signalled, options.health.clone(), drain_time)
-            .map_err(|e| Fatal::new(format!("cannot handle signals: {e}")))?;
+    Ok(Reloads {
+        access: access_file.zip(options.access.clone()),
+        tls: tls_files.zip(options.tls.clone()),
+        ssh_keys: keys_file.zip(ssh_keys),
+    })
+}
+
+/// Binds HTTP, SSH (if asked for) and the metrics listener (if asked
+/// for), serves until `shutdown`, and returns once all have stopped.
+fn serve_until(
+    args: &Args,
+    globals: &Globals,
+    options: ServeOptions,
+    ssh_keys: Option<&Arc<Reloadable<AuthorizedKeys>>>,
+    shutdown: &Arc<AtomicBool>,
+) -> Result<(), Fatal> {
     // The health listener outlives the transports: it answers `draining`
     // until the requests in flight are done.
     let transports_done = Arc::new(AtomicBool::new(false));
-    let hangup = refstore_server::shutdown::on_hangup()
-        .map_err(|e| Fatal::new(format!("cannot handle signals: {e}")))?;
-    reload_on_hangup(
-        globals.vfs().clone(),
-        hangup,
-        Reloads {
-            access: access_file.zip(options.access.clone()),
-            tls: tls_files.zip(options.tls.clone()),
-            ssh_keys: keys_file.zip(ssh_keys.clone()),
-        },
-    );
     let metrics = options.metrics.clone();
     let health = options.health.clone();
     let server =
         Server::bind(&args.listen, options.clone(), globals.vfs().clone()).map_err(Fatal::new)?;
-    replicate::start_repair(&args.replicate, &options, globals, &shutdown)?;
-    let ssh = bind_ssh(
-        &args,
-        globals,
-        options,
-        ssh_keys.as_ref(),
-        server.capacity(),
-    )?;
+    replicate::start_repair(&args.replicate, &options, globals, shutdown)?;
+    let ssh = bind_ssh(args, globals, options, ssh_keys, server.capacity())?;
     let endpoint = match &args.metrics_listen {
         Some(addr) => Some(start_metrics(addr, &metrics, &health, &transports_done)?),
         None => None,
@@ -321,7 +346,7 @@ pub fn run(args: Args, globals: &Globals) -> Result<u8, Fatal> {
             .spawn(move || ssh.run(&shutdown_ssh))
             .expect("starting a thread at startup")
     });
-    server.run(&shutdown);
+    server.run(shutdown);
     if let Some(ssh) = ssh {
         let _ = ssh.join();
     }
@@ -329,7 +354,7 @@ pub fn run(args: Args, globals: &Globals) -> Result<u8, Fatal> {
     if let Some(endpoint) = endpoint {
         endpoint.join();
     }
-    Ok(0)
+    Ok(())
 }
 
 /// `--drain-time`, or its default.

@@ -7,7 +7,7 @@
 //!
 //! The hook is called between [`Backend::prepare`] and the prepared
 //! transaction's commit, so the ref stores need no knowledge of hooks.
-//! Without the hook the transaction is committed in one call, as before.
+//! Without the hook the transaction is committed in one call.
 //!
 //! [`Backend::prepare`]: refstore_refs::backend::Backend::prepare
 

@@ -13,7 +13,7 @@
 //! the repository has them (`bitmap_walk.rs`), walked otherwise
 //! (`walk.rs`, commits from the commit-graph where it covers them),
 //! written inside side-band packets
-//! (`pack_output.rs`, `pack_writer.rs`): stored entries are copied without
+//! (`pack_output/`, `pack_writer.rs`): stored entries are copied without
 //! being inflated wherever they are valid in the new pack (a whole object,
 //! or a delta whose base is sent too), checked against their pack index's
 //! CRC32; other trees and blobs are compressed afresh, as deltas against

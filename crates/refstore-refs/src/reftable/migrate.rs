@@ -24,14 +24,15 @@ use super::log_record::{LogEntry, LogRecord, LogValue};
 use super::ref_record::{RefRecord, RefValue};
 use super::stack::{Records, Stack, StackError};
 use crate::files::{packed, reflog, FilesBackend};
-use crate::value::Target;
+use crate::value::{Ref, Target};
 use crate::{ObjectFormat, ObjectId, RefName};
 use refstore_fs::flush::{FlushBatch, FlushMethod};
 use refstore_fs::lock::LockFile;
-use refstore_fs::FileKind;
+use refstore_fs::{FileKind, Vfs};
 use std::collections::HashSet;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// What a migration moved (or would move, in a dry run).
@@ -104,7 +105,6 @@ pub fn files_to_reftable(
     progress: &dyn Progress,
 ) -> Result<Migrated, MigrateError> {
     let vfs = files.vfs().clone();
-    let format = files.object_format();
     let listing = files.list(b"")?;
     if !listing.broken.is_empty() {
         return Err(MigrateError::Broken(
@@ -112,18 +112,66 @@ pub fn files_to_reftable(
         ));
     }
     let head = RefName::new("HEAD").expect("valid");
-    let mut refs: Vec<crate::value::Ref> = files.read(&head)?.into_iter().collect();
+    let mut refs: Vec<Ref> = files.read(&head)?.into_iter().collect();
     refs.extend(listing.refs);
+    let logs = read_reflog_files(&vfs, git_dir, &refs, files.object_format(), progress)?;
+    let migrated = Migrated {
+        refs: refs.len(),
+        log_entries: logs.len(),
+    };
+    if dry_run {
+        return Ok(migrated);
+    }
+    // The refs take the last update index of the reflog entries (1, 2,
+    // ... per ref, oldest first), so every log key is unique.
+    let last = logs.iter().map(|l| l.update_index).max().unwrap_or(1);
+    let records = Records {
+        refs: refs.into_iter().map(|r| ref_record(r, last)).collect(),
+        logs,
+    };
 
-    // Each ref's reflog entries get update indexes 1, 2, ... oldest first;
-    // the refs themselves the last index, so every log key is unique.
+    // 1. The new stack, from scratch: a stack left by an interrupted
+    // migration was never switched to, so it holds nothing of value.
+    let dir = git_dir.join("reftable");
+    remove_tree(&vfs, &dir)?;
+    let mut batch =
+        FlushBatch::new(vfs.clone(), flush, git_dir).with_mechanism(options.batch_mechanism);
+    batch.create_dir_all(&dir)?;
+    batch.dir_changed(git_dir);
+    let mut stack = Stack::open(vfs.clone(), &dir)?;
+    let lock = stack.lock(options.lock_timeout)?;
+    stack.add_locked(lock, options.write, last, records, &mut batch)?;
+
+    // 2. The switch.
+    switch_config(&vfs, git_dir, config_for_reftable, &mut batch)?;
+
+    // 3. The files-format refs go; git's stubs take their place.
+    for gone in ["packed-refs", "logs/HEAD"] {
+        let _ = vfs.unlink(&git_dir.join(gone));
+    }
+    remove_tree(&vfs, &git_dir.join("logs/refs"))?;
+    remove_tree(&vfs, &git_dir.join("refs"))?;
+    vfs.mkdir(&git_dir.join("refs"))?;
+    write_reftable_stubs(&vfs, git_dir, &mut batch)?;
+    Ok(migrated)
+}
+
+/// The reflog entries of `refs` in the files format, as log records: each
+/// ref's entries get update indexes 1, 2, ... oldest first.
+fn read_reflog_files(
+    vfs: &Arc<dyn Vfs>,
+    git_dir: &Path,
+    refs: &[Ref],
+    format: ObjectFormat,
+    progress: &dyn Progress,
+) -> Result<Vec<LogRecord>, MigrateError> {
     // The reflogs that exist are found by walking `logs/` once: most refs
     // of a large repository have none, and looking each one up would cost
     // a failed open per ref.
-    let reflogs = reflog_names(&vfs, &git_dir.join("logs"))?;
+    let reflogs = reflog_names(vfs, &git_dir.join("logs"))?;
     let mut logs = Vec::new();
     progress.start(refs.len() as u64);
-    for r in &refs {
+    for r in refs {
         progress.advance(1);
         if !reflogs.contains(r.name.as_bytes()) {
             continue;
@@ -150,75 +198,65 @@ pub fn files_to_reftable(
             });
         }
     }
-    let migrated = Migrated {
-        refs: refs.len(),
-        log_entries: logs.len(),
-    };
-    if dry_run {
-        return Ok(migrated);
+    Ok(logs)
+}
+
+/// A ref as a reftable record at `update_index`.
+fn ref_record(r: Ref, update_index: u64) -> RefRecord {
+    RefRecord {
+        name: r.name.as_bytes().to_vec(),
+        update_index,
+        value: match (r.target, r.peeled) {
+            (Target::Object(target), Some(peeled)) => RefValue::Peeled { target, peeled },
+            (Target::Object(id), None) => RefValue::Object(id),
+            (Target::Symbolic(to), _) => RefValue::Symbolic(to.as_bytes().to_vec()),
+        },
     }
-    let last = logs.iter().map(|l| l.update_index).max().unwrap_or(1);
-    let records = Records {
-        refs: refs
-            .into_iter()
-            .map(|r| RefRecord {
-                name: r.name.as_bytes().to_vec(),
-                update_index: last,
-                value: match (r.target, r.peeled) {
-                    (Target::Object(target), Some(peeled)) => RefValue::Peeled { target, peeled },
-                    (Target::Object(id), None) => RefValue::Object(id),
-                    (Target::Symbolic(to), _) => RefValue::Symbolic(to.as_bytes().to_vec()),
-                },
-            })
-            .collect(),
-        logs,
-    };
+}
 
-    // 1. The new stack, from scratch: a stack left by an interrupted
-    // migration was never switched to, so it holds nothing of value.
-    let dir = git_dir.join("reftable");
-    remove_tree(&vfs, &dir)?;
-    let mut batch =
-        FlushBatch::new(vfs.clone(), flush, git_dir).with_mechanism(options.batch_mechanism);
-    batch.create_dir_all(&dir)?;
-    batch.dir_changed(git_dir);
-    let mut stack = Stack::open(vfs.clone(), &dir)?;
-    let lock = stack.lock(options.lock_timeout)?;
-    stack.add_locked(lock, options.write, last, records, &mut batch)?;
-
-    // 2. The switch.
+/// The switch between formats: `config` replaced, through `config.lock`,
+/// by `rewrite` of it, and made durable.
+fn switch_config(
+    vfs: &Arc<dyn Vfs>,
+    git_dir: &Path,
+    rewrite: fn(&[u8]) -> Vec<u8>,
+    batch: &mut FlushBatch,
+) -> Result<(), MigrateError> {
     let config_path = git_dir.join("config");
     let config = vfs.read(&config_path)?;
-    let mut lock = LockFile::acquire(&vfs, &config_path, Duration::from_millis(100))
+    let mut lock = LockFile::acquire(vfs, &config_path, Duration::from_millis(100))
         .map_err(|e| MigrateError::Locked(e.to_string()))?;
-    lock.write_all(&config_for_reftable(&config))?;
-    lock.stage(&mut batch)?;
+    lock.write_all(&rewrite(&config))?;
+    lock.stage(batch)?;
     batch.flush_files()?;
-    lock.commit(&mut batch)?;
+    lock.commit(batch)?;
     batch.flush_dirs()?;
+    Ok(())
+}
 
-    // 3. The files-format refs go; git's stubs take their place.
-    for gone in ["packed-refs", "logs/HEAD"] {
-        let _ = vfs.unlink(&git_dir.join(gone));
-    }
-    remove_tree(&vfs, &git_dir.join("logs/refs"))?;
-    remove_tree(&vfs, &git_dir.join("refs"))?;
-    vfs.mkdir(&git_dir.join("refs"))?;
+/// The files git writes in a reftable repository where a files-format
+/// reader would look for refs: `refs/heads` a file, and a `HEAD` naming
+/// `refs/heads/.invalid`.
+fn write_reftable_stubs(
+    vfs: &Arc<dyn Vfs>,
+    git_dir: &Path,
+    batch: &mut FlushBatch,
+) -> Result<(), MigrateError> {
     let stubs: [(&str, &[u8]); 2] = [
         ("refs/heads", b"this repository uses the reftable format\n"),
         ("HEAD", b"ref: refs/heads/.invalid\n"),
     ];
     for (name, content) in stubs {
-        let mut lock = LockFile::acquire(&vfs, git_dir.join(name), Duration::ZERO)
+        let mut lock = LockFile::acquire(vfs, git_dir.join(name), Duration::ZERO)
             .map_err(|e| MigrateError::Locked(e.to_string()))?;
         lock.write_all(content)?;
-        lock.stage(&mut batch)?;
+        lock.stage(batch)?;
         batch.flush_files()?;
-        lock.commit(&mut batch)?;
+        lock.commit(batch)?;
     }
     batch.dir_changed(&git_dir.join("refs"));
     batch.flush_dirs()?;
-    Ok(migrated)
+    Ok(())
 }
 
 /// Migrates the refs of `reftable` (a repository whose git directory and
@@ -234,29 +272,9 @@ pub fn reftable_to_files(
     let vfs = reftable.vfs().clone();
     let stack = reftable.stack()?;
     let head = RefName::new("HEAD").expect("valid");
-    let mut refs: Vec<crate::value::Ref> = reftable.read(&head)?.into_iter().collect();
+    let mut refs: Vec<Ref> = reftable.read(&head)?.into_iter().collect();
     refs.extend(reftable.list(b"")?.refs);
-    let merged = stack.merged();
-    let table_error = |error| crate::error::ReadError::Reftable {
-        path: stack.dir().to_owned(),
-        error,
-    };
-    // Newest first per name in the stack; oldest first in a reflog file.
-    let mut logs: Vec<(RefName, Vec<LogEntry>)> = Vec::new();
-    progress.start(refs.len() as u64);
-    for r in &refs {
-        progress.advance(1);
-        let mut entries = Vec::new();
-        for record in merged.logs_for(r.name.as_bytes()).map_err(table_error)? {
-            if let LogValue::Update(entry) = record.map_err(table_error)?.value {
-                entries.push(entry);
-            }
-        }
-        entries.reverse();
-        if !entries.is_empty() {
-            logs.push((r.name.clone(), entries));
-        }
-    }
+    let logs = read_stack_reflogs(&stack, &refs, progress)?;
     let migrated = Migrated {
         refs: refs.len(),
         log_entries: logs.iter().map(|(_, e)| e.len()).sum(),
@@ -275,34 +293,100 @@ pub fn reftable_to_files(
     for dir in ["refs/heads", "refs/tags"] {
         batch.create_dir_all(&git_dir.join(dir))?;
     }
+    let locks = stage_ref_files(&vfs, git_dir, refs, &head, &mut batch)?;
+    write_reflog_files(&vfs, git_dir, &logs, &mut batch)?;
+    batch.flush_files()?;
+    refstore_fs::lock::commit_all(locks, &mut batch)?;
+    batch.flush_dirs()?;
+
+    // 2. The switch.
+    switch_config(&vfs, git_dir, config_for_files, &mut batch)?;
+
+    // 3. The stack goes.
+    remove_tree(&vfs, &git_dir.join("reftable"))?;
+    batch.dir_changed(git_dir);
+    batch.flush_dirs()?;
+    Ok(migrated)
+}
+
+/// The reflog entries the stack holds for each of `refs`, oldest first
+/// (as a reflog file has them; the stack gives the newest first); refs
+/// without entries left out.
+fn read_stack_reflogs(
+    stack: &Stack,
+    refs: &[Ref],
+    progress: &dyn Progress,
+) -> Result<Vec<(RefName, Vec<LogEntry>)>, MigrateError> {
+    let merged = stack.merged();
+    let table_error = |error| crate::error::ReadError::Reftable {
+        path: stack.dir().to_owned(),
+        error,
+    };
+    let mut logs = Vec::new();
+    progress.start(refs.len() as u64);
+    for r in refs {
+        progress.advance(1);
+        let mut entries = Vec::new();
+        for record in merged.logs_for(r.name.as_bytes()).map_err(table_error)? {
+            if let LogValue::Update(entry) = record.map_err(table_error)?.value {
+                entries.push(entry);
+            }
+        }
+        entries.reverse();
+        if !entries.is_empty() {
+            logs.push((r.name.clone(), entries));
+        }
+    }
+    Ok(logs)
+}
+
+/// Stages the refs as files: `HEAD` and symbolic refs loose, every other
+/// ref in `packed-refs`; the locks to commit once they are durable.
+fn stage_ref_files(
+    vfs: &Arc<dyn Vfs>,
+    git_dir: &Path,
+    refs: Vec<Ref>,
+    head: &RefName,
+    batch: &mut FlushBatch,
+) -> Result<Vec<LockFile>, MigrateError> {
     let mut locks = Vec::new();
     let mut packed_refs = Vec::new();
-    for r in &refs {
-        match &r.target {
-            Target::Object(id) if r.name != head => {
-                packed_refs.push((r.name.clone(), *id, r.peeled));
+    for r in refs {
+        match r.target {
+            Target::Object(id) if r.name != *head => {
+                packed_refs.push((r.name, id, r.peeled));
                 continue;
             }
             _ => {}
         }
         let path = git_dir.join(path_of(&r.name));
         batch.create_dir_all(path.parent().expect("refs have a directory"))?;
-        let mut lock = LockFile::acquire(&vfs, &path, Duration::ZERO)
+        let mut lock = LockFile::acquire(vfs, &path, Duration::ZERO)
             .map_err(|e| MigrateError::Locked(e.to_string()))?;
         lock.write_all(&crate::files::loose::format(&r.target))?;
-        lock.stage(&mut batch)?;
+        lock.stage(batch)?;
         locks.push(lock);
     }
     // Refs the stack holds without a peeled value may still be tags: the
     // header claims nothing about them ("sorted" only).
     let mut packed_text = b"# pack-refs with: sorted \n".to_vec();
     packed_text.extend_from_slice(&packed::write(packed_refs)[packed::HEADER.len()..]);
-    let mut lock = LockFile::acquire(&vfs, git_dir.join("packed-refs"), Duration::ZERO)
+    let mut lock = LockFile::acquire(vfs, git_dir.join("packed-refs"), Duration::ZERO)
         .map_err(|e| MigrateError::Locked(e.to_string()))?;
     lock.write_all(&packed_text)?;
-    lock.stage(&mut batch)?;
+    lock.stage(batch)?;
     locks.push(lock);
-    for (name, entries) in &logs {
+    Ok(locks)
+}
+
+/// Writes and stages a reflog file under `logs/` for each ref of `logs`.
+fn write_reflog_files(
+    vfs: &Arc<dyn Vfs>,
+    git_dir: &Path,
+    logs: &[(RefName, Vec<LogEntry>)],
+    batch: &mut FlushBatch,
+) -> Result<(), MigrateError> {
+    for (name, entries) in logs {
         let path = git_dir.join("logs").join(path_of(name));
         let parent = path.parent().expect("logs have a directory");
         batch.create_dir_all(parent)?;
@@ -328,26 +412,7 @@ pub fn reftable_to_files(
         }
         batch.stage(file)?;
     }
-    batch.flush_files()?;
-    refstore_fs::lock::commit_all(locks, &mut batch)?;
-    batch.flush_dirs()?;
-
-    // 2. The switch.
-    let config_path = git_dir.join("config");
-    let config = vfs.read(&config_path)?;
-    let mut lock = LockFile::acquire(&vfs, &config_path, Duration::from_millis(100))
-        .map_err(|e| MigrateError::Locked(e.to_string()))?;
-    lock.write_all(&config_for_files(&config))?;
-    lock.stage(&mut batch)?;
-    batch.flush_files()?;
-    lock.commit(&mut batch)?;
-    batch.flush_dirs()?;
-
-    // 3. The stack goes.
-    remove_tree(&vfs, &git_dir.join("reftable"))?;
-    batch.dir_changed(git_dir);
-    batch.flush_dirs()?;
-    Ok(migrated)
+    Ok(())
 }
 
 /// `+hhmm` / `-hhmm` for minutes east of GMT.

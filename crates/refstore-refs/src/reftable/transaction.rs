@@ -196,33 +196,11 @@ impl ReftableBackend {
         update_index: u64,
     ) -> Result<(Records, Outcome), CommitError> {
         let mut outcome = Outcome::default();
-        let reject = |outcome: &mut Outcome, name: &RefName, reason: Rejection| {
-            plan::reject(tx, outcome, name, reason)
-        };
 
         // Resolve symbolic refs and reject duplicates.
         let mut reads = reads(stack, tx)?;
         let planned = plan::follow_symrefs(tx, &mut outcome, |name| reads.deref_target(name))?;
-
-        // Availability of every touched ref that does not exist yet, against
-        // the stack and the transaction's other refs, in input order.
-        let mut missing = Vec::new();
-        let affected: BTreeSet<RefName> = planned.iter().map(|p| p.target.clone()).collect();
-        for p in &planned {
-            if !p.target.is_root_ref() && reads.get(&p.target)?.is_none() {
-                missing.push(p.target.clone());
-            }
-        }
-        let mut existing = Existing {
-            stack,
-            cursor: None,
-            error: None,
-        };
-        let conflicts = availability::check(&missing, &affected, &mut existing);
-        if let Some(error) = existing.error {
-            return Err(error.into());
-        }
-        let mut blocked = availability::rejections(conflicts);
+        let mut blocked = unavailable(stack, &planned, &mut reads)?;
 
         // Check old values and build the records.
         let head = RefName::new("HEAD").expect("valid");
@@ -242,7 +220,7 @@ impl ReftableBackend {
         for p in planned {
             let update = &tx.updates[p.index];
             if let Some(reason) = blocked.remove(&p.target) {
-                reject(&mut outcome, &p.target, reason)?;
+                plan::reject(tx, &mut outcome, &p.target, reason)?;
                 continue;
             }
             let old = reads.get(&p.target)?.map(|r| r.target);
@@ -254,55 +232,10 @@ impl ReftableBackend {
                 None => None,
             };
             if let Err(reason) = update.expected.check(&old, old_id) {
-                reject(&mut outcome, &p.target, reason)?;
+                plan::reject(tx, &mut outcome, &p.target, reason)?;
                 continue;
             }
-            let old_or_null = old_id.unwrap_or(log.null);
-            let set = |builder: &mut Builder, value: RefValue| {
-                builder.refs.insert(
-                    p.target.as_bytes().to_vec(),
-                    RefRecord {
-                        name: p.target.as_bytes().to_vec(),
-                        update_index,
-                        value,
-                    },
-                );
-            };
-            match &update.change {
-                // Setting a ref to the value it has writes nothing and logs
-                // nothing for the ref; HEAD's reflog still records it when
-                // HEAD is involved, as in git.
-                Change::Set(target) if old.as_ref() == Some(target) => {
-                    if let Some(id) = target.object_id() {
-                        log.head_only(&p, id, id, tx.message.as_deref(), &mut builder)?;
-                    }
-                }
-                // A symbolic ref set in place is logged only with a message
-                // and when its new target resolves.
-                Change::Set(Target::Symbolic(to)) => {
-                    set(&mut builder, RefValue::Symbolic(to.as_bytes().to_vec()));
-                    let new = resolve_in(stack, to)?.and_then(|r| r.id);
-                    if let (Some(new), Some(_)) = (new, tx.message.as_deref()) {
-                        log.append(&p.target, old_or_null, new, tx.create_reflog, &mut builder)?;
-                    }
-                }
-                Change::Set(Target::Object(id)) => {
-                    set(&mut builder, self.object_value(*id));
-                    log.update(&p, old_or_null, *id, &mut builder)?;
-                }
-                Change::Delete => {
-                    if old.is_some() {
-                        set(&mut builder, RefValue::Deletion);
-                    }
-                    log.drop_reflog(&p.target, &mut builder)?;
-                    log.update(&p, old_or_null, log.null, &mut builder)?;
-                }
-                // git records a verify that goes through HEAD in HEAD's
-                // reflog, as an entry without message towards the null id.
-                Change::Verify => {
-                    log.head_only(&p, &old_or_null, &log.null, None, &mut builder)?;
-                }
-            }
+            self.record_change(&log, &p, old.as_ref(), old_id, &mut builder)?;
             outcome.applied += 1;
         }
         let records = Records {
@@ -311,6 +244,94 @@ impl ReftableBackend {
         };
         Ok((records, outcome))
     }
+
+    /// Adds to `builder` the records of the planned update `p`, whose ref
+    /// holds `old` (resolving to `old_id`), its old value checked: the
+    /// ref's new value and the reflog entries the change makes.
+    fn record_change(
+        &self,
+        log: &LogWriter,
+        p: &Planned,
+        old: Option<&Target>,
+        old_id: Option<ObjectId>,
+        builder: &mut Builder,
+    ) -> Result<(), CommitError> {
+        let tx = log.tx;
+        let old_or_null = old_id.unwrap_or(log.null);
+        let set = |builder: &mut Builder, value: RefValue| {
+            builder.refs.insert(
+                p.target.as_bytes().to_vec(),
+                RefRecord {
+                    name: p.target.as_bytes().to_vec(),
+                    update_index: log.update_index,
+                    value,
+                },
+            );
+        };
+        match &tx.updates[p.index].change {
+            // Setting a ref to the value it has writes nothing and logs
+            // nothing for the ref; HEAD's reflog still records it when
+            // HEAD is involved, as in git.
+            Change::Set(target) if old == Some(target) => {
+                if let Some(id) = target.object_id() {
+                    log.head_only(p, id, id, tx.message.as_deref(), builder)?;
+                }
+            }
+            // A symbolic ref set in place is logged only with a message
+            // and when its new target resolves.
+            Change::Set(Target::Symbolic(to)) => {
+                set(builder, RefValue::Symbolic(to.as_bytes().to_vec()));
+                let new = resolve_in(log.stack, to)?.and_then(|r| r.id);
+                if let (Some(new), Some(_)) = (new, tx.message.as_deref()) {
+                    log.append(&p.target, old_or_null, new, tx.create_reflog, builder)?;
+                }
+            }
+            Change::Set(Target::Object(id)) => {
+                set(builder, self.object_value(*id));
+                log.update(p, old_or_null, *id, builder)?;
+            }
+            Change::Delete => {
+                if old.is_some() {
+                    set(builder, RefValue::Deletion);
+                }
+                log.drop_reflog(&p.target, builder)?;
+                log.update(p, old_or_null, log.null, builder)?;
+            }
+            // git records a verify that goes through HEAD in HEAD's
+            // reflog, as an entry without message towards the null id.
+            Change::Verify => {
+                log.head_only(p, &old_or_null, &log.null, None, builder)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The planned refs that cannot be created, with why: the availability of
+/// every touched ref that does not exist yet, against the stack and the
+/// transaction's other refs, in input order.
+fn unavailable<R: ReadRef>(
+    stack: &Stack,
+    planned: &[Planned],
+    reads: &mut Reads<R>,
+) -> Result<BTreeMap<RefName, Rejection>, CommitError> {
+    let mut missing = Vec::new();
+    let affected: BTreeSet<RefName> = planned.iter().map(|p| p.target.clone()).collect();
+    for p in planned {
+        if !p.target.is_root_ref() && reads.get(&p.target)?.is_none() {
+            missing.push(p.target.clone());
+        }
+    }
+    let mut existing = Existing {
+        stack,
+        cursor: None,
+        error: None,
+    };
+    let conflicts = availability::check(&missing, &affected, &mut existing);
+    if let Some(error) = existing.error {
+        return Err(error.into());
+    }
+    Ok(availability::rejections(conflicts))
 }
 
 /// The reads of `tx`'s planning, the names of its updates read first in

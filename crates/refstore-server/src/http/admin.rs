@@ -29,6 +29,7 @@ use super::refusal::{refuse, refuse_body};
 use super::respond::{Answer, Reply};
 use super::route::percent_decode;
 use super::state::State;
+use crate::access::AccessRules;
 use crate::catalog::{Catalog, CatalogError, Entry, NewEntry};
 use crate::metrics::Rejection;
 use hyper::body::Incoming;
@@ -100,120 +101,177 @@ pub(super) async fn handle(
     let Some(ask) = parse(request.method(), target) else {
         return error(answer, 404, "not found");
     };
+    let user = match authenticate(state, &request, answer).await {
+        Ok(user) => user,
+        Err(refusal) => return refusal,
+    };
+    let admin = Admin {
+        state,
+        catalog,
+        rules: state.options.access.as_ref().map(|rules| rules.get()),
+        user,
+    };
+    let body = match ask {
+        Ask::Create | Ask::Rename(_) => match read_body(state, request, answer).await {
+            Ok(body) => body,
+            Err(refusal) => return refusal,
+        },
+        _ => Vec::new(),
+    };
+    match ask {
+        Ask::List => admin.list(answer).await,
+        Ask::Create => admin.create(answer, &body).await,
+        Ask::Delete(name) => admin.delete(answer, name).await,
+        Ask::Rename(from) => admin.rename(answer, from, &body).await,
+    }
+}
+
+/// The user the request's credentials name; the response that refuses
+/// it without valid ones.
+async fn authenticate(
+    state: &Arc<State>,
+    request: &Request<Incoming>,
+    answer: &mut Answer,
+) -> Result<String, Response<Reply>> {
     let header = request
         .headers()
         .get("Authorization")
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
     let user = match header {
-        Some(header) => match super::login::login(state, answer, header).await {
-            Ok(user) => user,
-            Err(refusal) => return refusal,
-        },
+        Some(header) => super::login::login(state, answer, header).await?,
         None => None,
     };
     let Some(user) = user else {
-        return refuse(
+        return Err(refuse(
             state,
             answer,
             Rejection::Unauthorized,
             401,
             "authentication required",
             &[("WWW-Authenticate", "Basic realm=\"refstore\"")],
-        );
+        ));
     };
     if let Some(line) = &mut answer.line {
         line.user = Some(user.clone());
     }
-    let rules = state.options.access.as_ref().map(|rules| rules.get());
-    let may = |name: &str| rules.as_ref().is_some_and(|r| r.allows_admin(&user, name));
-    let forbidden = |answer: &mut Answer, name: &str| {
-        state.options.metrics.rejected(Rejection::Forbidden);
+    Ok(user)
+}
+
+/// The request's JSON body, read whole up to [`MAX_BODY`].
+async fn read_body(
+    state: &State,
+    request: Request<Incoming>,
+    answer: &mut Answer,
+) -> Result<Vec<u8>, Response<Reply>> {
+    let received = answer
+        .line
+        .as_ref()
+        .map_or_else(Default::default, |l| l.received.clone());
+    let mut input = PacedBody::new(request.into_body(), state.options.timeout, received);
+    body::collect(&mut input, Encoding::Identity, MAX_BODY)
+        .await
+        .map_err(|e| refuse_body(state, answer, BodyFailure::of(&e), &e.to_string()))
+}
+
+/// An authenticated user at the endpoint, and what they may administer.
+struct Admin<'a> {
+    state: &'a State,
+    catalog: Arc<dyn Catalog>,
+    rules: Option<Arc<AccessRules>>,
+    user: String,
+}
+
+impl Admin<'_> {
+    /// True if an `admin` rule lets the user administer `name`.
+    fn may(&self, name: &str) -> bool {
+        let rules = self.rules.as_ref();
+        rules.is_some_and(|r| r.allows_admin(&self.user, name))
+    }
+
+    /// The 403 for a repository the user may not administer.
+    fn forbidden(&self, answer: &mut Answer, name: &str) -> Response<Reply> {
+        self.state.options.metrics.rejected(Rejection::Forbidden);
+        let user = &self.user;
         error(
             answer,
             403,
             &format!("user '{user}' may not administer '{name}'"),
         )
-    };
-    let body = match ask {
-        Ask::Create | Ask::Rename(_) => {
-            let received = answer
-                .line
-                .as_ref()
-                .map_or_else(Default::default, |l| l.received.clone());
-            let mut input = PacedBody::new(request.into_body(), state.options.timeout, received);
-            match body::collect(&mut input, Encoding::Identity, MAX_BODY).await {
-                Ok(body) => body,
-                Err(e) => return refuse_body(state, answer, BodyFailure::of(&e), &e.to_string()),
+    }
+
+    /// Lists the repositories the user administers; only a user with an
+    /// `admin` rule of some repository may ask.
+    async fn list(&self, answer: &mut Answer) -> Response<Reply> {
+        if !self
+            .rules
+            .as_ref()
+            .is_some_and(|r| r.grants_admin(&self.user))
+        {
+            return self.forbidden(answer, "*");
+        }
+        match run(answer, &self.catalog, |c| c.list()).await {
+            Ok(entries) => {
+                let entries: Vec<EntryJson> = entries
+                    .iter()
+                    .filter(|e| self.may(&e.name))
+                    .map(EntryJson::from)
+                    .collect();
+                let body = serde_json::json!({ "repositories": entries });
+                answer.json(200, body.to_string().into_bytes())
+            }
+            Err(refusal) => refusal,
+        }
+    }
+
+    async fn create(&self, answer: &mut Answer, body: &[u8]) -> Response<Reply> {
+        let new: CreateJson = match serde_json::from_slice(body) {
+            Ok(new) => new,
+            Err(e) => return error(answer, 400, &format!("bad request body: {e}")),
+        };
+        if !self.may(&new.name) {
+            return self.forbidden(answer, &new.name);
+        }
+        let new = NewEntry {
+            name: new.name,
+            object_format: new.object_format,
+            ref_format: new.ref_format,
+            initial_branch: new.initial_branch,
+        };
+        match run(answer, &self.catalog, move |c| c.create(&new)).await {
+            Ok(entry) => entry_answer(answer, 201, &entry),
+            Err(refusal) => refusal,
+        }
+    }
+
+    async fn delete(&self, answer: &mut Answer, name: String) -> Response<Reply> {
+        if !self.may(&name) {
+            return self.forbidden(answer, &name);
+        }
+        let deleted = name.clone();
+        match run(answer, &self.catalog, move |c| c.delete(&deleted)).await {
+            Ok(()) => {
+                let body = serde_json::json!({ "deleted": name });
+                answer.json(200, body.to_string().into_bytes())
+            }
+            Err(refusal) => refusal,
+        }
+    }
+
+    /// Renames `from`; the user must administer both names.
+    async fn rename(&self, answer: &mut Answer, from: String, body: &[u8]) -> Response<Reply> {
+        let to = match serde_json::from_slice::<RenameJson>(body) {
+            Ok(rename) => rename.to,
+            Err(e) => return error(answer, 400, &format!("bad request body: {e}")),
+        };
+        for name in [&from, &to] {
+            if !self.may(name) {
+                return self.forbidden(answer, name);
             }
         }
-        _ => Vec::new(),
-    };
-    match ask {
-        Ask::List => {
-            if !rules.as_ref().is_some_and(|r| r.grants_admin(&user)) {
-                return forbidden(answer, "*");
-            }
-            let listed = run(answer, &catalog, |c| c.list()).await;
-            match listed {
-                Ok(entries) => {
-                    let entries: Vec<EntryJson> = entries
-                        .iter()
-                        .filter(|e| may(&e.name))
-                        .map(EntryJson::from)
-                        .collect();
-                    let body = serde_json::json!({ "repositories": entries });
-                    answer.json(200, body.to_string().into_bytes())
-                }
-                Err(refusal) => refusal,
-            }
-        }
-        Ask::Create => {
-            let new: CreateJson = match serde_json::from_slice(&body) {
-                Ok(new) => new,
-                Err(e) => return error(answer, 400, &format!("bad request body: {e}")),
-            };
-            if !may(&new.name) {
-                return forbidden(answer, &new.name);
-            }
-            let new = NewEntry {
-                name: new.name,
-                object_format: new.object_format,
-                ref_format: new.ref_format,
-                initial_branch: new.initial_branch,
-            };
-            match run(answer, &catalog, move |c| c.create(&new)).await {
-                Ok(entry) => entry_answer(answer, 201, &entry),
-                Err(refusal) => refusal,
-            }
-        }
-        Ask::Delete(name) => {
-            if !may(&name) {
-                return forbidden(answer, &name);
-            }
-            let deleted = name.clone();
-            match run(answer, &catalog, move |c| c.delete(&deleted)).await {
-                Ok(()) => {
-                    let body = serde_json::json!({ "deleted": name });
-                    answer.json(200, body.to_string().into_bytes())
-                }
-                Err(refusal) => refusal,
-            }
-        }
-        Ask::Rename(from) => {
-            let to = match serde_json::from_slice::<RenameJson>(&body) {
-                Ok(rename) => rename.to,
-                Err(e) => return error(answer, 400, &format!("bad request body: {e}")),
-            };
-            for name in [&from, &to] {
-                if !may(name) {
-                    return forbidden(answer, name);
-                }
-            }
-            match run(answer, &catalog, move |c| c.rename(&from, &to)).await {
-                Ok(entry) => entry_answer(answer, 200, &entry),
-                Err(refusal) => refusal,
-            }
+        match run(answer, &self.catalog, move |c| c.rename(&from, &to)).await {
+            Ok(entry) => entry_answer(answer, 200, &entry),
+            Err(refusal) => refusal,
         }
     }
 }
