@@ -4,8 +4,8 @@
 //! rounds, and v2 `ls-refs` and `fetch` commands.
 
 use super::history::{Served, EPOCH};
-use super::rng::Rng;
 use super::server::Invocation;
+use refstore_testsupport::rng::Rng;
 
 /// One request and how it is served.
 pub struct Request {

@@ -1,13 +1,17 @@
-//! A small seeded generator (splitmix64): the corpus is the same on every
-//! run, and a seed printed by a failure reproduces it.
+//! A small seeded generator (splitmix64) for generated test inputs: they
+//! are the same on every run, and a seed printed by a failure reproduces
+//! them.
 
+/// The generator's state.
 pub struct Rng(u64);
 
 impl Rng {
+    /// The generator of `seed`.
     pub fn new(seed: u64) -> Rng {
         Rng(seed)
     }
 
+    /// The next number.
     pub fn next(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
         let mut z = self.0;
@@ -26,6 +30,7 @@ impl Rng {
         self.next() % 100 < percent
     }
 
+    /// One of `items` (not empty).
     pub fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
         &items[self.below(items.len())]
     }
