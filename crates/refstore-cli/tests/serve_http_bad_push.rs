@@ -8,12 +8,10 @@
 //! `REFSTORE_BAD_PUSH_SEED` and `REFSTORE_BAD_PUSH_REQUESTS` change the
 //! generated requests.
 
-#[path = "wire/rng.rs"]
-mod rng;
 mod served;
 mod support;
 
-use rng::Rng;
+use refstore_testsupport::rng::Rng;
 use served::*;
 use std::path::Path;
 use support::*;

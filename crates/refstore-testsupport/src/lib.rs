@@ -2,7 +2,9 @@
 //! set-up lives in one place: running git and JGit, the environment they
 //! run in, the repositories tests start from, server processes, etcd
 //! clusters, HAProxy in front of servers and SSH clients, the linearizability checker, the
-//! fault-matrix driver and a TCP proxy that plays network partitions.
+//! fault-matrix driver and a TCP proxy that plays network partitions;
+//! fetches compared between refstore's upload-pack and git's, and a relay
+//! that lets git reach a server run inside the test process.
 //!
 //! Only tests use this crate (as a dev-dependency); it is not published.
 //! A crate's `tests/support` keeps what is specific to that crate and
@@ -13,6 +15,8 @@ pub mod etcd;
 pub mod explore;
 pub mod fault_proxy;
 pub mod faults;
+pub mod fetch_history;
+pub mod fetch_pair;
 pub mod fixtures;
 pub mod git;
 pub mod haproxy;
@@ -21,6 +25,8 @@ pub mod names;
 pub mod pkt_line;
 pub mod porcupine;
 pub mod process;
+pub mod relay;
+pub mod rng;
 pub mod server;
 pub mod ssh;
 

@@ -6,9 +6,9 @@
 
 use super::fetch_requests::{pkt, Request, FLUSH};
 use super::history::Served;
-use super::rng::Rng;
 use super::server::Invocation;
-use crate::support::{git_ok, isolate, run_with_input, stderr};
+use refstore_testsupport::rng::Rng;
+use refstore_testsupport::{git_ok, isolate, run_with_input, stderr};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -1,29 +1,11 @@
-//! `refstore upload-pack` as a process: bad input and bad repositories end
-//! it with git's exit code 128 and a `fatal:` message, never a panic; an
-//! empty repository is cloned as git clones one; `--strict` and
-//! `--timeout` behave as git's options do.
+//! upload-pack on bad input and bad repositories: an error (which the
+//! `refstore upload-pack` command prints after `fatal: `, exiting 128)
+//! and an `ERR` packet for the client, never a panic; an object missing
+//! midway is reported on side-band 3; an empty repository is cloned as
+//! git clones one.
 
-mod support;
-
-use std::path::Path;
-use std::process::Command;
-use support::{git, git_ok, isolate, run_with_input, stderr, stdout};
-
-fn upload_pack(
-    home: &Path,
-    cwd: &Path,
-    args: &[&str],
-    env: &[(&str, &str)],
-    input: &[u8],
-) -> std::process::Output {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_refstore"));
-    isolate(&mut cmd, home)
-        .arg("upload-pack")
-        .args(args)
-        .envs(env.iter().copied())
-        .current_dir(cwd);
-    run_with_input(&mut cmd, input)
-}
+use super::stdio;
+use refstore_testsupport::{git, git_ok, stderr, Git};
 
 fn setup() -> (tempfile::TempDir, std::path::PathBuf) {
     let tmp = tempfile::tempdir().unwrap();
@@ -38,102 +20,42 @@ fn setup() -> (tempfile::TempDir, std::path::PathBuf) {
 }
 
 #[test]
-fn bad_input_exits_128_with_a_message() {
+fn bad_input_fails_with_a_message_and_an_err_packet() {
     let (_tmp, home) = setup();
     let cases: &[(&[u8], &str, &str)] = &[
         (
             b"zzzz",
             "",
-            "fatal: protocol error: bad line length character: zzzz",
+            "protocol error: bad line length character: zzzz",
         ),
         (
             b"ffff",
             "",
-            "fatal: protocol error: bad line length 65535 (a packet is at most 65520 bytes, its 4-byte \
+            "protocol error: bad line length 65535 (a packet is at most 65520 bytes, its 4-byte \
              header included)",
         ),
         (
             b"0011command=frob\n0000",
             "version=2",
-            "fatal: upload-pack: invalid command 'frob'",
+            "upload-pack: invalid command 'frob'",
         ),
         (
             b"0032want 0123456789012345678901234567890123456789\n00000009done\n",
             "",
-            "fatal: upload-pack: not our ref 0123456789012345678901234567890123456789",
+            "upload-pack: not our ref 0123456789012345678901234567890123456789",
         ),
     ];
     for (input, protocol, message) in cases {
-        let out = upload_pack(
-            &home,
-            &home,
-            &["--stateless-rpc", "repo"],
-            &[("GIT_PROTOCOL", protocol)],
-            input,
-        );
-        assert_eq!(out.status.code(), Some(128), "{message}: {}", stderr(&out));
-        assert_eq!(stderr(&out).trim_end(), *message);
-        assert!(
-            stdout(&out).contains("ERR upload-pack: "),
-            "{}",
-            stdout(&out)
-        );
+        let how = stdio::How {
+            stateless_rpc: true,
+            ..stdio::How::from_git_protocol(Some(protocol))
+        };
+        let mut out = Vec::new();
+        let result = stdio::upload_pack(&home.join("repo"), how, &mut &input[..], &mut out);
+        assert_eq!(result, Err(message.to_string()));
+        let out = String::from_utf8_lossy(&out);
+        assert!(out.contains("ERR upload-pack: "), "{message}: {out}");
     }
-}
-
-#[test]
-fn a_missing_repository_is_reported_as_git_reports_it() {
-    let (_tmp, home) = setup();
-    let out = upload_pack(&home, &home, &["nowhere"], &[], b"");
-    assert_eq!(out.status.code(), Some(128));
-    assert_eq!(
-        stderr(&out),
-        "fatal: 'nowhere' does not appear to be a git repository\n"
-    );
-    // --strict takes <dir> itself only: a work tree is not a git directory.
-    let out = upload_pack(
-        &home,
-        &home,
-        &["--strict", "--advertise-refs", "repo"],
-        &[],
-        b"",
-    );
-    assert_eq!(out.status.code(), Some(128));
-    let out = upload_pack(
-        &home,
-        &home,
-        &["--strict", "--advertise-refs", "repo/.git"],
-        &[],
-        b"",
-    );
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let theirs = git(
-        &home,
-        &home,
-        &["upload-pack", "--strict", "--advertise-refs", "repo"],
-    );
-    assert_eq!(theirs.status.code(), Some(128));
-}
-
-#[test]
-fn a_silent_client_times_out() {
-    let (_tmp, home) = setup();
-    let mut child = isolate(&mut Command::new(env!("CARGO_BIN_EXE_refstore")), &home)
-        .args(["upload-pack", "--timeout=1", "repo"])
-        .current_dir(&home)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    // The client keeps the connection open and says nothing.
-    let stdin = child.stdin.take().unwrap();
-    let out = child.wait_with_output().unwrap();
-    drop(stdin);
-    assert_eq!(out.status.code(), Some(128));
-    assert!(stderr(&out).contains("timeout reached"), "{}", stderr(&out));
-    // The advertisement went out before the wait.
-    assert!(stdout(&out).contains("refs/heads/main"), "{}", stdout(&out));
 }
 
 #[test]
@@ -142,10 +64,8 @@ fn an_empty_repository_clones_as_with_git() {
     let home = tmp.path();
     git_ok(home, home, &["init", "-q", "--bare", "empty.git"]);
     let url = format!("file://{}", home.join("empty.git").display());
-    let upload_pack = format!(
-        "--upload-pack={} upload-pack",
-        env!("CARGO_BIN_EXE_refstore")
-    );
+    let relay = stdio::relay();
+    let upload_pack = format!("--upload-pack={}", relay.command("upload-pack"));
     for version in ["0", "2"] {
         let dir = format!("clone-{version}");
         let protocol = format!("protocol.version={version}");
@@ -175,7 +95,7 @@ fn an_object_missing_midway_is_reported_on_band_3() {
         &repo,
         &["commit", "-q", "--allow-empty", "-m", "three"],
     );
-    let refstore_bin = env!("CARGO_BIN_EXE_refstore");
+    let relay = stdio::relay();
     let objects = ["HEAD~1", "HEAD~1^{tree}", "HEAD~1:file"];
     for (n, object) in objects.iter().enumerate() {
         let damaged = home.join(format!("damaged-{n}"));
@@ -198,11 +118,7 @@ fn an_object_missing_midway_is_reported_on_band_3() {
             std::fs::remove_file(&pack).unwrap();
             std::fs::remove_file(pack.with_extension("idx")).unwrap();
             let _ = std::fs::remove_file(pack.with_extension("rev"));
-            let mut cmd = Command::new("git");
-            isolate(&mut cmd, &home)
-                .args(["unpack-objects", "-q"])
-                .current_dir(&damaged);
-            assert!(run_with_input(&mut cmd, &data).status.success());
+            Git::new(&home, &damaged).ok_bytes(&["unpack-objects", "-q"], &data);
         }
         std::fs::remove_file(damaged.join("objects").join(&id[..2]).join(&id[2..])).unwrap();
         for version in ["0", "2"] {
@@ -216,7 +132,7 @@ fn an_object_missing_midway_is_reported_on_band_3() {
                     "clone",
                     "--bare",
                     "--no-local",
-                    &format!("--upload-pack={refstore_bin} upload-pack"),
+                    &format!("--upload-pack={}", relay.command("upload-pack")),
                     damaged.to_str().unwrap(),
                     target.to_str().unwrap(),
                 ],

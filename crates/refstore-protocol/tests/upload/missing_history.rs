@@ -9,20 +9,19 @@
 //! Generated histories (branches, merges, dates out of order, tags), the
 //! older part packed with a reachability bitmap or not, are cloned, grown,
 //! stripped of random commits that only the client's side reaches, and
-//! fetched from through refstore's upload-pack and through git's, in
-//! protocol v0 or v2: refstore must succeed where git does, and both
-//! clients must end with the same refs and objects, complete (`git
-//! fsck`).
+//! fetched from through refstore's upload-pack (served in this process,
+//! reached by git through a relay) and through git's, in protocol v0 or
+//! v2: refstore must succeed where git does, and both clients must end
+//! with the same refs and objects, complete (`git fsck`).
 //!
 //! Few cases run by default; `REFSTORE_PROPTEST_CASES` or
 //! `PROPTEST_CASES` asks for more.
 
-mod support;
-
+use super::stdio;
 use proptest::prelude::*;
+use refstore_testsupport::fetch_history::{config, op, History, Op};
+use refstore_testsupport::stderr;
 use std::collections::BTreeSet;
-use support::history::{config, op, History, Op};
-use support::stderr;
 
 #[derive(Debug, Clone)]
 struct Case {
@@ -121,7 +120,8 @@ fn strip(history: &History, client: &std::path::Path, mask: u64) -> Vec<String> 
 
 /// Runs `case`; the commits stripped from the server.
 fn check(case: &Case) -> Vec<String> {
-    let mut history = History::new();
+    let relay = stdio::relay();
+    let mut history = History::new(&relay.command("upload-pack"));
     match case.bitmap_after {
         Some(n) => {
             let (packed, loose) = case.before.split_at(n % (case.before.len() + 1));

@@ -4,9 +4,11 @@
 //! shallow and deepen requests, filters, `have` rounds, `ls-refs`, pushes
 //! that create, update and delete, atomic or not, with push options), git
 //! and refstore serve the same bytes and their answers are compared as
-//! pkt-line streams. Pack data is compared by the objects it holds,
-//! progress by being there; everything else must be the same bytes but
-//! for the deliberate differences listed in `wire/differences.rs`.
+//! pkt-line streams. git is its executable; refstore is this crate's
+//! upload-pack and receive-pack, called in this process. Pack data is
+//! compared by the objects it holds, progress by being there; everything
+//! else must be the same bytes but for the deliberate differences listed
+//! in `differences.rs`.
 //!
 //! By default the corpora of several seeds run, each with its own
 //! repositories (`SEEDS`, `PUSH_SEEDS`); `REFSTORE_WIRE_SEED` runs one
@@ -16,16 +18,25 @@
 //! version needs). The test prints how many requests it compared and how
 //! many had one of the known differences.
 
-mod support;
-mod wire;
+mod compare;
+mod differences;
+mod fetch_requests;
+mod history;
+mod packs;
+mod push_requests;
+mod server;
+#[path = "../support/stdio.rs"]
+mod stdio;
+mod stream;
 
+use compare::{compare, Place};
+use differences::Context;
+use history::Served;
+use refstore_testsupport::rng::Rng;
+use server::Server;
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use wire::compare::{compare, Place};
-use wire::differences::{self, Context};
-use wire::history::{self, Served};
-use wire::rng::Rng;
-use wire::server::{self, Server};
-use wire::{fetch_requests, push_requests};
+use std::sync::{Arc, Mutex, Weak};
 
 /// The seeds a run covers when the environment does not say: each gives
 /// its own repositories and corpus.
@@ -49,7 +60,9 @@ fn requests(default: usize) -> usize {
         .unwrap_or(default)
 }
 
-/// Generated repositories in a temporary home.
+/// Generated repositories in a temporary home. The corpora only read
+/// them (pushes go into copies), so the tests running at the same time
+/// share one per seed ([`setup`]).
 struct Setup {
     _tmp: tempfile::TempDir,
     home: PathBuf,
@@ -65,17 +78,14 @@ impl Setup {
         std::fs::create_dir_all(&home).unwrap();
         std::fs::create_dir_all(&root).unwrap();
         let (full, unborn, empty) = history::generate(&home, &root, seed);
-        if std::env::var_os("REFSTORE_WIRE_KEEP").is_some() {
-            eprintln!("the repositories are kept in {}", root.display());
-            std::mem::forget(tmp);
-            let tmp = tempfile::tempdir().unwrap();
-            return Setup {
-                _tmp: tmp,
-                home,
-                repos: [full, unborn, empty],
-                seed,
-            };
-        }
+        let tmp = match std::env::var_os("REFSTORE_WIRE_KEEP") {
+            Some(_) => {
+                eprintln!("the repositories are kept in {}", root.display());
+                std::mem::forget(tmp);
+                tempfile::tempdir().unwrap()
+            }
+            None => tmp,
+        };
         Setup {
             _tmp: tmp,
             home,
@@ -84,9 +94,25 @@ impl Setup {
         }
     }
 
-    fn scratch(&self) -> PathBuf {
-        self.home.join("scratch")
+    /// A directory of the caller's own for what it writes (packs it
+    /// indexes, copies it pushes into), removed when dropped.
+    fn scratch(&self) -> tempfile::TempDir {
+        tempfile::tempdir_in(&self.home).unwrap()
     }
+}
+
+/// The repositories of `seed`: the ones another test is using, or new.
+fn setup(seed: u64) -> Arc<Setup> {
+    static SETUPS: Mutex<Option<HashMap<u64, Weak<Setup>>>> = Mutex::new(None);
+    // Held while generating: a test wanting the same seed waits for it.
+    let mut setups = SETUPS.lock().unwrap_or_else(|e| e.into_inner());
+    let setups = setups.get_or_insert_with(HashMap::new);
+    if let Some(setup) = setups.get(&seed).and_then(Weak::upgrade) {
+        return setup;
+    }
+    let setup = Arc::new(Setup::new(seed));
+    setups.insert(seed, Arc::downgrade(&setup));
+    setup
 }
 
 /// The git a corpus is compared with, and its version.
@@ -110,6 +136,7 @@ fn git_server(path: &Path) -> (Server, (u32, u32)) {
 fn run_fetch_corpus(setup: &Setup, git: &Server, git_version: (u32, u32), count: usize) -> usize {
     let repos = [&setup.repos[0], &setup.repos[1], &setup.repos[2]];
     let mut rng = Rng::new(setup.seed);
+    let scratch = setup.scratch();
     let mut failures = Vec::new();
     let mut known_pack_differences = 0;
     for n in 0..count {
@@ -126,7 +153,7 @@ fn run_fetch_corpus(setup: &Setup, git: &Server, git_version: (u32, u32), count:
         let place = Place {
             home: &setup.home,
             repo,
-            scratch: &setup.scratch(),
+            scratch: &scratch.path().join("packs"),
             ofs_delta: contains(&request.input, b"ofs-delta"),
         };
         let context = Context {
@@ -172,14 +199,7 @@ fn contains(haystack: &[u8], needle: &[u8]) -> bool {
 fn run_fetch_corpora(git: &Server, git_version: (u32, u32)) -> usize {
     seeds()
         .into_iter()
-        .map(|seed| {
-            run_fetch_corpus(
-                &Setup::new(seed),
-                git,
-                git_version,
-                requests(FETCH_REQUESTS),
-            )
-        })
+        .map(|seed| run_fetch_corpus(&setup(seed), git, git_version, requests(FETCH_REQUESTS)))
         .sum()
 }
 
@@ -199,7 +219,7 @@ fn upload_pack_answers_as_git_does() {
 
 /// Needs a git newer than the machine's, which CI does not build, so it is
 /// run by hand: `REFSTORE_TEST_GIT_NEW=/path/to/git cargo test -p
-/// refstore-cli --test wire_bytes_git -- --ignored`. Asked to run without
+/// refstore-protocol --test wire -- --ignored`. Asked to run without
 /// one, it fails rather than passing unchecked.
 #[test]
 #[ignore = "needs REFSTORE_TEST_GIT_NEW=/path/to/git (>= 2.45)"]
@@ -231,7 +251,7 @@ fn receive_pack_answers_as_git_does() {
     };
     let count: usize = seeds
         .iter()
-        .map(|&seed| run_push_corpus(&Setup::new(seed), &git, git_version))
+        .map(|&seed| run_push_corpus(&setup(seed), &git, git_version))
         .sum();
     println!(
         "receive-pack: {count} requests of seeds {seeds:?} compared with git {}.{}",
@@ -243,7 +263,8 @@ fn receive_pack_answers_as_git_does() {
 /// pushing into its own copy; the number of requests compared.
 fn run_push_corpus(setup: &Setup, git: &Server, git_version: (u32, u32)) -> usize {
     let repos = [&setup.repos[0], &setup.repos[1], &setup.repos[2]];
-    let mut client = push_requests::Client::new(&setup.home, repos[0], &setup.home);
+    let scratch = setup.scratch();
+    let mut client = push_requests::Client::new(&setup.home, repos[0], scratch.path());
     let mut rng = Rng::new(setup.seed ^ 0x9054);
     let count = requests(PUSH_REQUESTS);
     let mut failures = Vec::new();
@@ -251,8 +272,7 @@ fn run_push_corpus(setup: &Setup, git: &Server, git_version: (u32, u32)) -> usiz
         let request = push_requests::generate(&mut rng, &setup.home, &repos, &mut client, n);
         let served = &repos[request.repo].dir;
         // Each server pushes into its own copy.
-        let copies = setup.home.join("pushed");
-        let _ = std::fs::remove_dir_all(&copies);
+        let copies = scratch.path().join(format!("pushed-{n}"));
         let (theirs_dir, ours_dir) = (copies.join("git"), copies.join("refstore"));
         history::copy_dir(served, &theirs_dir);
         history::copy_dir(served, &ours_dir);
@@ -267,7 +287,7 @@ fn run_push_corpus(setup: &Setup, git: &Server, git_version: (u32, u32)) -> usiz
         let place = Place {
             home: &setup.home,
             repo: served,
-            scratch: &setup.scratch(),
+            scratch: &scratch.path().join("packs"),
             // Answers to pushes hold no pack.
             ofs_delta: true,
         };
@@ -282,7 +302,8 @@ fn run_push_corpus(setup: &Setup, git: &Server, git_version: (u32, u32)) -> usiz
         };
         let mut result = compare(&place, &context, request.sideband, &theirs, &ours);
         if result.is_ok() {
-            let refs = |dir: &Path| support::git_ok(&setup.home, dir, &["for-each-ref"]);
+            let refs =
+                |dir: &Path| refstore_testsupport::git_ok(&setup.home, dir, &["for-each-ref"]);
             let (theirs_refs, our_refs) = (refs(&theirs_dir), refs(&ours_dir));
             if theirs_refs != our_refs {
                 result = Err(format!(
@@ -297,6 +318,7 @@ fn run_push_corpus(setup: &Setup, git: &Server, git_version: (u32, u32)) -> usiz
                 String::from_utf8_lossy(&request.input[..request.input.len().min(600)])
             ));
         }
+        std::fs::remove_dir_all(&copies).unwrap();
     }
     assert!(
         failures.is_empty(),

@@ -1,5 +1,5 @@
-//! Reachability bitmaps written by `refstore maintenance run
-//! --task=incremental-repack`, checked with git: git verifies the
+//! Reachability bitmaps written by the incremental repack, checked with
+//! git: git verifies the
 //! multi-pack-index, finds a bitmap for every ref tip and compares each
 //! with a walk (`rev-list --test-bitmap`), and counts with them exactly
 //! what it counts by walking; refstore's own reader, the one upload-pack
@@ -8,17 +8,14 @@
 //! they are written, by default in bare repositories only. Over random
 //! histories too (several imports, a repack after each).
 
-#[path = "../../refstore-odb/tests/support/history.rs"]
+#[path = "../../../refstore-odb/tests/support/history.rs"]
 mod history;
-mod support;
+
+use super::*;
 use proptest::prelude::*;
-use refstore_fs::real::RealFs;
 use refstore_odb::{BitmapIndex, Packs};
 use refstore_refs::ObjectFormat;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::path::{Path, PathBuf};
-use std::process::Command;
-use support::*;
 
 const NOW: &str = "refstore.redundantPackExpire=now";
 
@@ -68,15 +65,10 @@ fn setup(home: &Path) -> (PathBuf, PathBuf) {
     setup_with(home, "sha1")
 }
 
-fn repack(home: &Path, repo: &Path, config: &[&str]) -> String {
-    let mut args: Vec<&str> = Vec::new();
-    for c in config {
-        args.extend(["-c", c]);
-    }
-    args.extend(["maintenance", "run", "--task=incremental-repack"]);
-    let o = refstore(home, repo, &args);
-    assert!(o.status.success(), "maintenance: {}", stderr(&o));
-    stderr(&o)
+/// The incremental repack of `repo`, with configuration `config`: its
+/// report.
+fn repack(repo: &Path, config: &[&str]) -> String {
+    maintenance(repo, config, &[Task::IncrementalRepack])
 }
 
 /// The `multi-pack-index-*.bitmap` files.
@@ -210,7 +202,7 @@ fn bitmaps_follow_the_packs_and_git_counts_with_them() {
     let home = tmp.path();
     let (srv, work) = setup(home);
     push_history(home, &work, &srv, 0, 16);
-    let out = repack(home, &srv, &[NOW]);
+    let out = repack(&srv, &[NOW]);
     assert!(out.contains("with bitmaps of"), "{out}");
     let tips = tip_commits(home, &srv);
     assert_bitmaps_used(home, &srv, &tips);
@@ -219,7 +211,7 @@ fn bitmaps_follow_the_packs_and_git_counts_with_them() {
 
     // More pushes: a new multi-pack-index, a new bitmap, the old one gone.
     push_history(home, &work, &srv, 16, 25);
-    repack(home, &srv, &[NOW]);
+    repack(&srv, &[NOW]);
     let tips = tip_commits(home, &srv);
     assert_bitmaps_used(home, &srv, &tips);
     let second = bitmap_files(&srv).remove(0);
@@ -235,7 +227,7 @@ fn bitmaps_follow_the_packs_and_git_counts_with_them() {
     push_history(home, &work, &srv, 26, 27);
     let loose = git_ok(home, &srv, &["count-objects"]);
     assert!(!loose.starts_with("0 objects"), "{loose}");
-    let out = repack(home, &srv, &[NOW]);
+    let out = repack(&srv, &[NOW]);
     assert!(
         out.contains("packed ") && !out.contains("packed 0 "),
         "{out}"
@@ -254,7 +246,7 @@ fn sha256_repositories_get_bitmaps_git_reads() {
     let home = tmp.path();
     let (srv, work) = setup_with(home, "sha256");
     push_history(home, &work, &srv, 0, 8);
-    repack(home, &srv, &[NOW]);
+    repack(&srv, &[NOW]);
     assert_bitmaps_used(home, &srv, &tip_commits(home, &srv));
     assert_refstore_clone(home, &srv, "copy.git");
 }
@@ -268,22 +260,22 @@ fn repack_write_bitmaps_decides_where_bitmaps_are_written() {
 
     // Bare, but turned off.
     let off = ["repack.writeBitmaps=false", NOW];
-    let out = repack(home, &srv, &off);
+    let out = repack(&srv, &off);
     assert!(out.contains("multi-pack-index over"), "{out}");
     assert!(bitmap_files(&srv).is_empty());
     git_ok(home, &srv, &["multi-pack-index", "verify"]);
     // Turned on (git's default for a bare repository): written for the
     // multi-pack-index there is, without a new pack.
-    repack(home, &srv, &[NOW]);
+    repack(&srv, &[NOW]);
     assert_bitmaps_used(home, &srv, &tip_commits(home, &srv));
 
     // A repository with a work tree: none by default, as git; with
     // repack.writeBitmaps, one.
     git_ok(home, &work, &["repack", "-q", "-d"]);
-    repack(home, &work, &[NOW]);
+    repack(&work, &[NOW]);
     assert!(work.join(".git/objects/pack/multi-pack-index").exists());
     assert!(bitmap_files(&work.join(".git")).is_empty());
-    repack(home, &work, &["pack.writeBitmaps=true", NOW]);
+    repack(&work, &["pack.writeBitmaps=true", NOW]);
     assert_bitmaps_used(home, &work.join(".git"), &tip_commits(home, &work));
 }
 
@@ -301,13 +293,7 @@ fn import_linear(home: &Path, repo: &Path, commits: usize) {
             content.len()
         ));
     }
-    let o = run_with_input(
-        isolate(&mut Command::new("git"), home)
-            .args(["fast-import", "--quiet"])
-            .current_dir(repo),
-        stream.as_bytes(),
-    );
-    assert!(o.status.success(), "fast-import: {}", stderr(&o));
+    Git::new(home, repo).ok_with(&["fast-import", "--quiet"], stream.as_bytes());
 }
 
 #[test]
@@ -317,7 +303,7 @@ fn a_long_history_has_a_bitmap_every_hundred_commits() {
     let srv = home.join("srv.git");
     git_ok(home, home, &["init", "-q", "--bare", "srv.git"]);
     import_linear(home, &srv, 250);
-    repack(home, &srv, &[NOW]);
+    repack(&srv, &[NOW]);
     // The tip, main~100 and main~200, each checked against git.
     let tips = tip_commits(home, &srv);
     assert_eq!(assert_bitmaps_used(home, &srv, &tips), 3);
@@ -331,13 +317,11 @@ fn a_long_history_has_a_bitmap_every_hundred_commits() {
 /// Writes a pack of the objects `ids` (read from `from`) into `into`.
 fn pack_objects(home: &Path, from: &Path, into: &Path, ids: &[&str]) {
     let base = into.join("objects/pack/pack");
-    let o = run_with_input(
-        isolate(&mut Command::new("git"), home)
-            .args(["pack-objects", "-q", base.to_str().unwrap()])
-            .current_dir(from),
-        format!("{}\n", ids.join("\n")).as_bytes(),
+    let ids = format!("{}\n", ids.join("\n"));
+    Git::new(home, from).ok_with(
+        &["pack-objects", "-q", base.to_str().unwrap()],
+        ids.as_bytes(),
     );
-    assert!(o.status.success(), "pack-objects: {}", stderr(&o));
 }
 
 /// A copy lacking some objects of one commit of its history (as a
@@ -383,7 +367,7 @@ fn a_copy_missing_one_commits_objects_has_bitmaps_below_it() {
         let tip = commit_at(COMMITS);
         git_ok(home, &srv, &["update-ref", "refs/heads/main", &tip]);
 
-        let out = repack(home, &srv, &[NOW]);
+        let out = repack(&srv, &[NOW]);
         if missing == hole.trim() {
             assert!(out.contains("no commit to write a bitmap for"), "{out}");
             continue;
@@ -423,14 +407,10 @@ proptest! {
         let mut writer = history::Writer::default();
         for ops in &runs {
             // Each import its own pack, as a push would leave it.
-            let o = run_with_input(
-                isolate(&mut Command::new("git"), home)
-                    .args(["-c", "fastimport.unpackLimit=1", "fast-import", "--quiet"])
-                    .current_dir(&srv),
-                &writer.stream(ops),
-            );
+            let import = ["-c", "fastimport.unpackLimit=1", "fast-import", "--quiet"];
+            let o = Git::new(home, &srv).run_with(&import, &writer.stream(ops));
             prop_assert!(o.status.success(), "fast-import: {}", stderr(&o));
-            repack(home, &srv, &[NOW]);
+            repack(&srv, &[NOW]);
             assert_bitmaps_used(home, &srv, &tip_commits(home, &srv));
         }
     }
@@ -465,7 +445,7 @@ fn a_damaged_tree_costs_the_bitmap_not_the_multi_pack_index() {
     }
     std::fs::write(&pack, bytes).unwrap();
 
-    let out = repack(home, &srv, &[NOW]);
+    let out = repack(&srv, &[NOW]);
     assert!(out.contains("no bitmap:"), "{out}");
     assert!(bitmap_files(&srv).is_empty());
     git_ok(home, &srv, &["multi-pack-index", "verify"]);
@@ -506,7 +486,7 @@ fn name_hashes_are_the_ones_git_writes() {
         git_ok(home, &work, &["commit", "-qm", &format!("c{i}")]);
         git_ok(home, &work, &["push", "-q", srv.to_str().unwrap(), "main"]);
     }
-    repack(home, &srv, &[NOW]);
+    repack(&srv, &[NOW]);
     let ours = name_hashes(&srv);
 
     // git's own bitmap (with its name-hash cache) of the same objects.

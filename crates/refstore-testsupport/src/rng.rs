@@ -1,14 +1,18 @@
-//! A small seeded generator (splitmix64): the corpus is the same on every
-//! run, and a seed printed by a failure reproduces it.
+//! A small seeded generator (splitmix64) for generated test inputs: they
+//! are the same on every run, and a seed printed by a failure reproduces
+//! them.
 
+/// The generator's state.
 pub struct Rng(u64);
 
 impl Rng {
+    /// The generator of `seed`.
     pub fn new(seed: u64) -> Rng {
         Rng(seed)
     }
 
-    pub fn next(&mut self) -> u64 {
+    /// The next number.
+    pub fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
@@ -18,14 +22,15 @@ impl Rng {
 
     /// A number in `0..n` (`n` > 0).
     pub fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
+        (self.next_u64() % n as u64) as usize
     }
 
     /// True with probability `percent` in a hundred.
     pub fn chance(&mut self, percent: u64) -> bool {
-        self.next() % 100 < percent
+        self.next_u64() % 100 < percent
     }
 
+    /// One of `items` (not empty).
     pub fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
         &items[self.below(items.len())]
     }

@@ -4,8 +4,8 @@
 //! rounds, and v2 `ls-refs` and `fetch` commands.
 
 use super::history::{Served, EPOCH};
-use super::rng::Rng;
 use super::server::Invocation;
+use refstore_testsupport::rng::Rng;
 
 /// One request and how it is served.
 pub struct Request {
@@ -92,9 +92,9 @@ fn want_ids(rng: &mut Rng, repo: &Served, stateless: bool) -> Vec<String> {
 fn unknown_id(rng: &mut Rng) -> String {
     format!(
         "{:016x}{:016x}{:08x}",
-        rng.next(),
-        rng.next(),
-        rng.next() as u32
+        rng.next_u64(),
+        rng.next_u64(),
+        rng.next_u64() as u32
     )
 }
 

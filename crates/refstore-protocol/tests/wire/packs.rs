@@ -4,7 +4,7 @@
 //! with how many of them are offset deltas (which a client that did not
 //! ask for `ofs-delta` cannot read).
 
-use crate::support::{isolate, run_with_input, stderr};
+use refstore_testsupport::{isolate, run_with_input, stderr};
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::Command;

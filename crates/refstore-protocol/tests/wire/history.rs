@@ -4,8 +4,8 @@
 //! stages so that the older objects and refs are packed and the newer ones
 //! loose. Beside it, a copy whose `HEAD` is unborn and an empty repository.
 
-use super::rng::Rng;
-use crate::support::{git_ok, isolate, run_with_input, stderr};
+use refstore_testsupport::rng::Rng;
+use refstore_testsupport::{git_ok, isolate, run_with_input, stderr};
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
