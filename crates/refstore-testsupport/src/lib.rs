@@ -1,8 +1,10 @@
 //! What the integration tests of every refstore crate share, so that a
 //! set-up lives in one place: running git and JGit, the environment they
 //! run in, the repositories tests start from, server processes, etcd
-//! clusters, HAProxy in front of servers and SSH clients, the linearizability checker, the
-//! fault-matrix driver and a TCP proxy that plays network partitions.
+//! clusters, HAProxy in front of servers and SSH clients, the
+//! linearizability checker, a strict reader of Prometheus metrics, the
+//! bounds and seeds of stress tests, the fault-matrix driver and a TCP
+//! proxy that plays network partitions.
 //!
 //! Only tests use this crate (as a dev-dependency); it is not published.
 //! A crate's `tests/support` keeps what is specific to that crate and
@@ -21,8 +23,10 @@ pub mod names;
 pub mod pkt_line;
 pub mod porcupine;
 pub mod process;
+pub mod prometheus;
 pub mod server;
 pub mod ssh;
+pub mod stress;
 
 pub use env::isolate;
 pub use git::{git, git_ok, Git};
