@@ -5,6 +5,10 @@
 //! fault-matrix driver and a TCP proxy that plays network partitions;
 //! fetches compared between refstore's upload-pack and git's, and a relay
 //! that lets git reach a server run inside the test process.
+//! clusters, HAProxy in front of servers and SSH clients, the
+//! linearizability checker, a strict reader of Prometheus metrics, the
+//! bounds and seeds of stress tests, the fault-matrix driver and a TCP
+//! proxy that plays network partitions.
 //!
 //! Only tests use this crate (as a dev-dependency); it is not published.
 //! A crate's `tests/support` keeps what is specific to that crate and
@@ -25,10 +29,12 @@ pub mod names;
 pub mod pkt_line;
 pub mod porcupine;
 pub mod process;
+pub mod prometheus;
 pub mod relay;
 pub mod rng;
 pub mod server;
 pub mod ssh;
+pub mod stress;
 
 pub use env::isolate;
 pub use git::{git, git_ok, Git};

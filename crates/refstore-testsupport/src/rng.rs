@@ -25,6 +25,11 @@ impl Rng {
         (self.next_u64() % n as u64) as usize
     }
 
+    /// A delay of up to `max_ms` milliseconds.
+    pub fn delay(&mut self, max_ms: u64) -> std::time::Duration {
+        std::time::Duration::from_micros(self.next_u64() % (max_ms * 1000 + 1))
+    }
+
     /// True with probability `percent` in a hundred.
     pub fn chance(&mut self, percent: u64) -> bool {
         self.next_u64() % 100 < percent

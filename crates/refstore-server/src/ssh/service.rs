@@ -84,14 +84,21 @@ pub async fn serve(
             (name, run(&shared, &request, command, input, &channel).await)
         }
     };
-    if let Some(message) = &outcome.message {
-        let _ = channel
-            .extended_data_bytes(1, Bytes::from(format!("{message}\n")))
-            .await;
-    }
-    let _ = channel.exit_status(outcome.exit).await;
-    let _ = channel.eof().await;
-    let _ = channel.close().await;
+    // A client that stopped reading (why a service may have failed)
+    // never makes room in the channel's window for the message: it gets
+    // as long as any client has to read, so that the service ends and a
+    // shutdown, which waits for running services, is not held forever.
+    let ending = async {
+        if let Some(message) = &outcome.message {
+            let _ = channel
+                .extended_data_bytes(1, Bytes::from(format!("{message}\n")))
+                .await;
+        }
+        let _ = channel.exit_status(outcome.exit).await;
+        let _ = channel.eof().await;
+        let _ = channel.close().await;
+    };
+    let _ = tokio::time::timeout(shared.options.timeout, ending).await;
 
     let metrics = &shared.options.metrics;
     metrics.request(Transport::Ssh, name, outcome.status, started.elapsed());
