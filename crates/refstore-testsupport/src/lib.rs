@@ -1,14 +1,12 @@
 //! What the integration tests of every refstore crate share, so that a
 //! set-up lives in one place: running git and JGit, the environment they
 //! run in, the repositories tests start from, server processes, etcd
-//! clusters, HAProxy in front of servers and SSH clients, the linearizability checker, the
-//! fault-matrix driver and a TCP proxy that plays network partitions;
-//! fetches compared between refstore's upload-pack and git's, and a relay
-//! that lets git reach a server run inside the test process.
 //! clusters, HAProxy in front of servers and SSH clients, the
 //! linearizability checker, a strict reader of Prometheus metrics, the
-//! bounds and seeds of stress tests, the fault-matrix driver and a TCP
-//! proxy that plays network partitions.
+//! bounds and seeds of stress tests with one seeded generator, the
+//! fault-matrix driver, a TCP proxy that plays network partitions,
+//! fetches compared between refstore's upload-pack and git's, and a relay
+//! that lets git reach a server run inside the test process.
 //!
 //! Only tests use this crate (as a dev-dependency); it is not published.
 //! A crate's `tests/support` keeps what is specific to that crate and
