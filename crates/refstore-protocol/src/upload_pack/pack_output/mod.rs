@@ -35,6 +35,7 @@
 
 mod plan;
 mod request;
+mod reuse;
 mod verbatim;
 mod write;
 
