@@ -65,7 +65,7 @@ report() {
 full_clone() {
     local row=$1 case=$2 source=$3 g r
     for server in git refstore; do
-        local out=$work/$case-$server
+        local out=$work/${case//[^A-Za-z0-9]/_}-$server
         : >"$out"
         local cmd="$GIT upload-pack"
         [[ $server == git ]] || cmd="$REFSTORE upload-pack"
@@ -74,7 +74,7 @@ full_clone() {
             measure "$out" "$cmd" clone -q --bare --no-local "file://$source" "$work/clone.git"
         done
     done
-    g=$(report "$case" "git" "$work/$case-git")
-    r=$(report "$case" "refstore" "$work/$case-refstore")
+    g=$(report "$case" "git" "$work/${case//[^A-Za-z0-9]/_}-git")
+    r=$(report "$case" "refstore" "$work/${case//[^A-Za-z0-9]/_}-refstore")
     record "$row" "$case CPU" "$g" "$r"
 }

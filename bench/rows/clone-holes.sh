@@ -13,8 +13,10 @@
 #       whose own refs are the pool's less CLONE_HIDE
 #
 # The repository is given by path and never modified: CLONE_REPO=/path/to/
-# bare.git (e.g. a mirror with refs/pull/*). CLONE_RUNS (default 3) runs of
-# each clone; medians are reported.
+# bare.git (e.g. a mirror with refs/pull/*). CLONE_HIDE is one or more
+# for-each-ref patterns, space-separated (e.g. "refs/heads/seen
+# refs/heads/next" for git.git). CLONE_RUNS (default 3) runs of each
+# clone; medians are reported.
 require_repository clone-holes || return 0
 hide=${CLONE_HIDE:-refs/pull}
 work=$BENCH_DIR/clone-holes
@@ -28,7 +30,8 @@ clone_timing "$work"
 # transfer.hideRefs does; with a refstore that reads hideRefs, the line
 # below may set it instead: git config -C "$1" transfer.hideRefs "$hide"
 hide_refs() {
-    "$GIT" -C "$1" for-each-ref --format='delete %(refname)' "$hide" | "$GIT" -C "$1" update-ref --stdin
+    # shellcheck disable=SC2086 # patterns, split on purpose
+    "$GIT" -C "$1" for-each-ref --format='delete %(refname)' $hide | "$GIT" -C "$1" update-ref --stdin
 }
 
 # pack_reused SOURCE SERVER_CMD: the "pack-reused" count of a clone of
@@ -39,13 +42,21 @@ pack_reused() {
         tr '\r' '\n' | sed -n 's/.*pack-reused \([0-9]*\).*/\1/p' | tail -1
 }
 
-# A pool: every ref of the repository, repacked with a bitmap.
+# A pool: every ref of the repository, repacked with a bitmap. A mirror
+# clone, so that it has one pack (a repack beside alternates that are a
+# partial clone's keeps their promisor pack too); where refs name objects
+# the repository lacks, which a clone refuses, a copy borrowing its
+# objects, repacked.
 pool=$work/pool.git
-shallow_copy "$pool"
+if ! "$GIT" clone -q --bare --mirror --no-local "$repo" "$pool" 2>/dev/null; then
+    rm -rf "$pool"
+    shallow_copy "$pool"
+fi
 "$GIT" -C "$pool" repack -adbq
-rm "$pool/objects/info/alternates"
+rm -f "$pool/objects/info/alternates"
 
-extra "### clone-holes: serving $(basename "$repo") with $("$GIT" -C "$pool" for-each-ref "$hide" | wc -l) refs under $hide hidden ($("$GIT" -C "$pool" count-objects -v | sed -n 's/^size-pack: //p') KiB of packs)"
+# shellcheck disable=SC2086
+extra "### clone-holes: serving $(basename "$repo") with $("$GIT" -C "$pool" for-each-ref $hide | wc -l) refs under $hide hidden ($("$GIT" -C "$pool" count-objects -v | sed -n 's/^size-pack: //p') KiB of packs)"
 extra ""
 extra "| case | server | CPU s | wall s | peak RSS MiB | pack bytes |"
 extra "|---|---|---:|---:|---:|---:|"

@@ -30,10 +30,8 @@
 
 use crate::upload_pack::contents::PackContents;
 use crate::upload_pack::graph::Graph;
+use crate::upload_pack::pack_writer::OFS_DELTA;
 use refstore_odb::{decode_entry_header, encode_entry_header, PackedAt, Packs, StoredOrder};
-
-/// The entry type of an offset delta.
-const OFS_DELTA: u8 = 6;
 
 /// Where the first entry of a pack goes: after its 12-byte header.
 const FIRST_ENTRY: u64 = 12;
@@ -215,14 +213,7 @@ pub(super) fn select(graph: &Graph, contents: &PackContents) -> Reuse {
         }
         done_packs.push(first.pack);
         layout.marks.clear();
-        slot = select_in(
-            packs,
-            first.pack,
-            &located[..],
-            slot,
-            &mut layout,
-            &mut reuse,
-        );
+        slot = select_in(packs, first.pack, located, slot, &mut layout, &mut reuse);
     }
     reuse
 }
@@ -280,6 +271,8 @@ fn select_in(
             break;
         }
         last = Some(offset);
+        // Segments follow each other from slot 0.
+        debug_assert_eq!(reuse.reused.len(), slot);
         reuse.reused.push(false);
         let decided = order
             .rank_at(offset)
