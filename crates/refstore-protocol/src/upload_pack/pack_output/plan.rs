@@ -82,7 +82,7 @@ pub(super) fn plan(
     // Entries sent as stored include offset deltas, which only a client
     // that asked for them reads.
     let reuse = match request.ofs_delta {
-        true => reuse::select(graph, contents),
+        true => reuse::select(graph, contents, &thin),
         false => Reuse::default(),
     };
     let packs = graph.packs();

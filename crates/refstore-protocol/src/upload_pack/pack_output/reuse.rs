@@ -18,7 +18,10 @@
 //!   everything after it moves up too);
 //! - anything else (a reference delta, an offset delta whose base is not
 //!   sent or is itself written another way, an entry that cannot be read)
-//!   is left to the pack writer's usual path, after these entries: there
+//!   is left to the pack writer's usual path, after these entries, and
+//!   so is, in a thin pack, a tree or blob with a version on the client
+//!   (a delta against it is usually far smaller than the stored entry):
+//!   there
 //!   it is copied against a base written anywhere in the pack, a thin
 //!   pack's base on the client, or compressed afresh.
 //!
@@ -31,6 +34,7 @@
 use crate::upload_pack::contents::PackContents;
 use crate::upload_pack::graph::Graph;
 use crate::upload_pack::pack_writer::OFS_DELTA;
+use crate::upload_pack::thin::ThinBases;
 use refstore_odb::{decode_entry_header, encode_entry_header, PackedAt, Packs, StoredOrder};
 
 /// Where the first entry of a pack goes: after its 12-byte header.
@@ -193,9 +197,11 @@ impl Reuse {
 }
 
 /// Chooses the entries sent as stored for `contents` (see the module
-/// documentation); none unless the count listed where its objects are
-/// stored (a count with bitmaps).
-pub(super) fn select(graph: &Graph, contents: &PackContents) -> Reuse {
+/// documentation), leaving out the slots `thin` has a base on the client
+/// for (in a thin pack, a delta against the client's version is usually
+/// far smaller than the stored entry); none unless the count listed where
+/// its objects are stored (a count with bitmaps).
+pub(super) fn select(graph: &Graph, contents: &PackContents, thin: &ThinBases) -> Reuse {
     let packs = graph.packs();
     // Objects added after the count (tags to include) have no location.
     let located = &contents.located[..contents.located.len().min(contents.ids.len())];
@@ -213,7 +219,12 @@ pub(super) fn select(graph: &Graph, contents: &PackContents) -> Reuse {
         }
         done_packs.push(first.pack);
         layout.marks.clear();
-        slot = select_in(packs, first.pack, located, slot, &mut layout, &mut reuse);
+        let segment = Segment {
+            pack: first.pack,
+            from: slot,
+            thin,
+        };
+        slot = select_in(packs, segment, located, &mut layout, &mut reuse);
     }
     reuse
 }
@@ -250,16 +261,24 @@ impl Layout {
 /// A rank not sent as stored.
 const NOT_SENT: u32 = u32::MAX;
 
-/// Chooses among the slots from `from` on that are entries of `pack` in
-/// stored order (the pack's segment); the end of the segment.
+/// Where a pack's segment starts.
+struct Segment<'a> {
+    pack: u32,
+    /// Its first slot.
+    from: usize,
+    thin: &'a ThinBases,
+}
+
+/// Chooses among the slots from `segment.from` on that are entries of
+/// its pack in stored order (the pack's segment); the end of the segment.
 fn select_in(
     packs: &Packs,
-    pack: u32,
+    segment: Segment<'_>,
     located: &[Option<PackedAt>],
-    from: usize,
     layout: &mut Layout,
     reuse: &mut Reuse,
 ) -> usize {
+    let Segment { pack, from, thin } = segment;
     let order = packs.stored_order(pack);
     // By rank: the slot of an entry sent as stored.
     let mut sent = vec![NOT_SENT; order.len()];
@@ -276,6 +295,7 @@ fn select_in(
         reuse.reused.push(false);
         let decided = order
             .rank_at(offset)
+            .filter(|_| thin.base_for(slot as u32).is_none())
             .and_then(|rank| Some((rank, decide(&order, rank, &sent, layout)?)));
         if let Some((rank, how)) = decided {
             sent[rank] = slot as u32;
