@@ -22,52 +22,13 @@
 # CLONE_FULL=0 skips the full clones, (a) and (b), to measure the fetches
 # alone.
 require_repository clone-real || return 0
-clone_runs=${CLONE_RUNS:-1}
 fetch_runs=${FETCH_RUNS:-3}
 work=$BENCH_DIR/clone-real
 rm -rf "$work"
 mkdir -p "$work"
 
-# The server runs under bash's `time` (CPU to the millisecond, children
-# included; /usr/bin/time rounds to 10 ms, as much as a small fetch costs)
-# and /usr/bin/time for the peak RSS.
-timed=$work/timed
-cat >"$timed" <<TIMED
-#!/usr/bin/env bash
-TIMEFORMAT='%3U %3S %3R'
-{ time /usr/bin/time -o "$work/rss" -f %M "\$@" 2>&3; } 3>&2 2>"$work/cpu"
-TIMED
-chmod +x "$timed"
-
-# measure OUT SERVER_CMD GIT_ARGS...: runs one git command whose
-# upload-pack is SERVER_CMD, timed; appends "cpu wall rss_kb bytes" to OUT.
-measure() {
-    local out=$1 server=$2
-    shift 2
-    local trace=$work/packfile
-    rm -f "$work/cpu" "$work/rss" "$trace"
-    GIT_TRACE_PACKFILE=$trace "$GIT" "$@" --upload-pack="$timed $server" >/dev/null 2>&1
-    local bytes rss
-    bytes=$(stat -c %s "$trace")
-    rss=$(tail -1 "$work/rss")
-    awk -v b="$bytes" -v m="$rss" '{ printf "%.3f %.3f %d %d\n", $1 + $2, $3, m, b }' "$work/cpu" >>"$out"
-}
-
-# median OUT COLUMN: the median of a column of OUT.
-median() {
-    sort -n -k"$2" "$1" | awk -v c="$2" '{ v[NR] = $c } END { print v[int((NR + 1) / 2)] }'
-}
-
-# A repository sharing REPO's objects (alternates) with copies of its refs:
-# cheap to make, and objects written into it are its own.
-shallow_copy() {
-    local dest=$1
-    "$GIT" init -q --bare "$dest"
-    echo "$repo/objects" >"$dest/objects/info/alternates"
-    cp "$repo/HEAD" "$dest/HEAD"
-    [[ ! -f $repo/packed-refs ]] || cp "$repo/packed-refs" "$dest/packed-refs"
-    cp -r "$repo/refs/." "$dest/refs/"
-}
+source "$root/bench/lib/clone.sh"
+clone_timing "$work"
 
 head_ref=$("$GIT" -C "$repo" symbolic-ref HEAD)
 branch=${head_ref#refs/heads/}
@@ -77,37 +38,8 @@ extra ""
 extra "| case | server | CPU s | wall s | peak RSS MiB | pack bytes |"
 extra "|---|---|---:|---:|---:|---:|"
 
-# report CASE NAME OUT: one table line; echoes the median CPU.
-report() {
-    local cpu wall rss bytes
-    cpu=$(median "$3" 1)
-    wall=$(median "$3" 2)
-    rss=$(median "$3" 3)
-    bytes=$(median "$3" 4)
-    extra "| $1 | $2 | $cpu | $wall | $((rss / 1024)) | $bytes |"
-    echo "$cpu"
-}
-
-# full_clone CASE SOURCE: (a) or (b).
-full_clone() {
-    local case=$1 source=$2 g r
-    for server in git refstore; do
-        local out=$work/$case-$server
-        : >"$out"
-        local cmd="$GIT upload-pack"
-        [[ $server == git ]] || cmd="$REFSTORE upload-pack"
-        for ((i = 0; i < clone_runs; i++)); do
-            rm -rf "$work/clone.git"
-            measure "$out" "$cmd" clone -q --bare --no-local "file://$source" "$work/clone.git"
-        done
-    done
-    g=$(report "$case" "git" "$work/$case-git")
-    r=$(report "$case" "refstore" "$work/$case-refstore")
-    record clone-real "$case CPU" "$g" "$r"
-}
-
 if [[ ${CLONE_FULL:-1} == 1 ]]; then
-    full_clone "(a) full clone" "$repo"
+    full_clone clone-real "(a) full clone" "$repo"
 fi
 
 # Only what a clone asks for: other refs (a mirror's refs/pull/*) may
@@ -122,7 +54,7 @@ if [[ ${CLONE_FULL:-1} == 1 && ${CLONE_GRAPH:-0} == 1 ]]; then
     shallow_copy "$graphed"
     clone_refs_only "$graphed"
     "$GIT" -C "$graphed" commit-graph write --reachable
-    full_clone "(a2) full clone, commit-graph" "$graphed"
+    full_clone clone-real "(a2) full clone, commit-graph" "$graphed"
 fi
 
 if [[ ${CLONE_FULL:-1} == 1 && ${CLONE_BITMAPS:-0} == 1 ]]; then
@@ -131,7 +63,7 @@ if [[ ${CLONE_FULL:-1} == 1 && ${CLONE_BITMAPS:-0} == 1 ]]; then
     clone_refs_only "$bitmapped"
     "$GIT" -C "$bitmapped" repack -adbq
     rm "$bitmapped/objects/info/alternates"
-    full_clone "(b) full clone, bitmaps" "$bitmapped"
+    full_clone clone-real "(b) full clone, bitmaps" "$bitmapped"
 fi
 
 # depth_clone CASE SOURCE DEPTH: (e), a shallow clone of DEPTH commits.

@@ -91,7 +91,7 @@ pub use bitmap_index::BitmapIndex;
 pub use check::{check_format, FormatError};
 pub use commit_graph::{CommitGraph, GraphCommit};
 pub use connectivity::{check_connectivity, Checked, ConnectivityError};
-pub use entry_header::encode_entry_header;
+pub use entry_header::{decode_entry_header, encode_entry_header, EntryHeader};
 pub use error::OdbError;
 pub use hash::{object_header, object_id};
 pub use kind::ObjectKind;

@@ -23,18 +23,21 @@
 //! `thin.rs`), stored whole or compressed afresh, are also tried as deltas
 //! against that version. Otherwise every base is in the pack.
 //!
-//! Where the objects begin with the first entries of a stored pack in
-//! the order it stores them (a count with bitmaps lists them so), that
-//! stretch is copied in one piece, and so are those of the packs a
-//! multi-pack index numbers after it, as git's pack reuse does
-//! ([`verbatim`]); when one pack is sent whole, the new pack is the
-//! stored one, checksum included.
+//! Where the objects begin with entries of a stored pack in the order it
+//! stores them (a count with bitmaps lists them so), with holes where the
+//! pack holds objects not sent, those entries are sent first as they are
+//! stored, the holes closed and offset deltas' distances rewritten, and so
+//! are those of the packs a multi-pack index numbers after it, as git's
+//! pack reuse does ([`reuse`] chooses them, [`verbatim`] copies them);
+//! when one pack is sent whole, the new pack is the stored one, checksum
+//! included.
 //!
 //! [`plan`] decides how each object is sent, reading only entry headers;
 //! [`write`] writes the pack that plan describes.
 
 mod plan;
 mod request;
+mod reuse;
 mod verbatim;
 mod write;
 

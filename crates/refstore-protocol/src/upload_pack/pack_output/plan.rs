@@ -2,10 +2,11 @@
 //! sent (its stored entry copied whole or as a delta, or compressed
 //! afresh), the delta chains copied, and which objects are worth keeping
 //! as delta bases. Only entry headers are read, and not those of the
-//! leading stretches sent as stored ([`super::verbatim`]).
+//! entries sent as stored ([`super::reuse`]), whose headers were read
+//! choosing them.
 
 use super::request::PackRequest;
-use super::verbatim::{self, Stretches};
+use super::reuse::{self, Reuse};
 use crate::upload_pack::contents::{PackContents, NO_PATH};
 use crate::upload_pack::delta_search::MAX_DEPTH;
 use crate::upload_pack::graph::Graph;
@@ -56,10 +57,9 @@ pub(super) struct Plan {
     /// commit meets each path once: keeping every file for nothing would
     /// hold the whole tree in memory).
     pub(super) base_wanted: Vec<bool>,
-    /// The leading slots sent as stretches of stored packs, each copied in
-    /// one piece; their entries in `stored` are planned as whole objects,
-    /// unread.
-    pub(super) verbatim: Stretches,
+    /// The entries sent as stored, written first; their entries in
+    /// `stored` are planned as whole objects.
+    pub(super) reuse: Reuse,
 }
 
 pub(super) fn damaged(e: refstore_odb::OdbError) -> UploadPackError {
@@ -79,13 +79,12 @@ pub(super) fn plan(
         false => ThinBases::none(),
     };
     let contents = &*contents;
-    // Stored stretches hold offset deltas, which only a client that asked
-    // for them reads.
-    let verbatim = match request.ofs_delta {
-        true => verbatim::find(graph, contents),
-        false => Stretches::new(),
+    // Entries sent as stored include offset deltas, which only a client
+    // that asked for them reads.
+    let reuse = match request.ofs_delta {
+        true => reuse::select(graph, contents, &thin),
+        false => Reuse::default(),
     };
-    let stretch_end = verbatim::end(&verbatim);
     let packs = graph.packs();
     let ids = &contents.ids;
     // The slot of each sent object, by pack and index position: a stored
@@ -119,7 +118,7 @@ pub(super) fn plan(
             stored.push(None);
             continue;
         };
-        if slot < stretch_end {
+        if reuse.holds(slot) {
             stored.push(Some((at, How::Whole)));
             continue;
         }
@@ -172,7 +171,7 @@ pub(super) fn plan(
         thin,
         fresh_for_delta,
         base_wanted: bases_wanted(&contents.paths, &searched),
-        verbatim,
+        reuse,
     })
 }
 

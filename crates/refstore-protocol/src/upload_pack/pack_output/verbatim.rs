@@ -1,200 +1,170 @@
-//! Sending leading stretches of stored packs as one piece each, as git's
-//! pack-objects does when it reuses packs verbatim.
+//! Writing the stored entries [`super::reuse`] chose, as they are stored:
+//! runs of consecutive entries copied in one piece, offset deltas whose
+//! distance to their base changed with a new header before their stored
+//! data.
 //!
-//! When the objects to send begin with the first entries of a pack in the
-//! order they are stored (a count with the reachability bitmap lists them
-//! in the bitmap's order: pack order for a pack's bitmap; for a
-//! multi-pack index's, its packs one after the other, the preferred pack
-//! first), those entries are copied as stored, without reading their
-//! headers one by one; so are the first entries of the pack that follows,
-//! and so on. Within a stretch, entries keep their distances from each
-//! other, and an offset delta's base is always an earlier entry of its
-//! pack: every offset delta of a stretch still finds its base. The
-//! remaining objects are written after the stretches the usual way.
-//!
-//! Each copied entry is checked against the CRC32 the pack's `.idx`
-//! records for it. Copying stops before the first entry that is damaged
-//! or a reference delta (its base may not precede it): from there on, the
-//! entries of the stretches are planned as any other (by the pack writer), so a
-//! damaged one is sent from another copy or fails the fetch.
-//!
-//! When one pack is sent whole with exactly its objects, the new pack is
-//! the stored one byte for byte: its checksum is the stored trailer (once
-//! checked against the one the `.idx` records), and nothing is hashed.
+//! Each entry is checked against the CRC32 the pack's `.idx` records for
+//! it before anything of it is written (over its stored bytes, also when
+//! its header is rewritten). Copying stops before the first entry that is
+//! damaged: the pieces' entries from there on are left to the pack writer,
+//! which sends each its usual way (a damaged one from another copy, or
+//! the fetch fails), never a damaged pack.
 
-use crate::upload_pack::contents::PackContents;
-use crate::upload_pack::graph::Graph;
-use crate::upload_pack::pack_writer::PackWriter;
-use refstore_odb::{PackedAt, Packs, StoredOrder};
-
-/// The entry type of a reference delta, which is never copied as part of
-/// a stretch.
-const REF_DELTA: u8 = 7;
-
-/// The entry type of an offset delta.
-const OFS_DELTA: u8 = 6;
+use super::reuse::{Piece, Reuse};
+use crate::upload_pack::pack_writer::{PackWriter, OFS_DELTA};
+use refstore_odb::{decode_entry_header, Packs, StoredOrder};
 
 /// How many bytes are checked and written at a time.
 const CHUNK: u64 = 1 << 20;
 
-/// How many bytes are copied between two releases of the pack's
+/// How many bytes of a pack are copied between two releases of its
 /// resident pages.
 const RELEASE_EVERY: u64 = 32 << 20;
 
-/// Slots `first_slot..first_slot + objects` are the first `objects`
-/// entries of `pack` in stored order.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct Stretch {
-    pub(super) pack: u32,
-    pub(super) first_slot: usize,
-    pub(super) objects: usize,
-}
-
-/// The stretches the objects begin with, one after the other from slot 0.
-pub(super) type Stretches = Vec<Stretch>;
-
-/// The slots the stretches cover: `0..end`.
-pub(super) fn end(stretches: &[Stretch]) -> usize {
-    stretches.last().map_or(0, |s| s.first_slot + s.objects)
-}
-
-/// The pack sent whole with exactly its objects, if the stretches are one
-/// pack's every entry and nothing else is sent.
-pub(super) fn whole_pack(packs: &Packs, stretches: &[Stretch], objects_sent: usize) -> Option<u32> {
-    match stretches {
-        [only]
-            if only.objects == objects_sent
-                && only.objects == packs.stored_order(only.pack).len() =>
-        {
-            Some(only.pack)
-        }
-        _ => None,
-    }
-}
-
-/// The longest leading run of `contents` made of packs' first entries in
-/// stored order, pack after pack (a multi-pack index's bitmap numbers its
-/// packs one after the other); empty if there is none. Only the locations
-/// are compared: no entry is read.
-pub(super) fn find(graph: &Graph, contents: &PackContents) -> Stretches {
-    let packs = graph.packs();
-    // Objects added after the count (tags to include) have no location.
-    let located = &contents.located[..contents.located.len().min(contents.ids.len())];
-    let mut stretches = Stretches::new();
-    let mut slot = 0;
-    while let Some(&Some(first)) = located.get(slot) {
-        let order = packs.stored_order(first.pack);
-        let starts_pack = !order.is_empty() && order.position(0) == first.position;
-        if !starts_pack || stretches.iter().any(|s| s.pack == first.pack) {
-            break;
-        }
-        let limit = order.len().min(located.len() - slot);
-        let objects = (0..limit)
-            .take_while(|&rank| {
-                located[slot + rank]
-                    == Some(PackedAt {
-                        pack: first.pack,
-                        position: order.position(rank),
-                    })
-            })
-            .count();
-        stretches.push(Stretch {
-            pack: first.pack,
-            first_slot: slot,
-            objects,
-        });
-        slot += objects;
-    }
-    stretches
-}
-
 /// What [`copy`] sent.
 pub(super) struct Copied {
-    /// The slots copied: `0..objects`.
+    /// Entries written.
     pub(super) objects: usize,
     /// Of those, deltas.
     pub(super) deltas: usize,
+    /// The slot of the damaged entry copying stopped before, if it did.
+    pub(super) stopped_at: Option<usize>,
 }
 
-/// Copies the entries of `stretches` into `pack`, which has written its
-/// header only, up to the first that is damaged or a reference delta;
-/// `offsets` gets each copied slot's offset in the new pack. Within a
-/// stretch, entries keep their distances, so its offset deltas stay right.
+/// Writes the pieces of `reuse` into `pack`, which has written its header
+/// only; `offsets` gets each written slot's offset in the new pack.
 pub(super) fn copy(
     packs: &Packs,
-    stretches: &[Stretch],
+    reuse: &Reuse,
     pack: &mut PackWriter<'_>,
     offsets: &mut [u64],
 ) -> std::io::Result<Copied> {
     let mut copied = Copied {
         objects: 0,
         deltas: 0,
+        stopped_at: None,
     };
-    for stretch in stretches {
-        let order = packs.stored_order(stretch.pack);
-        let (start_in_pack, start_out) = (order.offset(0), pack.offset());
-        let ranks = copy_one(packs, *stretch, pack, &mut copied.deltas)?;
-        for rank in 0..ranks {
-            offsets[stretch.first_slot + rank] = start_out + order.offset(rank) - start_in_pack;
-        }
-        copied.objects += ranks;
-        if ranks < stretch.objects {
-            break;
-        }
-    }
-    Ok(copied)
-}
-
-/// Copies the entries of `stretch` up to the first that cannot be copied;
-/// how many it copied. Deltas are counted in `deltas`.
-fn copy_one(
-    packs: &Packs,
-    stretch: Stretch,
-    pack: &mut PackWriter<'_>,
-    deltas: &mut usize,
-) -> std::io::Result<usize> {
-    let order = packs.stored_order(stretch.pack);
-    let mut copied = 0;
     let mut since_release = 0;
-    while copied < stretch.objects {
-        let from = order.offset(copied);
-        let mut end = copied;
-        while end < stretch.objects && order.offset(end) - from < CHUNK {
-            match order.type_id(end) {
-                Some(REF_DELTA) | None => break,
-                Some(kind) if order.crc_matches(end) => {
-                    *deltas += usize::from(kind == OFS_DELTA);
-                    end += 1;
-                }
-                Some(_) => break,
-            }
+    for &(piece, out) in &reuse.pieces {
+        if pack.offset() != out {
+            // The distances of the deltas after it would be wrong.
+            return Err(std::io::Error::other(
+                "a reused pack entry is not where it was placed",
+            ));
         }
-        if end == copied {
+        let order = packs.stored_order(piece.pack());
+        let stopped = match piece {
+            Piece::Copy {
+                first_rank,
+                ranks,
+                first_slot,
+                ..
+            } => {
+                let ranks = first_rank as usize..(first_rank + ranks) as usize;
+                copy_run(
+                    &order,
+                    ranks,
+                    first_slot as usize,
+                    pack,
+                    offsets,
+                    &mut copied,
+                )?
+            }
+            Piece::Rewrite {
+                rank,
+                slot,
+                base_slot,
+                ..
+            } => {
+                if rewrite(&order, rank as usize, slot, base_slot, pack, offsets)? {
+                    copied.objects += 1;
+                    copied.deltas += 1;
+                    None
+                } else {
+                    Some(slot as usize)
+                }
+            }
+        };
+        if stopped.is_some() {
+            copied.stopped_at = stopped;
             break;
         }
-        let to = order.offset(end);
-        let bytes = order
-            .bytes(from, to)
-            .ok_or_else(|| std::io::Error::other("a pack entry is beyond the end of its pack"))?;
-        pack.write(bytes)?;
-        copied = end;
-        since_release += to - from;
+        since_release += pack.offset() - out;
         if since_release >= RELEASE_EVERY {
             since_release = 0;
-            packs.release_pages(stretch.pack);
+            packs.release_pages(piece.pack());
         }
     }
     Ok(copied)
 }
 
-/// The bytes [`copy`] wrote for the first `objects` entries of `stretch`:
-/// for hashing them afterwards.
-pub(super) fn copied_bytes(packs: &Packs, stretch: Stretch, objects: usize) -> Option<&[u8]> {
-    let order = packs.stored_order(stretch.pack);
-    order.bytes(order.offset(0), order.offset(objects))
+/// Copies the entries of `ranks` (slots from `first_slot` on) up to the
+/// first that is damaged; its slot if there is one.
+fn copy_run(
+    order: &StoredOrder<'_>,
+    ranks: std::ops::Range<usize>,
+    first_slot: usize,
+    pack: &mut PackWriter<'_>,
+    offsets: &mut [u64],
+    copied: &mut Copied,
+) -> std::io::Result<Option<usize>> {
+    let mut rank = ranks.start;
+    while rank < ranks.end {
+        let from = order.offset(rank);
+        let out = pack.offset();
+        let mut end = rank;
+        while end < ranks.end && order.offset(end) - from < CHUNK && order.crc_matches(end) {
+            offsets[first_slot + end - ranks.start] = out + order.offset(end) - from;
+            copied.deltas += usize::from(order.type_id(end) == Some(OFS_DELTA));
+            end += 1;
+        }
+        if end > rank {
+            pack.write(bytes(order, from, order.offset(end))?)?;
+            copied.objects += end - rank;
+        }
+        if end < ranks.end && end - rank == 0 {
+            return Ok(Some(first_slot + end - ranks.start));
+        }
+        rank = end;
+    }
+    Ok(None)
 }
 
-/// The rank of the entry at `at` in its pack's stored order.
-pub(super) fn order_rank(order: &StoredOrder<'_>, packs: &Packs, at: PackedAt) -> Option<usize> {
-    order.rank_at(packs.offset_of(at))
+/// Writes the offset delta of rank `rank` (slot `slot`) with its distance
+/// to the slot `base_slot`, written before it; false (nothing written) if
+/// it is damaged.
+fn rewrite(
+    order: &StoredOrder<'_>,
+    rank: usize,
+    slot: u32,
+    base_slot: u32,
+    pack: &mut PackWriter<'_>,
+    offsets: &mut [u64],
+) -> std::io::Result<bool> {
+    if !order.crc_matches(rank) {
+        return Ok(false);
+    }
+    let raw = bytes(order, order.offset(rank), order.offset(rank + 1))?;
+    let header = decode_entry_header(raw)
+        .filter(|header| header.type_id == OFS_DELTA)
+        .ok_or_else(|| std::io::Error::other("a reused offset delta's header is not one"))?;
+    let out = pack.offset();
+    offsets[slot as usize] = out;
+    let distance = out - offsets[base_slot as usize];
+    pack.entry_header(OFS_DELTA, header.size, Some(distance))?;
+    pack.write(&raw[header.len..])?;
+    Ok(true)
+}
+
+fn bytes<'a>(order: &StoredOrder<'a>, from: u64, to: u64) -> std::io::Result<&'a [u8]> {
+    order
+        .bytes(from, to)
+        .ok_or_else(|| std::io::Error::other("a pack entry is beyond the end of its pack"))
+}
+
+/// The bytes [`copy`] wrote for the first `objects` entries of the pack
+/// `pack`, its only piece: for hashing them afterwards.
+pub(super) fn copied_bytes(packs: &Packs, pack: u32, objects: usize) -> Option<&[u8]> {
+    let order = packs.stored_order(pack);
+    order.bytes(order.offset(0), order.offset(objects))
 }

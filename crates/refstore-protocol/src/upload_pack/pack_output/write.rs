@@ -1,5 +1,5 @@
-//! Writing a planned pack: leading stretches of stored packs copied in
-//! one piece ([`super::verbatim`]), then each object's stored entry copied
+//! Writing a planned pack: the entries sent as stored copied first
+//! ([`super::verbatim`]), then each object's stored entry copied
 //! or its content compressed afresh (as a delta where one is found), bases
 //! before their deltas, damaged entries replaced by another copy.
 
@@ -55,7 +55,7 @@ pub(super) fn write(
     let packs = graph.packs();
     // A stored pack sent whole, with exactly its objects: the new pack is
     // that one, checksum included.
-    let stored_trailer = verbatim::whole_pack(packs, &plan.verbatim, objects).and_then(|whole| {
+    let stored_trailer = plan.reuse.whole_pack(packs, objects).and_then(|whole| {
         let order = packs.stored_order(whole);
         let header = crate::upload_pack::pack_writer::pack_header(object_count);
         (order.header() == Some(&header[..]))
@@ -71,14 +71,14 @@ pub(super) fn write(
     .map_err(io)?;
     let mut offsets = vec![UNWRITTEN; objects];
     let mut plan = plan;
-    let copied = verbatim::copy(packs, &plan.verbatim, &mut pack, &mut offsets).map_err(io)?;
-    if copied.objects < verbatim::end(&plan.verbatim) {
-        // An entry that cannot be copied as stored: from it on, the
-        // stretches are sent entry by entry.
-        replan(packs, &mut plan, copied.objects);
-        if stored_trailer.is_some() {
+    let copied = verbatim::copy(packs, &plan.reuse, &mut pack, &mut offsets).map_err(io)?;
+    if let Some(stopped_at) = copied.stopped_at {
+        // A damaged entry: from it on, the entries chosen to be sent as
+        // stored are sent entry by entry.
+        replan(packs, &mut plan, stopped_at);
+        if let Some(whole) = stored_trailer.and(plan.reuse.whole_pack(packs, objects)) {
             // Not the stored pack after all: hash what it copied.
-            let entries = verbatim::copied_bytes(packs, plan.verbatim[0], copied.objects)
+            let entries = verbatim::copied_bytes(packs, whole, copied.objects)
                 .ok_or_else(|| io(std::io::Error::other("a copied pack entry is gone")))?;
             pack.hash_written(object_count, entries).map_err(io)?;
         }
@@ -102,8 +102,10 @@ pub(super) fn write(
         summary,
         copied: Vec::new(),
     };
-    for slot in copied.objects..objects {
-        writer.emit(slot as u32)?;
+    for slot in 0..objects {
+        if writer.offsets[slot] == UNWRITTEN {
+            writer.emit(slot as u32)?;
+        }
     }
     let summary = writer.summary;
     let bytes = writer.pack.finish().map_err(io)?;
@@ -476,38 +478,30 @@ fn deflate(pack: &mut PackWriter<'_>, data: &[u8]) -> Result<(), UploadPackError
     deflate.finish().map_err(io)
 }
 
-/// Plans the slots of the plan's stretches from `from` on (those
-/// [`verbatim::copy`] left out) as the pack writer sends any stored entry: a whole object or a delta
-/// against another slot of the same stretch is copied (checked then),
-/// anything else is compressed afresh. Their chains are counted as full,
-/// so none of them becomes a new delta.
+/// Plans the slots chosen to be sent as stored from `from` on (those
+/// [`verbatim::copy`] left out) as the pack writer sends any stored entry:
+/// a whole object, or an offset delta against its base, another of those
+/// slots, is copied (checked then); anything else is compressed afresh.
+/// Their chains are counted as full, so none of them becomes a new delta.
 fn replan(packs: &Packs, plan: &mut Plan, from: usize) {
-    for stretch in plan.verbatim.clone() {
-        let first = stretch.first_slot;
-        let ranks = from.saturating_sub(first)..stretch.objects;
-        let order = packs.stored_order(stretch.pack);
-        let in_stretch = |rank: usize, own: usize| rank < stretch.objects && rank != own;
-        for rank in ranks {
-            let at = PackedAt {
-                pack: stretch.pack,
-                position: order.position(rank),
-            };
-            let how = match packs.entry(at).map(|entry| entry.kind) {
-                Ok(StoredKind::Whole(_)) => How::Whole,
-                Ok(StoredKind::OfsDelta { base_offset }) => order
-                    .rank_at(base_offset)
-                    .filter(|&base| in_stretch(base, rank))
-                    .map_or(How::Fresh, |base| How::Delta((first + base) as u32)),
-                Ok(StoredKind::RefDelta { base }) => packs
-                    .locate_all(&base)
-                    .filter(|base| base.pack == stretch.pack)
-                    .find_map(|base| verbatim::order_rank(&order, packs, base))
-                    .filter(|&base| in_stretch(base, rank))
-                    .map_or(How::Fresh, |base| How::Delta((first + base) as u32)),
-                Err(_) => How::Fresh,
-            };
-            plan.stored[first + rank] = Some((at, how));
-            plan.height[first + rank] = MAX_DEPTH;
+    for slot in from..plan.stored.len() {
+        if !plan.reuse.holds(slot) {
+            continue;
         }
+        let Some((at, _)) = plan.stored[slot] else {
+            continue;
+        };
+        let how = match packs.entry(at).map(|entry| entry.kind) {
+            Ok(StoredKind::Whole(_)) => How::Whole,
+            Ok(StoredKind::OfsDelta { base_offset }) => packs
+                .stored_order(at.pack)
+                .rank_at(base_offset)
+                .and_then(|rank| plan.reuse.slot_at(at.pack, rank as u32))
+                .map_or(How::Fresh, How::Delta),
+            _ => How::Fresh,
+        };
+        plan.stored[slot] = Some((at, how));
+        plan.height[slot] = MAX_DEPTH;
     }
+    plan.reuse.release_from(from);
 }
